@@ -1,0 +1,31 @@
+# mpi.operator — one entry point for every workflow. Targets are thin: the logic lives in hack/.
+SHELL := /bin/bash
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+VENV := $(ROOT)/.venv
+PY := $(VENV)/bin/python
+export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
+export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
+export PATH := $(VENV)/bin:$(PATH)
+
+.PHONY: venv demo test test-unit test-integration lint run cluster-up cluster-down kubeconfig bench e2e
+
+venv:
+	@bash hack/venv.sh
+
+cluster-up:
+	@bash hack/cluster/up.sh
+
+cluster-down:
+	@bash hack/cluster/down.sh
+
+kubeconfig:
+	@bash hack/cluster/kubeconfig.sh
+
+test-unit: venv
+	$(PY) -m pytest tests/unit -q
+
+test: venv
+	bash hack/test.sh
+
+lint: venv
+	bash hack/lint.sh

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite: unit tests, then (with a cluster) integration tests. Used by `make test` and CI.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bash hack/venv.sh
+export PATH=$root/.venv/bin:$PATH ANSIBLE_CONFIG=$root/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$root/.collections
+set +e
+.venv/bin/python -m pytest tests -q "$@"
+rc=$?
+set -e
+# pytest's 5 means no test ran: that is a failure here, never a pass.
+if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi
+exit "$rc"
