@@ -29,3 +29,15 @@ test: venv
 
 lint: venv
 	bash hack/lint.sh
+
+run: venv
+	bash hack/run.sh
+
+bench: venv
+	bash hack/bench.sh
+
+e2e: venv
+	bash hack/e2e.sh
+
+demo: venv
+	bash hack/demo.sh
