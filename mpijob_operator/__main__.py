@@ -1,0 +1,177 @@
+"""Entry point: `python3 -m mpijob_operator [flags]` (the operator Deployment's command, and `make run`)."""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from . import config as config_mod
+from . import health
+from . import log as log_mod
+from .controller import Controller
+from .kube import api_client
+from .leader import LeaderElector, LeaseLock, Timing
+from .metrics import Metrics
+from .queue import WorkQueue
+from .runner import BatchRunner
+from .watch import GROUP, PLURAL, VERSION, Watcher, resources
+
+log = logging.getLogger("mpijob_operator")
+
+CHILD_SELECTOR = "app"  # non-pod children carry app=<job>: skip everything else server-side
+LEASE_NAME = "mpi-operator"
+
+
+class Operator:
+    def __init__(self, cfg: config_mod.Config):
+        self.cfg = cfg
+        self.metrics = Metrics()
+        self.queue = WorkQueue()
+        self.api = api_client(cfg.kubeconfig, cfg.kube_api_qps, cfg.kube_api_burst)
+        self.controller = Controller(self.queue, self.metrics, self._runner, cfg.threadiness, cfg.max_batch)
+        self.watchers: list[Watcher] = []
+        self.synced: set[str] = set()
+        self.elector: LeaderElector | None = None
+        self.leading = threading.Event()
+        self.stopping = threading.Event()
+        self.exit_code = 0
+
+    def _runner(self, slot: int) -> BatchRunner:
+        env = {
+            "MPI_OPERATOR_KUBE_API_QPS": str(self.cfg.kube_api_qps),
+            "MPI_OPERATOR_KUBE_API_BURST": str(self.cfg.kube_api_burst),
+        }
+        return BatchRunner(self.cfg.work_dir, slot=slot, gang_scheduling=self.cfg.gang_scheduling,
+                           cluster_domain=self.cfg.cluster_domain, kubeconfig=self.cfg.kubeconfig,
+                           extra_env=env, timeout=self.cfg.runner_timeout,
+                           rotate_artifacts=self.cfg.rotate_artifacts)
+
+    # -- checks ------------------------------------------------------------------------------
+    def check_crd(self) -> None:
+        """Like Kubeflow: without the MPIJob CRD there is nothing to do, so fail loudly."""
+        from kubernetes.client.exceptions import ApiException
+
+        api = __import__("kubernetes").client.CustomObjectsApi(self.api)
+        try:
+            if self.cfg.namespace:
+                api.list_namespaced_custom_object(GROUP, VERSION, self.cfg.namespace, PLURAL, limit=1)
+            else:
+                api.list_cluster_custom_object(GROUP, VERSION, PLURAL, limit=1)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise SystemExit(f"the MPIJob CRD ({PLURAL}.{GROUP} {VERSION}) is not installed") from None
+            raise
+
+    def healthz(self) -> str | None:
+        if self.controller.crashed:
+            return f"worker crashed: {self.controller.crashed}"
+        dead = [w.name for w in self.watchers if not w.is_alive() and not self.stopping.is_set()]
+        if dead:
+            return f"watch threads stopped: {', '.join(dead)}"
+        e = self.elector
+        if e is not None and e.is_leader and time.monotonic() - e.last_renew > e.timing.lease_duration + 5:
+            return "leader lease not renewed in time"
+        return None
+
+    def readyz(self) -> str | None:
+        if self.stopping.is_set():
+            return "shutting down"
+        if not self.leading.is_set():
+            return None  # a standby replica is ready: it is waiting for the lease
+        missing = [w.resource.name for w in self.watchers if w.resource.name not in self.synced]
+        return f"watches not synced: {', '.join(missing)}" if missing else None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start_leading(self) -> None:
+        self.metrics.is_leader.set(1)
+        self.leading.set()
+        self.controller.start()
+        for res in resources(CHILD_SELECTOR):
+            w = Watcher(self.api, res, self.cfg.namespace, self.controller.enqueue,
+                        on_synced=self._synced, on_event=self._counted_event, on_restart=self._restarted,
+                        watch_timeout=self.cfg.watch_timeout)
+            self.watchers.append(w)
+            w.start()
+        log.info("leading: watching MPIJobs", extra={"namespace": self.cfg.namespace or "(all)",
+                                                     "threadiness": self.cfg.threadiness,
+                                                     "max_batch": self.cfg.max_batch})
+
+    def lost_lease(self) -> None:
+        self.metrics.is_leader.set(0)
+        self.exit_code = 1
+        self.stopping.set()
+
+    def _synced(self, name: str) -> None:
+        self.synced.add(name)
+        log.info("watch synced", extra={"resource": name})
+
+    def _counted_event(self, name: str) -> None:
+        self.metrics.watch_events.labels(resource=name).inc()
+
+    def _restarted(self, name: str, reason: str) -> None:
+        self.metrics.watch_restarts.labels(resource=name, reason=reason).inc()
+
+    def run(self) -> int:
+        self.check_crd()
+        server = None
+        if self.cfg.monitoring_port:
+            server = health.serve(self.cfg.monitoring_port, self.metrics.registry, self.healthz, self.readyz,
+                                  before_scrape=self._refresh_gauges)
+        self.metrics.is_leader.set(0)
+        if self.cfg.leader_elect:
+            from kubernetes import client
+
+            lock = LeaseLock(client.CoordinationV1Api(self.api), self.cfg.lock_namespace, LEASE_NAME)
+            self.elector = LeaderElector(lock, self.cfg.identity, Timing(), self.start_leading, self.lost_lease)
+            threading.Thread(target=self.elector.run, name="leader-election", daemon=True).start()
+            log.info("waiting for the lease", extra={"lease": f"{self.cfg.lock_namespace}/{LEASE_NAME}",
+                                                     "identity": self.cfg.identity})
+        else:
+            self.start_leading()
+        while not self.stopping.wait(1.0):
+            pass
+        self.shutdown()
+        if server is not None:
+            server.shutdown()
+        return self.exit_code
+
+    def _refresh_gauges(self) -> None:
+        self.metrics.queue_depth.set(self.queue.depth())
+        self.metrics.queue_waiting.set(self.queue.waiting())
+
+    def shutdown(self) -> None:
+        """Stop taking work, let the runs in flight finish, then hand the lease back."""
+        log.info("shutting down", extra={"in_flight": self.queue.processing()})
+        for w in self.watchers:
+            w.stop()
+        self.queue.shutdown()
+        if not self.controller.join(self.cfg.runner_timeout + 5):
+            log.warning("runs still in flight at exit")
+        if self.elector is not None:
+            self.elector.stop(release=self.exit_code == 0)
+        self.metrics.is_leader.set(0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg = config_mod.parse(argv)
+    log_mod.setup(cfg.log_level, cfg.log_format)
+    os.makedirs(cfg.work_dir, exist_ok=True)
+    op = Operator(cfg)
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        log.info("signal received", extra={"signal": signal.Signals(signum).name})
+        op.stopping.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    log.info("starting", extra={"identity": cfg.identity, "work_dir": cfg.work_dir,
+                                "leader_elect": cfg.leader_elect})
+    return op.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

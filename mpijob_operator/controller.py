@@ -1,0 +1,145 @@
+"""Workers: take a batch of dirty MPIJobs from the queue, run the reconcile module once for all of them,
+then requeue, back off or forget each job by what the module reported."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .log import job_fields
+from .metrics import Metrics, has_launcher, new_transitions
+from .queue import Key, WorkQueue
+from .runner import BatchRunner, JobResult, RunOutcome
+
+log = logging.getLogger("mpijob_operator.controller")
+
+
+@dataclass(frozen=True)
+class Decision:
+    failed: bool = False  # back off, then run again
+    requeue_after: float | None = None  # a known deadline (TTL, activeDeadline ...)
+    forget: bool = False  # the MPIJob is gone
+
+
+def decide(result: JobResult) -> Decision:
+    """What the queue does with a job after its run. Pure."""
+    if result.deleted:
+        return Decision(forget=True)
+    if result.error and result.retry:
+        return Decision(failed=True)
+    if result.retry:  # the module asks for another pass without an error (e.g. a conflict it expects)
+        return Decision(failed=True)
+    return Decision(requeue_after=result.requeue_after if result.requeue_after is not None
+                    and result.requeue_after >= 0 else None)
+
+
+class Controller:
+    def __init__(self, queue: WorkQueue, metrics: Metrics, runner_factory: Callable[[int], BatchRunner],
+                 threadiness: int, max_batch: int):
+        self.queue = queue
+        self.metrics = metrics
+        self.runner_factory = runner_factory
+        self.threadiness = threadiness
+        self.max_batch = max_batch
+        self.workers: list[threading.Thread] = []
+        self._counted: set[tuple[str, str]] = set()  # (uid, condition type) already counted
+        self._lock = threading.Lock()
+        self.crashed: str | None = None
+
+    def enqueue(self, key: Key, source: str = "") -> None:
+        self.queue.add(key)
+
+    def start(self) -> None:
+        for slot in range(self.threadiness):
+            t = threading.Thread(target=self._worker, args=(slot,), name=f"runner-{slot}", daemon=True)
+            t.start()
+            self.workers.append(t)
+
+    def join(self, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        for t in self.workers:
+            t.join(max(0.0, end - time.monotonic()))
+        return not any(t.is_alive() for t in self.workers)
+
+    def _worker(self, slot: int) -> None:
+        try:
+            runner = self.runner_factory(slot)
+            while True:
+                batch = self.queue.get_batch(self.max_batch)
+                if not batch:
+                    if self.queue.is_shutdown:
+                        return
+                    continue
+                self.run_batch(runner, batch)
+        except Exception as exc:  # a dead worker is reported by /healthz, which gets the pod restarted
+            self.crashed = f"runner-{slot}: {exc!r}"
+            log.exception("worker crashed", extra={"worker": slot})
+
+    def run_batch(self, runner: BatchRunner, batch: list[tuple[Key, float]]) -> RunOutcome:
+        keys = [k for k, _ in batch]
+        wall_start = time.time()
+        self.metrics.batch_size.observe(len(keys))
+        outcome = runner.run(keys)
+        self.metrics.runner_duration.observe(outcome.duration)
+        self.metrics.runner_runs.labels(status=outcome.status).inc()
+        log.info("batch reconciled", extra={"jobs": len(keys), "status": outcome.status,
+                                            "seconds": round(outcome.duration, 3)})
+        done_at = time.monotonic()
+        for key, first_queued in batch:
+            result = outcome.jobs[key]
+            self.metrics.reconcile_latency.observe(max(0.0, done_at - first_queued))
+            self.record(result, wall_start)
+            decision = decide(result)
+            if decision.failed:
+                delay = self.queue.done(key, failed=True)
+                self.metrics.reconciles.labels(result="retry").inc()
+                log.warning("reconcile failed, retrying in %.1fs: %s", delay or 0.0, result.error,
+                            extra=job_fields(*key))
+                continue
+            self.queue.done(key)
+            if decision.forget:
+                self.queue.forget(key)
+                self.metrics.reconciles.labels(result="deleted").inc()
+                continue
+            if result.error:
+                self.metrics.reconciles.labels(result="error").inc()
+                log.error("reconcile error (not retried until the job changes): %s", result.error,
+                          extra=job_fields(*key))
+            else:
+                self.metrics.reconciles.labels(result="ok").inc()
+            if decision.requeue_after is not None:
+                self.queue.add_after(key, decision.requeue_after)
+            if result.actions:
+                log.info("reconciled", extra={**job_fields(*key), "actions": _summary(result.actions)})
+        self.metrics.queue_depth.set(self.queue.depth())
+        self.metrics.queue_waiting.set(self.queue.waiting())
+        return outcome
+
+    def record(self, result: JobResult, run_started: float) -> None:
+        """Kubeflow's metrics from what the module reported."""
+        if result.deleted:
+            self.metrics.job_info.remove(f"{result.name}-launcher", result.namespace)
+            with self._lock:
+                self._counted = {c for c in self._counted if c[0] != result.uid}
+            return
+        if result.status is None:
+            return
+        if has_launcher(result.actions, result.status):
+            self.metrics.job_info.labels(launcher=f"{result.name}-launcher", namespace=result.namespace).set(1)
+        counters = {"Created": self.metrics.jobs_created, "Succeeded": self.metrics.jobs_successful,
+                    "Failed": self.metrics.jobs_failed}
+        for ctype in new_transitions(result.status, run_started):
+            mark = (result.uid or f"{result.namespace}/{result.name}", ctype)
+            with self._lock:
+                if mark in self._counted:
+                    continue
+                self._counted.add(mark)
+            counters[ctype].inc()
+
+
+def _summary(actions: list[dict]) -> str:
+    return ",".join(f"{a.get('action')}:{a.get('kind')}/{a.get('name')}" for a in actions[:20]) + (
+        "..." if len(actions) > 20 else "")
+

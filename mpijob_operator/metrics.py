@@ -1,0 +1,93 @@
+"""Prometheus metrics: the Kubeflow MPI Operator's names, plus the loop's own (latency, batches, runner)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
+
+# The condition types the Kubeflow counters follow, and the counter each one feeds.
+COUNTED_CONDITIONS = ("Created", "Succeeded", "Failed")
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None):
+        self.registry = registry or CollectorRegistry()
+        if registry is None:
+            ProcessCollector(registry=self.registry)
+            PlatformCollector(registry=self.registry)
+            GCCollector(registry=self.registry)
+        r = self.registry
+        self.jobs_created = Counter("mpi_operator_jobs_created", "Counts number of MPI jobs created", registry=r)
+        self.jobs_successful = Counter(
+            "mpi_operator_jobs_successful", "Counts number of MPI jobs successful", registry=r
+        )
+        self.jobs_failed = Counter("mpi_operator_jobs_failed", "Counts number of MPI jobs failed", registry=r)
+        self.job_info = Gauge(
+            "mpi_operator_job_info", "Information about MPIJob", ["launcher", "namespace"], registry=r
+        )
+        self.is_leader = Gauge("mpi_operator_is_leader", "Is this client the leader of this mpi-operator client set?",
+                               registry=r)
+        self.reconcile_latency = Histogram(
+            "mpi_operator_reconcile_latency_seconds",
+            "Time from a job becoming dirty (first event) to the end of the run that reconciled it",
+            buckets=(0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300),
+            registry=r,
+        )
+        self.batch_size = Histogram(
+            "mpi_operator_batch_size", "Jobs per ansible-runner run",
+            buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500), registry=r,
+        )
+        self.runner_duration = Histogram(
+            "mpi_operator_runner_duration_seconds", "Wall time of one ansible-runner run",
+            buckets=(0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 60, 300), registry=r,
+        )
+        self.runner_runs = Counter("mpi_operator_runner_runs", "ansible-runner runs", ["status"], registry=r)
+        self.reconciles = Counter("mpi_operator_reconciles", "Job reconciles", ["result"], registry=r)
+        self.queue_depth = Gauge("mpi_operator_queue_depth", "Jobs waiting for a runner", registry=r)
+        self.queue_waiting = Gauge(
+            "mpi_operator_queue_waiting", "Jobs waiting for a deadline or their backoff", registry=r
+        )
+        self.watch_events = Counter("mpi_operator_watch_events", "Watch events received", ["resource"], registry=r)
+        self.watch_restarts = Counter(
+            "mpi_operator_watch_restarts", "Watch restarts", ["resource", "reason"], registry=r
+        )
+
+
+def new_transitions(status: dict[str, Any] | None, since: float) -> list[str]:
+    """Counted condition types that became True at or after `since` (epoch seconds, whole-second precision)."""
+    out = []
+    for cond in (status or {}).get("conditions") or []:
+        if cond.get("type") in COUNTED_CONDITIONS and cond.get("status") == "True":
+            at = parse_time(cond.get("lastTransitionTime"))
+            if at is not None and at >= int(since):
+                out.append(cond["type"])
+    return out
+
+
+def parse_time(value: str | None) -> float | None:
+    """RFC 3339 (as the API server writes it) to epoch seconds; None if absent or unreadable."""
+    if not value:
+        return None
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
+
+
+def has_launcher(actions: Iterable[dict[str, Any]], status: dict[str, Any] | None) -> bool:
+    """The job has a launcher Job: it just created one, or its status counts launcher replicas."""
+    if any(a.get("action") == "create" and a.get("kind") == "Job" for a in actions):
+        return True
+    launcher = ((status or {}).get("replicaStatuses") or {}).get("Launcher")
+    return bool(launcher) and any(launcher.get(k) for k in ("active", "succeeded", "failed"))

@@ -1,0 +1,263 @@
+"""Resumable watches of MPIJobs and their children, each event mapped to the MPIJob it concerns.
+
+One thread per resource: list (paged) -> watch from the list's resourceVersion with bookmarks ->
+resume from the last resourceVersion seen when the watch ends -> relist on 410 Gone. Objects are
+handled as plain JSON dicts: the client's model deserialisation is the slow part of a Python watch.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .queue import Key
+
+log = logging.getLogger("mpijob_operator.watch")
+
+GROUP = "kubeflow.org"
+VERSION = "v2beta1"
+PLURAL = "mpijobs"
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+OPERATOR_LABEL = "training.kubeflow.org/operator-name=mpi-operator"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A watched resource: where to list it and how to map its objects to MPIJob keys."""
+
+    name: str  # e.g. "pods"
+    path: str  # API path of the collection, without the namespace part: "/api/v1", "pods"
+    plural: str
+    label_selector: str | None
+    to_keys: Callable[[dict[str, Any]], list[Key]]
+
+    def url(self, namespace: str) -> str:
+        if namespace:
+            return f"{self.path}/namespaces/{namespace}/{self.plural}"
+        return f"{self.path}/{self.plural}"
+
+
+def mpijob_keys(obj: dict[str, Any]) -> list[Key]:
+    meta = obj.get("metadata") or {}
+    if not meta.get("name"):
+        return []
+    return [(meta.get("namespace", ""), meta["name"])]
+
+
+def owner_keys(obj: dict[str, Any]) -> list[Key]:
+    """The MPIJob that controls this object (its controller ownerReference of kind MPIJob)."""
+    meta = obj.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if (
+            ref.get("controller")
+            and ref.get("kind") == "MPIJob"
+            and str(ref.get("apiVersion", "")).startswith(GROUP + "/")
+        ):
+            return [(meta.get("namespace", ""), ref["name"])]
+    return []
+
+
+def pod_keys(obj: dict[str, Any]) -> list[Key]:
+    """Workers are owned by the MPIJob; the launcher pod by the launcher Job: both carry the job-name label."""
+    keys = owner_keys(obj)
+    if keys:
+        return keys
+    meta = obj.get("metadata") or {}
+    job = (meta.get("labels") or {}).get(JOB_NAME_LABEL)
+    if job and any(r.get("kind") == "Job" for r in meta.get("ownerReferences") or []):
+        return [(meta.get("namespace", ""), job)]
+    return []
+
+
+def resources(child_selector: str | None = None) -> list[Resource]:
+    """MPIJobs and every kind of child the reconcile module creates."""
+    return [
+        Resource("mpijobs", f"/apis/{GROUP}/{VERSION}", PLURAL, None, mpijob_keys),
+        Resource("pods", "/api/v1", "pods", OPERATOR_LABEL, pod_keys),
+        Resource("jobs", "/apis/batch/v1", "jobs", child_selector, owner_keys),
+        Resource("services", "/api/v1", "services", child_selector, owner_keys),
+        Resource("configmaps", "/api/v1", "configmaps", child_selector, owner_keys),
+        Resource("secrets", "/api/v1", "secrets", child_selector, owner_keys),
+    ]
+
+
+class WatchState:
+    """Bookkeeping of one watch: where to resume, and whether a relist is needed. Pure."""
+
+    def __init__(self) -> None:
+        self.resource_version: str | None = None
+        self.synced = False
+
+    def listed(self, resource_version: str) -> None:
+        self.resource_version = resource_version
+        self.synced = True
+
+    def event(self, event: dict[str, Any]) -> str:
+        """Records an event; returns what to do: 'dispatch', 'skip' (bookmark) or 'relist' (410 Gone)."""
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                self.resource_version = None
+                return "relist"
+            raise WatchError(f"watch error {obj.get('code')}: {obj.get('reason')}: {obj.get('message')}")
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if rv:
+            self.resource_version = rv
+        return "skip" if kind == "BOOKMARK" else "dispatch"
+
+    def gone(self) -> None:
+        self.resource_version = None
+
+
+class WatchError(Exception):
+    pass
+
+
+class Watcher(threading.Thread):
+    """Lists then watches one resource forever, calling `enqueue(key)` for every object event."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        resource: Resource,
+        namespace: str,
+        enqueue: Callable[[Key, str], None],
+        *,
+        on_synced: Callable[[str], None] | None = None,
+        on_event: Callable[[str], None] | None = None,
+        on_restart: Callable[[str, str], None] | None = None,
+        watch_timeout: int = 300,
+        page_size: int = 500,
+    ):
+        super().__init__(name=f"watch-{resource.name}", daemon=True)
+        self.api = api_client
+        self.resource = resource
+        self.namespace = namespace
+        self.enqueue = enqueue
+        self.on_synced = on_synced or (lambda _name: None)
+        self.on_event = on_event or (lambda _name: None)
+        self.on_restart = on_restart or (lambda _name, _reason: None)
+        self.watch_timeout = watch_timeout
+        self.page_size = page_size
+        self.state = WatchState()
+        self._stop = threading.Event()
+        self._response: Any = None
+        self.error_backoff = 0.0
+
+    # -- HTTP --------------------------------------------------------------------------------
+    def _get(self, query: dict[str, Any], timeout: float | tuple[float, float]) -> Any:
+        """A raw GET: the urllib3 response, body not read yet (no model deserialisation)."""
+        params = [(k, v) for k, v in query.items() if v is not None]
+        method, url, headers, body, post = self.api.param_serialize(
+            method="GET",
+            resource_path=self.resource.url(self.namespace),
+            query_params=params,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        return self.api.call_api(method, url, header_params=headers, body=body, post_params=post,
+                                 _request_timeout=timeout).response
+
+    def list_all(self) -> tuple[list[dict[str, Any]], str]:
+        items: list[dict[str, Any]] = []
+        cont: str | None = None
+        while True:
+            resp = self._get({"labelSelector": self.resource.label_selector, "limit": self.page_size,
+                              "continue": cont}, timeout=60)
+            try:
+                data = json.loads(resp.data)
+            finally:
+                resp.release_conn()
+            if resp.status >= 400:
+                raise WatchError(f"list {self.resource.name}: HTTP {resp.status}: {data.get('message')}")
+            items.extend(data.get("items") or [])
+            meta = data.get("metadata") or {}
+            cont = meta.get("continue")
+            if not cont:
+                return items, meta.get("resourceVersion", "")
+
+    def stream(self) -> Iterable[dict[str, Any]]:
+        resp = self._get(
+            {
+                "watch": "true",
+                "labelSelector": self.resource.label_selector,
+                "resourceVersion": self.state.resource_version,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": self.watch_timeout,
+            },
+            timeout=(10, self.watch_timeout + 30),
+        )
+        self._response = resp
+        try:
+            if resp.status == 410:
+                yield {"type": "ERROR", "object": {"code": 410}}
+                return
+            if resp.status >= 400:
+                raise WatchError(f"watch {self.resource.name}: HTTP {resp.status}: {resp.data[:200]!r}")
+            buf = b""
+            for chunk in resp.stream(amt=65536, decode_content=False):
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+                if self._stop.is_set():
+                    return
+        finally:
+            self._response = None
+            resp.release_conn()
+
+    # -- loop --------------------------------------------------------------------------------
+    def dispatch(self, obj: dict[str, Any], kind: str) -> None:
+        for key in self.resource.to_keys(obj):
+            self.enqueue(key, self.resource.name)
+        self.on_event(self.resource.name)
+
+    def relist(self) -> None:
+        items, rv = self.list_all()
+        for obj in items:
+            self.dispatch(obj, "LIST")
+        self.state.listed(rv)
+        self.on_synced(self.resource.name)
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.state.resource_version is None:
+                    self.relist()
+                for event in self.stream():
+                    what = self.state.event(event)
+                    if what == "relist":
+                        self.on_restart(self.resource.name, "gone")
+                        log.info("watch expired (410 Gone): relisting", extra={"resource": self.resource.name})
+                        break
+                    if what == "dispatch":
+                        self.dispatch(event.get("object") or {}, event.get("type", ""))
+                self.error_backoff = 0.0
+            except Exception as exc:  # noqa: BLE001 - any failure: resume or relist after a backoff
+                if self._stop.is_set():
+                    return
+                self.on_restart(self.resource.name, "error")
+                self.error_backoff = min(30.0, max(0.5, self.error_backoff * 2))
+                log.warning("watch failed: %s; retrying in %.1fs", exc, self.error_backoff,
+                            extra={"resource": self.resource.name})
+                if _is_unauthorized(exc):
+                    log.error("the operator may not watch %s: check its RBAC", self.resource.name)
+                self._stop.wait(self.error_backoff)
+
+    def stop(self) -> None:
+        self._stop.set()
+        resp = self._response
+        if resp is not None:
+            with contextlib.suppress(Exception):  # it may be closing already
+                resp.shutdown() if hasattr(resp, "shutdown") else resp.close()
+
+
+def _is_unauthorized(exc: Exception) -> bool:
+    text = str(exc)
+    return "HTTP 401" in text or "HTTP 403" in text

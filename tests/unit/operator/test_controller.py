@@ -1,0 +1,97 @@
+"""What the loop does with each job's result: requeue, back off, forget, count."""
+from prometheus_client import CollectorRegistry
+
+from mpijob_operator.controller import Controller, Decision, decide
+from mpijob_operator.metrics import Metrics
+from mpijob_operator.queue import WorkQueue
+from mpijob_operator.runner import JobResult, RunOutcome
+
+A, B = ("ns", "a"), ("ns", "b")
+
+
+def result(name="a", **kw):
+    return JobResult(namespace="ns", name=name, **kw)
+
+
+def test_decisions():
+    assert decide(result(deleted=True)) == Decision(forget=True)
+    assert decide(result(error="conflict", retry=True)) == Decision(failed=True)
+    assert decide(result(error="invalid spec", retry=False)) == Decision()
+    assert decide(result(requeue_after=42)) == Decision(requeue_after=42)
+    assert decide(result()) == Decision()
+
+
+class FakeRunner:
+    """Stands in for ansible-runner: returns canned module results (the loop's bookkeeping is under test)."""
+
+    def __init__(self, results):
+        self.results = results
+        self.calls = []
+
+    def run(self, keys):
+        self.calls.append(list(keys))
+        return RunOutcome("successful", 0, 0.1, {k: self.results[k] for k in keys})
+
+
+def cond(ctype, when="2030-01-01T00:00:00Z"):
+    return {"type": ctype, "status": "True", "lastTransitionTime": when, "reason": "MPIJob" + ctype}
+
+
+def controller(results):
+    m = Metrics(CollectorRegistry())
+    q = WorkQueue()
+    return Controller(q, m, lambda slot: FakeRunner(results), 1, 10), q, m
+
+
+def value(m, name, **labels):
+    return m.registry.get_sample_value(name, labels or None)
+
+
+def test_a_batch_counts_kubeflow_metrics_once_and_requeues_deadlines():
+    created = result("a", uid="u1", status={"conditions": [cond("Created")]},
+                     actions=[{"action": "create", "kind": "Job", "name": "a-launcher"}], requeue_after=60)
+    failed = result("b", uid="u2", status={"conditions": [cond("Created", "2000-01-01T00:00:00Z"), cond("Failed")]})
+    c, q, m = controller({A: created, B: failed})
+    runner = FakeRunner({A: created, B: failed})
+    q.add(A)
+    q.add(B)
+    c.run_batch(runner, q.take_ready(10))
+    q.add(A)
+    c.run_batch(runner, q.take_ready(10))  # the same transitions reported again are not counted again
+    assert value(m, "mpi_operator_jobs_created_total") == 1
+    assert value(m, "mpi_operator_jobs_failed_total") == 1
+    assert value(m, "mpi_operator_jobs_successful_total") == 0
+    assert value(m, "mpi_operator_job_info", launcher="a-launcher", namespace="ns") == 1
+    assert value(m, "mpi_operator_batch_size_count") == 2
+    assert q.waiting() == 1  # A waits for its requeue_after deadline
+
+
+def test_retry_backs_off_and_deleted_forgets():
+    c, q, m = controller({})
+    runner = FakeRunner({A: result("a", error="conflict", retry=True), B: result("b", deleted=True)})
+    q.add(A)
+    q.add(B)
+    c.run_batch(runner, q.take_ready(10))
+    assert q.failures(A) == 1
+    assert q.failures(B) == 0 and q.depth() == 0
+    assert value(m, "mpi_operator_reconciles_total", result="retry") == 1
+    assert value(m, "mpi_operator_reconciles_total", result="deleted") == 1
+
+
+def test_workers_run_batches_until_shutdown():
+    r = result("a", status={"conditions": []})
+    runner = FakeRunner({A: r, B: result("b", status={})})
+    m = Metrics(CollectorRegistry())
+    q = WorkQueue()
+    c = Controller(q, m, lambda slot: runner, 1, 10)
+    q.add(A)
+    q.add(B)
+    c.start()
+    import time
+
+    deadline = time.monotonic() + 5
+    while value(m, "mpi_operator_reconciles_total", result="ok") != 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    q.shutdown()
+    assert c.join(5)
+    assert runner.calls == [[A, B]]
