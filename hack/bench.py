@@ -1,0 +1,322 @@
+"""`make bench`: the operator loop under load on the local cluster (kwok nodes).
+
+1. the cost of one bare ansible-runner run (ansible.builtin.ping, the runner path the operator uses);
+2. one MPIJob on an idle operator: creation -> all children, and -> Running;
+3. BENCH_JOBS MPIJobs x BENCH_WORKERS workers created at once: the same latencies (p50/p95/max), wall time,
+   reconciles/s, ansible-runner runs and mean batch size, and the operator's peak RSS.
+The operator runs as a subprocess (all namespaces, no leader election); times are taken by this script's
+own watches, from just before each create call to the first event that shows the object or condition.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import math
+import os
+import pathlib
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kubernetes import client, config  # noqa: E402
+from kubernetes.client.exceptions import ApiException  # noqa: E402
+
+from mpijob_operator.runner import BatchRunner  # noqa: E402
+from tests.integration._fixtures.operator import GROUP, PLURAL, VERSION, OperatorProcess, install_crd  # noqa: E402
+
+JOBS = int(os.environ.get("BENCH_JOBS", "200"))
+WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
+TIMEOUT = float(os.environ.get("BENCH_TIMEOUT", "600"))
+OPERATOR_ARGS = os.environ.get("BENCH_OPERATOR_ARGS", "").split()
+PREFIX = "bench-"
+
+
+def mpijob(name: str, workers: int) -> dict[str, Any]:
+    def template(role: str) -> dict[str, Any]:
+        return {"spec": {"containers": [{"name": role, "image": "mpioperator/mpi-pi:openmpi",
+                                         "command": ["sleep", "3600"] if role == "worker" else ["mpirun", "true"]}]}}
+
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "MPIJob",
+        "metadata": {"name": name},
+        "spec": {
+            "slotsPerWorker": 1,
+            "runPolicy": {"cleanPodPolicy": "Running"},
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": template("launcher")},
+                "Worker": {"replicas": workers, "template": template("worker")},
+            },
+        },
+    }
+
+
+class Tracker:
+    """Watches children and MPIJobs in the bench namespaces; records when each job got what."""
+
+    def __init__(self, api: client.ApiClient, workers: int):
+        self.api = api
+        self.workers = workers
+        self.lock = threading.Lock()
+        self.created: dict[tuple[str, str], float] = {}
+        self.children: dict[tuple[str, str], set[str]] = {}
+        self.all_children: dict[tuple[str, str], float] = {}
+        self.running: dict[tuple[str, str], float] = {}
+        self.stop = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def expected(self, name: str) -> set[str]:
+        return {f"Service/{name}", f"ConfigMap/{name}-config", f"Secret/{name}-ssh", f"Job/{name}-launcher"} | {
+            f"Pod/{name}-worker-{i}" for i in range(self.workers)}
+
+    def start(self) -> None:
+        core, batch = client.CoreV1Api(self.api), client.BatchV1Api(self.api)
+        custom = client.CustomObjectsApi(self.api)
+        sources = [
+            ("Pod", core.list_pod_for_all_namespaces, {"label_selector": "training.kubeflow.org/operator-name"}),
+            ("Service", core.list_service_for_all_namespaces, {"label_selector": "app"}),
+            ("ConfigMap", core.list_config_map_for_all_namespaces, {"label_selector": "app"}),
+            ("Secret", core.list_secret_for_all_namespaces, {"label_selector": "app"}),
+            ("Job", batch.list_job_for_all_namespaces, {"label_selector": "app"}),
+            ("MPIJob", lambda **kw: custom.list_cluster_custom_object(GROUP, VERSION, PLURAL, **kw), {}),
+        ]
+        for kind, func, kw in sources:
+            t = threading.Thread(target=self._watch, args=(kind, func, kw), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def _watch(self, kind: str, func: Any, kw: dict[str, Any]) -> None:
+        rv = None
+        while not self.stop.is_set():
+            try:
+                if rv is None:
+                    listing = func(_preload_content=False, **kw)
+                    data = json.loads(listing.data)
+                    for obj in data.get("items") or []:
+                        self.seen(kind, obj)
+                    rv = data["metadata"]["resourceVersion"]
+                resp = func(_preload_content=False, watch=True, resource_version=rv, allow_watch_bookmarks=True,
+                            timeout_seconds=60, **kw)
+                for line in resp:
+                    ev = json.loads(line)
+                    if ev["type"] == "ERROR":
+                        rv = None
+                        break
+                    rv = ev["object"]["metadata"].get("resourceVersion", rv)
+                    if ev["type"] in ("ADDED", "MODIFIED"):
+                        self.seen(kind, ev["object"])
+                    if self.stop.is_set():
+                        break
+            except Exception as exc:  # keep measuring: relist
+                print(f"bench watch {kind}: {exc}", file=sys.stderr)
+                rv = None
+                time.sleep(0.5)
+
+    def seen(self, kind: str, obj: dict[str, Any]) -> None:
+        now = time.time()
+        meta = obj["metadata"]
+        ns = meta.get("namespace", "")
+        if not ns.startswith(PREFIX):
+            return
+        if kind == "MPIJob":
+            key = (ns, meta["name"])
+            conds = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
+            if conds.get("Running") == "True" or conds.get("Succeeded") == "True":
+                with self.lock:
+                    self.running.setdefault(key, now)
+            return
+        if kind == "Pod":
+            job = (meta.get("labels") or {}).get("training.kubeflow.org/job-name")
+        else:
+            job = (meta.get("labels") or {}).get("app")
+        if not job:
+            return
+        key = (ns, job)
+        with self.lock:
+            got = self.children.setdefault(key, set())
+            got.add(f"{kind}/{meta['name']}")
+            if key not in self.all_children and self.expected(job) <= got:
+                self.all_children[key] = now
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, math.ceil(p / 100 * len(s)) - 1))  # nearest rank
+    return s[k]
+
+
+def runner_baseline(runs: int = 3) -> float:
+    with tempfile.TemporaryDirectory() as d:
+        r = BatchRunner(d, slot=0, module="ansible.builtin.ping", module_args={"data": "pong"}, rotate_artifacts=1)
+        times = [r.run([("bench", "baseline")]).duration for _ in range(runs)]
+    return statistics.median(times)
+
+
+def rss_tree_kib(pid: int) -> int:
+    """RSS of the operator and every process below it (ansible-runner, ansible, the module)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for p in pathlib.Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            status = (p / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        ppid = int(fields.get("PPid", "0").strip())
+        children.setdefault(ppid, []).append(int(p.name))
+        rss[int(p.name)] = int(fields.get("VmRSS", "0 kB").split()[0]) if "VmRSS" in fields else 0
+    total, stack = 0, [pid]
+    while stack:
+        q = stack.pop()
+        total += rss.get(q, 0)
+        stack.extend(children.get(q, []))
+    return total
+
+
+def peak_rss_kib(pid: int) -> int:
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def create_namespace(core: client.CoreV1Api, name: str) -> None:
+    core.create_namespace({"metadata": {"name": name, "labels": {"mpi-operator-bench": "true"}}})
+
+
+def delete_namespaces(core: client.CoreV1Api) -> None:
+    for ns in core.list_namespace(label_selector="mpi-operator-bench=true").items:
+        try:
+            core.delete_namespace(ns.metadata.name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+def wait_until(pred: Any, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > end:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def main() -> int:
+    kubeconfig = os.environ["KUBECONFIG"]
+    config.load_kube_config(kubeconfig)
+    api = client.ApiClient()
+    core = client.CoreV1Api(api)
+    custom = client.CustomObjectsApi(api)
+    install_crd(api)
+    delete_namespaces(core)
+
+    baseline = runner_baseline()
+    work = pathlib.Path(tempfile.mkdtemp(prefix="mpi-operator-bench-"))
+    op = OperatorProcess(kubeconfig, work, ["--no-leader-elect", *OPERATOR_ARGS], name="bench-operator").start()
+    tracker = Tracker(api, WORKERS)
+    rss_peak_tree = 0
+    sampling = threading.Event()
+
+    def sample() -> None:
+        nonlocal rss_peak_tree
+        while not sampling.is_set():
+            rss_peak_tree = max(rss_peak_tree, rss_tree_kib(op.proc.pid))
+            sampling.wait(0.25)
+
+    try:
+        op.wait_ready()
+        tracker.start()
+        threading.Thread(target=sample, daemon=True).start()
+        time.sleep(1)
+
+        # -- one job, idle operator ----------------------------------------------------------
+        ns1 = f"{PREFIX}single-{uuid.uuid4().hex[:6]}"
+        create_namespace(core, ns1)
+        key1 = (ns1, "single")
+        tracker.created[key1] = time.time()
+        custom.create_namespaced_custom_object(GROUP, VERSION, ns1, PLURAL, mpijob("single", WORKERS))
+        wait_until(lambda: key1 in tracker.running, 120, "the single job to run")
+        single_children = tracker.all_children[key1] - tracker.created[key1]
+        single_running = tracker.running[key1] - tracker.created[key1]
+        time.sleep(2)  # let the loop settle before the bulk run
+
+        # -- N jobs at once ------------------------------------------------------------------
+        def counters() -> dict[str, float]:
+            return {
+                "reconciles": sum(op.metric("mpi_operator_reconciles_total", {"result": r}) or 0
+                                  for r in ("ok", "retry", "error", "deleted")),
+                "runs": op.metric("mpi_operator_batch_size_count") or 0,
+                "batched": op.metric("mpi_operator_batch_size_sum") or 0,
+            }
+
+        ns = f"{PREFIX}bulk-{uuid.uuid4().hex[:6]}"
+        create_namespace(core, ns)
+        before = counters()
+        keys = [(ns, f"job-{i:04d}") for i in range(JOBS)]
+        start = time.time()
+
+        def create(key: tuple[str, str]) -> None:
+            tracker.created[key] = time.time()
+            custom.create_namespaced_custom_object(GROUP, VERSION, key[0], PLURAL, mpijob(key[1], WORKERS))
+
+        with cf.ThreadPoolExecutor(16) as pool:
+            list(pool.map(create, keys))
+        created_all = time.time() - start
+        try:
+            wait_until(lambda: all(k in tracker.running for k in keys), TIMEOUT, "every job to run")
+        except TimeoutError as exc:
+            print(f"WARNING: {exc}: {sum(k in tracker.running for k in keys)}/{JOBS} running", file=sys.stderr)
+        wall = time.time() - start
+        time.sleep(1)
+        after = counters()
+        to_children = [tracker.all_children[k] - tracker.created[k] for k in keys if k in tracker.all_children]
+        to_running = [tracker.running[k] - tracker.created[k] for k in keys if k in tracker.running]
+        runs = after["runs"] - before["runs"]
+        reconciles = after["reconciles"] - before["reconciles"]
+        mean_batch = (after["batched"] - before["batched"]) / runs if runs else float("nan")
+        peak = peak_rss_kib(op.proc.pid)
+    finally:
+        sampling.set()
+        tracker.stop.set()
+        op.stop()
+        delete_namespaces(core)
+
+    row = "| {:<44} | {:>10} |"
+    print()
+    print(f"## make bench: {JOBS} MPIJobs x {WORKERS} workers, operator flags: "
+          f"{' '.join(OPERATOR_ARGS) or '(defaults)'}")
+    print()
+    print(row.format("measure", "value"))
+    print(row.format("-" * 44, "-" * 10))
+    print(row.format("bare ansible-runner run (ping, median of 3)", f"{baseline:.2f} s"))
+    print(row.format("single job, idle: create -> all children", f"{single_children:.2f} s"))
+    print(row.format("single job, idle: create -> Running", f"{single_running:.2f} s"))
+    print(row.format(f"{JOBS} jobs created (client, 16 threads)", f"{created_all:.1f} s"))
+    for label, values in (("create -> all children", to_children), ("create -> Running", to_running)):
+        print(row.format(f"{label}: p50", f"{percentile(values, 50):.1f} s"))
+        print(row.format(f"{label}: p95", f"{percentile(values, 95):.1f} s"))
+        print(row.format(f"{label}: max", f"{max(values) if values else float('nan'):.1f} s"))
+    print(row.format("jobs with all children / Running", f"{len(to_children)}/{len(to_running)} of {JOBS}"))
+    print(row.format("total wall time (first create -> all Running)", f"{wall:.1f} s"))
+    print(row.format("reconciles/s", f"{reconciles / wall:.1f}"))
+    print(row.format("ansible-runner runs", f"{runs:.0f}"))
+    print(row.format("mean batch size (jobs per run)", f"{mean_batch:.1f}"))
+    print(row.format("operator peak RSS (VmHWM, Python process)", f"{peak / 1024:.0f} MiB"))
+    print(row.format("peak RSS incl. runner subprocesses (sampled)", f"{rss_peak_tree / 1024:.0f} MiB"))
+    ok = len(to_running) == JOBS
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

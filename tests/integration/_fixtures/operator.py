@@ -1,0 +1,167 @@
+"""Fixtures of the operator loop: the MPIJob CRD installed, and the operator started as a real subprocess
+(`python -m mpijob_operator`) against the test cluster; its log is printed when a test fails."""
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+_ROOT = pathlib.Path(__file__).resolve().parents[3]
+_CRD = _ROOT / "roles/crds/files/mpijobs.kubeflow.org.yaml"
+GROUP, VERSION, PLURAL = "kubeflow.org", "v2beta1", "mpijobs"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class OperatorProcess:
+    """One operator process; `metrics()` reads its /metrics, `logs()` its output so far."""
+
+    def __init__(self, kubeconfig: str, work_dir: pathlib.Path, args: list[str], name: str = "operator"):
+        self.port = _free_port()
+        self.log_path = work_dir / f"{name}-{self.port}.log"
+        self.args = ["--kubeconfig", kubeconfig, "--monitoring-port", str(self.port),
+                     "--work-dir", str(work_dir / f"runner-{self.port}"), "--log-level", "info", *args]
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> OperatorProcess:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "mpijob_operator", *self.args], cwd=_ROOT,
+                                         stdout=out, stderr=subprocess.STDOUT, env=env)
+        return self
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=3) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"operator exited with {self.proc.returncode}:\n{self.logs()}")
+            try:
+                if self.get("/readyz")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"operator not ready in {timeout}s:\n{self.logs()}")
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        from prometheus_client.parser import text_string_to_metric_families
+
+        _, text = self.get("/metrics")
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                if s.name == name and all(s.labels.get(k) == v for k, v in (labels or {}).items()):
+                    return s.value
+        return None
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def signal(self, sig: int) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def wait(self, timeout: float = 30) -> int:
+        assert self.proc is not None
+        return self.proc.wait(timeout)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+def install_crd(api_client: Any) -> None:
+    """Creates or updates the MPIJob CRD from the collection's file, and waits until it is served."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    body = yaml.safe_load(_CRD.read_text())
+    ext = client.ApiextensionsV1Api(api_client)
+    name = body["metadata"]["name"]
+    try:
+        current = ext.read_custom_resource_definition(name)
+        body["metadata"]["resourceVersion"] = current.metadata.resource_version
+        ext.replace_custom_resource_definition(name, body)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        ext.create_custom_resource_definition(body)
+    custom = client.CustomObjectsApi(api_client)
+    end = time.monotonic() + 30
+    while True:
+        try:
+            custom.list_cluster_custom_object(GROUP, VERSION, PLURAL, limit=1)
+            return
+        except ApiException:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.3)
+
+
+@pytest.fixture(scope="session")
+def operator_crd(api_client: Any) -> None:
+    install_crd(api_client)
+
+
+@pytest.fixture
+def operator_factory(kubeconfig: str, operator_crd: None, tmp_path: pathlib.Path,
+                     request: pytest.FixtureRequest) -> Iterator[Callable[..., OperatorProcess]]:
+    """Starts operators (`make_operator("--namespace", ns)`); stops them after the test and shows their logs
+    when it failed."""
+    started: list[OperatorProcess] = []
+
+    def make(*args: str, name: str = "operator", ready: bool = True) -> OperatorProcess:
+        op = OperatorProcess(kubeconfig, tmp_path, list(args), name=name).start()
+        started.append(op)
+        if ready:
+            op.wait_ready()
+        return op
+
+    yield make
+    for op in started:
+        op.stop()
+    report = getattr(request.node, "rep_call", None)
+    if report is None or report.failed:
+        for op in started:
+            sys.stderr.write(f"\n----- {op.log_path.name} -----\n{op.logs()[-20000:]}\n")
+
+
+@pytest.fixture
+def operator(operator_factory: Callable[..., OperatorProcess], namespace: str) -> OperatorProcess:
+    """One operator watching only this test's namespace (the namespace-scoped mode), no leader election."""
+    return operator_factory("--namespace", namespace, "--no-leader-elect")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Iterator[None]:
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
