@@ -2,6 +2,7 @@
 (`python -m mpijob_operator`) against the test cluster; its log is printed when a test fails."""
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import signal
@@ -42,9 +43,32 @@ class OperatorProcess:
         env["PYTHONPATH"] = str(_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
         with open(self.log_path, "ab") as out:
+            # its own process group: kill_all() takes the runs in flight down with it, like a container dying
             self.proc = subprocess.Popen([sys.executable, "-m", "mpijob_operator", *self.args], cwd=_ROOT,
-                                         stdout=out, stderr=subprocess.STDOUT, env=env)
+                                         stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         return self
+
+    def runs_in_flight(self) -> int:
+        """Processes in the operator's group besides itself: ansible-runner's ansible and module processes."""
+        assert self.proc is not None
+        count = 0
+        for p in pathlib.Path("/proc").iterdir():
+            if not p.name.isdigit() or int(p.name) == self.proc.pid:
+                continue
+            try:
+                stat = (p / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if fields[0] != "Z" and int(fields[2]) == self.proc.pid:  # state, ppid, pgrp
+                count += 1
+        return count
+
+    def kill_all(self) -> None:
+        """SIGKILL to the operator and everything it started."""
+        assert self.proc is not None
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
 
     def get(self, path: str) -> tuple[int, str]:
         try:
@@ -89,6 +113,9 @@ class OperatorProcess:
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if self.proc is not None:
+                    os.killpg(self.proc.pid, signal.SIGKILL)  # leftovers of a killed operator
             return
         self.proc.send_signal(signal.SIGTERM)
         try:
@@ -155,7 +182,7 @@ def operator_factory(kubeconfig: str, operator_crd: None, tmp_path: pathlib.Path
 
 
 @pytest.fixture
-def operator(operator_factory: Callable[..., OperatorProcess], namespace: str) -> OperatorProcess:
+def running_operator(operator_factory: Callable[..., OperatorProcess], namespace: str) -> OperatorProcess:
     """One operator watching only this test's namespace (the namespace-scoped mode), no leader election."""
     return operator_factory("--namespace", namespace, "--no-leader-elect")
 
@@ -165,3 +192,146 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Iterator[None]:
     outcome = yield
     rep = outcome.get_result()
     setattr(item, "rep_" + rep.when, rep)
+
+
+# ---- MPIJob helpers for the operator tests (plain functions: tests import them) ----------------------------
+
+def new_mpijob(name: str, workers: int = 2, *, launcher_annotations: dict[str, str] | None = None,
+               worker_annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    """A small MPIJob; `spec` keys are merged into .spec (runPolicy, launcherCreationPolicy ...)."""
+    def template(role: str, annotations: dict[str, str] | None) -> dict[str, Any]:
+        meta = {"annotations": annotations} if annotations else {}
+        return {"metadata": meta, "spec": {"containers": [{"name": role, "image": "mpioperator/mpi-pi:openmpi"}]}}
+
+    body: dict[str, Any] = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "MPIJob",
+        "metadata": {"name": name},
+        "spec": {
+            "slotsPerWorker": 1,
+            "runPolicy": {"cleanPodPolicy": "None"},
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": template("launcher", launcher_annotations)},
+                "Worker": {"replicas": workers, "template": template("worker", worker_annotations)},
+            },
+        },
+    }
+    for k, v in spec.items():
+        if isinstance(v, dict) and isinstance(body["spec"].get(k), dict):
+            body["spec"][k].update(v)
+        else:
+            body["spec"][k] = v
+    return body
+
+
+def create_mpijob(api_client: Any, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+    from kubernetes import client
+
+    return client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, body)
+
+
+def get_mpijob(api_client: Any, namespace: str, name: str) -> dict[str, Any] | None:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return client.CustomObjectsApi(api_client).get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
+                                                                                name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def patch_mpijob(api_client: Any, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+    from kubernetes import client
+
+    return client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, name, patch)
+
+
+def delete_mpijob(api_client: Any, namespace: str, name: str) -> None:
+    from kubernetes import client
+
+    client.CustomObjectsApi(api_client).delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+
+
+def condition(job: dict[str, Any] | None, ctype: str) -> dict[str, Any] | None:
+    for c in ((job or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return c
+    return None
+
+
+def has_condition(job: dict[str, Any] | None, ctype: str, status: str = "True") -> bool:
+    c = condition(job, ctype)
+    return c is not None and c.get("status") == status
+
+
+def eventually(pred: Callable[[], Any], timeout: float = 60, what: str = "condition",
+               interval: float = 0.2) -> Any:
+    """Polls `pred` until it returns something truthy (the test waits; the operator never polls)."""
+    end = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def wait_condition(api_client: Any, namespace: str, name: str, ctype: str, timeout: float = 60,
+                   status: str = "True") -> dict[str, Any]:
+    job: dict[str, Any] | None = None
+
+    def check() -> bool:
+        nonlocal job
+        job = get_mpijob(api_client, namespace, name)
+        return has_condition(job, ctype, status)
+
+    try:
+        eventually(check, timeout, f"{namespace}/{name} {ctype}={status}")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; status: {(job or {}).get('status')}") from None
+    assert job is not None
+    return job
+
+
+def children(api_client: Any, namespace: str, name: str) -> dict[str, list[str]]:
+    """Names of the job's children by kind (the Kubeflow names and labels)."""
+    from kubernetes import client
+
+    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
+    app = f"app={name}"
+    pods = core.list_namespaced_pod(namespace, label_selector=f"training.kubeflow.org/job-name={name}").items
+    return {
+        "Service": [s.metadata.name for s in core.list_namespaced_service(namespace, label_selector=app).items],
+        "ConfigMap": [c.metadata.name for c in core.list_namespaced_config_map(namespace, label_selector=app).items],
+        "Secret": [s.metadata.name for s in core.list_namespaced_secret(namespace, label_selector=app).items],
+        "Job": [j.metadata.name for j in batch.list_namespaced_job(namespace, label_selector=app).items],
+        "Worker": sorted(p.metadata.name for p in pods
+                         if (p.metadata.labels or {}).get("training.kubeflow.org/job-role") == "worker"
+                         and not p.metadata.deletion_timestamp),
+        "LauncherPod": [p.metadata.name for p in pods
+                        if (p.metadata.labels or {}).get("training.kubeflow.org/job-role") == "launcher"],
+    }
+
+
+def expected_children(name: str, workers: int) -> dict[str, list[str]]:
+    return {
+        "Service": [name],
+        "ConfigMap": [f"{name}-config"],
+        "Secret": [f"{name}-ssh"],
+        "Job": [f"{name}-launcher"],
+        "Worker": sorted(f"{name}-worker-{i}" for i in range(workers)),
+    }
+
+
+def event_reasons(api_client: Any, namespace: str, name: str) -> set[str]:
+    from kubernetes import client
+
+    events = client.CoreV1Api(api_client).list_namespaced_event(
+        namespace, field_selector=f"involvedObject.kind=MPIJob,involvedObject.name={name}").items
+    return {e.reason for e in events}

@@ -1,0 +1,139 @@
+"""The operator loop end to end on the local cluster (kwok nodes): the real operator process, the real
+reconcile module through ansible-runner, a real API server. One operator per test, scoped to its namespace."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.integration._fixtures.operator import (
+    children,
+    create_mpijob,
+    delete_mpijob,
+    event_reasons,
+    eventually,
+    expected_children,
+    get_mpijob,
+    has_condition,
+    new_mpijob,
+    patch_mpijob,
+    wait_condition,
+)
+
+pytestmark = [pytest.mark.cluster]
+
+
+def _without_launcher_pod(found: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {k: sorted(v) for k, v in found.items() if k != "LauncherPod"}
+
+
+def test_created_running_succeeded(running_operator, api_client, namespace):
+    started = time.monotonic()
+    create_mpijob(api_client, namespace, new_mpijob("pi", workers=2))
+    want = expected_children("pi", 2)
+    eventually(lambda: _without_launcher_pod(children(api_client, namespace, "pi")) == want, 30,
+               "every child of pi")
+    children_after = time.monotonic() - started
+    job = wait_condition(api_client, namespace, "pi", "Created", 10)
+    assert job["status"]["conditions"][0]["reason"] == "MPIJobCreated"
+    wait_condition(api_client, namespace, "pi", "Running", 60)
+    job = wait_condition(api_client, namespace, "pi", "Succeeded", 90)
+    assert job["status"].get("completionTime")
+    assert not has_condition(job, "Running")  # a finished job is not Running any more
+    assert {"MPIJobCreated", "MPIJobSucceeded"} <= event_reasons(api_client, namespace, "pi")
+    assert running_operator.metric("mpi_operator_jobs_created_total") == 1
+    eventually(lambda: running_operator.metric("mpi_operator_jobs_successful_total") == 1, 10, "success counted")
+    assert running_operator.metric("mpi_operator_jobs_failed_total") == 0
+    assert running_operator.metric("mpi_operator_job_info", {"launcher": "pi-launcher", "namespace": namespace}) == 1
+    assert running_operator.metric("mpi_operator_is_leader") == 1
+    assert running_operator.metric("mpi_operator_runner_duration_seconds_count") >= 1
+    assert running_operator.get("/healthz")[0] == 200
+    # the issue's target is 3 s on an idle operator; `make bench` measures it, this only catches a regression
+    assert children_after < 10, f"children took {children_after:.1f}s"
+
+
+OUTCOME = "kwok.mpi.operator/outcome"  # docs/local-cluster.md: how a simulated pod ends
+
+
+def test_launcher_failure_fails_the_job(running_operator, api_client, namespace):
+    body = new_mpijob("bad", workers=1, launcher_annotations={OUTCOME: "fail"}, runPolicy={"backoffLimit": 0})
+    create_mpijob(api_client, namespace, body)
+    job = wait_condition(api_client, namespace, "bad", "Failed", 90)
+    assert job["status"].get("completionTime")
+    assert not has_condition(job, "Succeeded")
+    assert "MPIJobFailed" in event_reasons(api_client, namespace, "bad") or any(
+        r.startswith("BackoffLimitExceeded") for r in event_reasons(api_client, namespace, "bad"))
+    eventually(lambda: running_operator.metric("mpi_operator_jobs_failed_total") == 1, 10, "failure counted")
+    assert running_operator.metric("mpi_operator_jobs_successful_total") == 0
+
+
+def test_suspend_and_resume(running_operator, api_client, namespace):
+    create_mpijob(api_client, namespace, new_mpijob("sus", workers=2, runPolicy={"suspend": True}))
+    wait_condition(api_client, namespace, "sus", "Suspended", 30)
+    time.sleep(2)  # give a wrong operator the chance to create pods
+    assert children(api_client, namespace, "sus")["Worker"] == []
+    assert "MPIJobSuspended" in event_reasons(api_client, namespace, "sus")
+    patch_mpijob(api_client, namespace, "sus", {"spec": {"runPolicy": {"suspend": False}}})
+    wait_condition(api_client, namespace, "sus", "Suspended", 30, status="False")
+    assert "MPIJobResumed" in event_reasons(api_client, namespace, "sus")
+    wait_condition(api_client, namespace, "sus", "Succeeded", 90)
+
+
+def test_wait_for_workers_ready_creates_the_launcher_after_the_workers(running_operator, api_client, namespace):
+    # one worker never starts: the launcher must not be created
+    create_mpijob(api_client, namespace, new_mpijob("held", workers=2, launcherCreationPolicy="WaitForWorkersReady",
+                                                    worker_annotations={OUTCOME: "pending"}))
+    eventually(lambda: len(children(api_client, namespace, "held")["Worker"]) == 2, 30, "held's workers")
+    create_mpijob(api_client, namespace, new_mpijob("ready", workers=2, launcherCreationPolicy="WaitForWorkersReady"))
+    wait_condition(api_client, namespace, "ready", "Succeeded", 90)
+    assert children(api_client, namespace, "held")["Job"] == []
+    job = get_mpijob(api_client, namespace, "held")
+    assert not has_condition(job, "Running")
+
+
+def test_scaling_workers_up_and_down(running_operator, api_client, namespace):
+    create_mpijob(api_client, namespace, new_mpijob("elastic", workers=2, launcher_annotations={OUTCOME: "run"}))
+    wait_condition(api_client, namespace, "elastic", "Running", 60)
+    hostfile = _hostfile(api_client, namespace, "elastic")
+    assert len(hostfile) == 2
+    patch_mpijob(api_client, namespace, "elastic", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 4}}}})
+    eventually(lambda: children(api_client, namespace, "elastic")["Worker"] == [f"elastic-worker-{i}" for i in range(4)],
+               30, "4 workers")
+    eventually(lambda: len(_hostfile(api_client, namespace, "elastic")) == 4, 30, "hostfile with 4 workers")
+    patch_mpijob(api_client, namespace, "elastic", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
+    eventually(lambda: children(api_client, namespace, "elastic")["Worker"] == ["elastic-worker-0"], 30,
+               "the highest workers removed")
+    eventually(lambda: len(_hostfile(api_client, namespace, "elastic")) == 1, 30, "hostfile with 1 worker")
+
+
+def _hostfile(api_client, namespace, name):
+    from kubernetes import client
+
+    cm = client.CoreV1Api(api_client).read_namespaced_config_map(f"{name}-config", namespace)
+    return [line for line in (cm.data or {}).get("hostfile", "").splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize(("policy", "workers_left"), [("All", 0), ("Running", 0), ("None", 2)])
+def test_clean_pod_policy(running_operator, api_client, namespace, policy, workers_left):
+    name = f"clean-{policy.lower()}"
+    create_mpijob(api_client, namespace, new_mpijob(name, workers=2, runPolicy={"cleanPodPolicy": policy}))
+    wait_condition(api_client, namespace, name, "Succeeded", 90)
+    eventually(lambda: len(children(api_client, namespace, name)["Worker"]) == workers_left, 30,
+               f"{workers_left} workers left under cleanPodPolicy {policy}")
+    time.sleep(1)
+    assert len(children(api_client, namespace, name)["Worker"]) == workers_left
+    # the launcher Job (and its completed pod) stays, as in Kubeflow, for its logs
+    assert children(api_client, namespace, name)["Job"] == [f"{name}-launcher"]
+
+
+def test_deleting_a_job_garbage_collects_its_children(running_operator, api_client, namespace):
+    create_mpijob(api_client, namespace, new_mpijob("gone", workers=2, launcher_annotations={OUTCOME: "run"}))
+    want = expected_children("gone", 2)
+    eventually(lambda: _without_launcher_pod(children(api_client, namespace, "gone")) == want, 30, "children")
+    delete_mpijob(api_client, namespace, "gone")
+    empty = {k: [] for k in want}
+    eventually(lambda: _without_launcher_pod(children(api_client, namespace, "gone")) == empty, 60,
+               "children garbage-collected")
+    eventually(lambda: running_operator.metric("mpi_operator_job_info",
+                                               {"launcher": "gone-launcher", "namespace": namespace}) is None,
+               20, "job_info series removed")

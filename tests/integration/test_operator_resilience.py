@@ -1,0 +1,114 @@
+"""The operator killed mid-batch and restarted, two replicas with leader election, graceful shutdown,
+the cluster-wide mode."""
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+from kubernetes import client
+
+from tests.integration._fixtures.operator import (
+    children,
+    create_mpijob,
+    eventually,
+    expected_children,
+    get_mpijob,
+    has_condition,
+    new_mpijob,
+    wait_condition,
+)
+
+pytestmark = [pytest.mark.cluster]
+
+
+def _all_succeeded(api_client, namespace, names):
+    return all(has_condition(get_mpijob(api_client, namespace, n), "Succeeded") for n in names)
+
+
+def _owned_children(api_client, namespace):
+    """Every object the operator creates in the namespace, with the uid of its controller."""
+    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
+    out = []
+    for kind, items in (
+        ("Pod", core.list_namespaced_pod(namespace, label_selector="training.kubeflow.org/operator-name").items),
+        ("Service", core.list_namespaced_service(namespace, label_selector="app").items),
+        ("ConfigMap", core.list_namespaced_config_map(namespace, label_selector="app").items),
+        ("Secret", core.list_namespaced_secret(namespace, label_selector="app").items),
+        ("Job", batch.list_namespaced_job(namespace, label_selector="app").items),
+    ):
+        for obj in items:
+            refs = [r for r in obj.metadata.owner_references or [] if r.controller]
+            out.append((kind, obj.metadata.name, refs[0].kind if refs else None, refs[0].uid if refs else None))
+    return out
+
+
+def test_killed_mid_batch_then_restarted_every_job_finishes_once(operator_factory, api_client, namespace):
+    args = ("--namespace", namespace, "--no-leader-elect", "--threadiness", "1", "--max-batch", "4")
+    first = operator_factory(*args, name="first")
+    names = [f"k{i:02d}" for i in range(12)]
+    for n in names:
+        create_mpijob(api_client, namespace, new_mpijob(n, workers=2))
+    # wait for a batch to have finished and another to be in flight, then kill everything at once
+    eventually(lambda: (first.metric("mpi_operator_batch_size_count") or 0) >= 1 and first.runs_in_flight() > 0,
+               60, "a run in flight after a finished one", interval=0.02)
+    first.kill_all()
+    assert not _all_succeeded(api_client, namespace, names), "too late: every job had finished before the kill"
+
+    operator_factory(*args, name="second")
+    eventually(lambda: _all_succeeded(api_client, namespace, names), 180, "every job Succeeded after the restart")
+    for n in names:
+        found = children(api_client, namespace, n)
+        assert {k: sorted(v) for k, v in found.items() if k != "LauncherPod"} == expected_children(n, 2), n
+        assert len(found["LauncherPod"]) == 1, f"{n}: launcher pods {found['LauncherPod']}"
+        job = get_mpijob(api_client, namespace, n)
+        assert [c["type"] for c in job["status"]["conditions"]].count("Created") == 1
+    uids = {get_mpijob(api_client, namespace, n)["metadata"]["uid"] for n in names}
+    launcher_jobs = {j.metadata.uid for j in client.BatchV1Api(api_client).list_namespaced_job(namespace).items}
+    for kind, name, owner_kind, owner_uid in _owned_children(api_client, namespace):
+        if kind == "Pod" and owner_kind == "Job":
+            assert owner_uid in launcher_jobs, f"orphan launcher pod {name}"
+        else:
+            assert owner_kind == "MPIJob" and owner_uid in uids, f"orphan {kind} {name}"
+
+
+def _leaders(ops):
+    return [op for op in ops if op.metric("mpi_operator_is_leader") == 1]
+
+
+def test_two_replicas_one_leader_and_takeover(operator_factory, api_client, namespace):
+    args = ("--namespace", namespace, "--leader-elect", "--lock-namespace", namespace)
+    a = operator_factory(*args, name="replica-a")
+    b = operator_factory(*args, name="replica-b")
+    ops = [a, b]
+    leader = eventually(lambda: _leaders(ops)[0] if len(_leaders(ops)) == 1 else None, 30, "one leader")
+    follower = b if leader is a else a
+    create_mpijob(api_client, namespace, new_mpijob("led", workers=1))
+    wait_condition(api_client, namespace, "led", "Succeeded", 90)
+    assert _leaders(ops) == [leader]
+    assert (follower.metric("mpi_operator_batch_size_count") or 0) == 0, "the follower reconciled"
+    assert follower.get("/readyz")[0] == 200  # a standby replica is ready: it waits for the lease
+    lease = client.CoordinationV1Api(api_client).read_namespaced_lease("mpi-operator", namespace)
+    assert lease.spec.holder_identity and lease.spec.lease_duration_seconds == 15
+
+    killed = time.monotonic()
+    leader.kill_all()
+    eventually(lambda: follower.metric("mpi_operator_is_leader") == 1, 30, "the follower to take over",
+               interval=0.2)
+    takeover = time.monotonic() - killed
+    assert takeover <= 15 + 2 + 3, f"takeover took {takeover:.1f}s"
+    create_mpijob(api_client, namespace, new_mpijob("after", workers=1))
+    wait_condition(api_client, namespace, "after", "Succeeded", 90)
+
+    # graceful shutdown: SIGTERM exits 0 and hands the lease back at once
+    follower.signal(signal.SIGTERM)
+    assert follower.wait(30) == 0
+    lease = client.CoordinationV1Api(api_client).read_namespaced_lease("mpi-operator", namespace)
+    assert not lease.spec.holder_identity
+
+
+def test_cluster_wide_mode(operator_factory, api_client, namespace):
+    op = operator_factory("--no-leader-elect")
+    create_mpijob(api_client, namespace, new_mpijob("wide", workers=1))
+    wait_condition(api_client, namespace, "wide", "Succeeded", 90)
+    assert op.get("/readyz")[0] == 200
