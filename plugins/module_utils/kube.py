@@ -1,0 +1,485 @@
+"""The shell: the only code of the collection that talks to the Kubernetes API server.
+
+It builds a client from module parameters or the environment, reads the world of a batch of MPIJobs with one
+LIST per kind and namespace, asks the core (module_utils/mpijob) for a plan, and carries the plan out: creates,
+merge patches, deletes with a uid precondition, the status subresource only when it changed, and events.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import (
+    Action,
+    Plan,
+    World,
+    controlled_by,
+    reconcile,
+)
+
+try:
+    import urllib3
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.config.config_exception import ConfigException
+
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError as _exc:  # reported by the module through missing_required_lib
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = _exc
+
+# Shared with the submission modules (mpijob, mpijob_info); documented by doc_fragments/auth.py.
+AUTH_ARG_SPEC: dict[str, dict[str, Any]] = {
+    "kubeconfig": {"type": "path"},
+    "context": {"type": "str"},
+    "host": {"type": "str"},
+    "api_key": {"type": "str", "no_log": True},
+    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"]},
+    "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"]},
+    "request_timeout": {"type": "float", "default": 30.0},
+}
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, reason: str, body: dict | None = None):
+        self.status, self.reason, self.body = status, reason, body or {}
+        message = self.body.get("message") or reason
+        super().__init__(f"{status} {self.body.get('reason') or reason}: {message}")
+
+    @property
+    def message(self) -> str:
+        return str(self.body.get("message") or self.reason)
+
+
+class Unreachable(Exception):
+    """The API server could not be reached (or the credentials could not be loaded)."""
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(f"K8S_AUTH_{name.upper()}") or None
+
+
+def api_client(params: dict) -> k8s_client.ApiClient:
+    """A client from explicit parameters, else $K8S_AUTH_* / $KUBECONFIG, else the in-cluster service account."""
+    cfg = k8s_client.Configuration()
+    kubeconfig = params.get("kubeconfig") or _env("kubeconfig")
+    context = params.get("context") or _env("context")
+    host = params.get("host") or _env("host")
+    api_key = params.get("api_key") or _env("api_key")
+    try:
+        if kubeconfig or context or not host:
+            if kubeconfig or context or os.environ.get("KUBECONFIG") or not _in_cluster():
+                k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+            else:
+                k8s_config.load_incluster_config(client_configuration=cfg)
+    except (ConfigException, OSError) as exc:
+        raise Unreachable(f"cannot load Kubernetes credentials: {exc}") from exc
+    if host:
+        cfg.host = host
+    if api_key:
+        cfg.api_key = {"authorization": f"Bearer {api_key}"}
+    verify = params.get("validate_certs")
+    if verify is None and _env("verify_ssl") is not None:
+        verify = _env("verify_ssl").lower() in ("1", "true", "yes")
+    if verify is not None:
+        cfg.verify_ssl = verify
+    if params.get("ca_cert"):
+        cfg.ssl_ca_cert = params["ca_cert"]
+    cfg.retries = 1  # a dead API server must fail fast; transient errors are retried by the operator loop
+    cfg.connection_pool_maxsize = 16
+    return k8s_client.ApiClient(cfg)
+
+
+def _in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(
+        "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    )
+
+
+class Rest:
+    """JSON over the client's connection pool: no model (de)serialisation, any kind, any content type."""
+
+    def __init__(self, client: k8s_client.ApiClient, timeout: float = 30.0):
+        self.client = client
+        self.timeout = timeout
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def request(self, method: str, path: str, body: Any = None, query: dict | None = None,
+                content_type: str = "application/json") -> dict:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        params = self.client.param_serialize(
+            method=method, resource_path=path, query_params=list((query or {}).items()),
+            header_params=headers, body=body, auth_settings=["BearerToken"],
+        )
+        with self._lock:
+            self.calls += 1
+        try:
+            resp = self.client.call_api(*params, _request_timeout=self.timeout)
+        except urllib3.exceptions.HTTPError as exc:
+            raise Unreachable(f"{method} {path}: {exc}") from exc
+        data = resp.read()
+        try:
+            payload = json.loads(data) if data else {}
+        except ValueError:
+            payload = {"message": data.decode(errors="replace")[:500] if isinstance(data, bytes) else str(data)}
+        if resp.status >= 400:
+            raise ApiError(resp.status, resp.reason or "", payload if isinstance(payload, dict) else {})
+        return payload
+
+    def get(self, path: str) -> dict | None:
+        try:
+            return self.request("GET", path)
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def list(self, path: str, selector: str = "") -> list[dict]:
+        """All items (None when the kind is not served, e.g. a missing PodGroup CRD)."""
+        query = {"labelSelector": selector} if selector else {}
+        try:
+            return self.request("GET", path, query=query).get("items") or []
+        except ApiError as exc:
+            if exc.status == 404:
+                return []
+            raise
+
+
+# ---- where each kind lives --------------------------------------------------------------------------------------
+
+_PLURALS = {"Service": "services", "ConfigMap": "configmaps", "Secret": "secrets", "Pod": "pods", "Event": "events",
+            "Job": "jobs", "MPIJob": C.PLURAL, "PodGroup": "podgroups"}
+
+
+def collection(api_version: str, kind: str, namespace: str) -> str:
+    prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    return f"{prefix}/namespaces/{quote(namespace)}/{_PLURALS[kind]}"
+
+
+def item(api_version: str, kind: str, namespace: str, name: str) -> str:
+    return f"{collection(api_version, kind, namespace)}/{quote(name)}"
+
+
+def mpijob_path(namespace: str, name: str = "") -> str:
+    base = collection(C.API_VERSION, C.KIND, namespace)
+    return f"{base}/{quote(name)}" if name else base
+
+
+# ---- SSH keys ----------------------------------------------------------------------------------------------------
+
+def generate_ssh_keys() -> tuple[bytes, bytes]:
+    """ECDSA P-521: PEM `EC PRIVATE KEY` and the authorized_keys line, as the Kubeflow operator makes them."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP521R1())
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    return private, public + b"\n"
+
+
+def _placeholder_keys() -> tuple[bytes, bytes]:
+    return b"", b""  # check mode: the Secret is only planned, no key is made
+
+
+# ---- reading a batch ------------------------------------------------------------------------------------------------
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def _by_name(items: list[dict]) -> dict[str, dict]:
+    return {i["metadata"]["name"]: i for i in items}
+
+
+def _in(names: list[str]) -> str:
+    return "(" + ",".join(sorted(names)) + ")"
+
+
+@dataclass
+class Namespaced:
+    """The children of a namespace's jobs, read with one LIST per kind."""
+
+    services: dict[str, dict] = field(default_factory=dict)
+    config_maps: dict[str, dict] = field(default_factory=dict)
+    secrets: dict[str, dict] = field(default_factory=dict)
+    jobs: dict[str, dict] = field(default_factory=dict)
+    pod_groups: dict[str, dict] = field(default_factory=dict)
+    pods_by_job: dict[str, list[dict]] = field(default_factory=dict)
+
+
+def read_namespace(rest: Rest, namespace: str, names: list[str], opts: K.Options) -> tuple[dict[str, dict], Namespaced]:
+    """(MPIJobs by name, their children) for the jobs `names` of one namespace."""
+    if len(names) >= 3:
+        found = _by_name(rest.list(mpijob_path(namespace)))
+        mpijobs = {n: found[n] for n in names if n in found}
+    else:
+        mpijobs = {n: obj for n in names if (obj := rest.get(mpijob_path(namespace, n))) is not None}
+    kids = Namespaced()
+    labelled = [n for n in mpijobs if _LABEL_VALUE.match(n) and len(n) <= 63]
+    if not labelled:
+        return mpijobs, kids
+    app = f"{C.APP_LABEL} in {_in(labelled)}"
+    kids.services = _by_name(rest.list(collection("v1", "Service", namespace), app))
+    kids.config_maps = _by_name(rest.list(collection("v1", "ConfigMap", namespace), app))
+    kids.secrets = _by_name(rest.list(collection("v1", "Secret", namespace), app))
+    kids.jobs = _by_name(rest.list(collection("batch/v1", "Job", namespace), app))
+    for pod in rest.list(collection("v1", "Pod", namespace), f"{C.JOB_NAME_LABEL} in {_in(labelled)}"):
+        kids.pods_by_job.setdefault(pod["metadata"]["labels"][C.JOB_NAME_LABEL], []).append(pod)
+    if opts.gang_scheduling:
+        api = C.VOLCANO_PODGROUP_API if opts.volcano else C.PLUGINS_PODGROUP_API
+        kids.pod_groups = _by_name(rest.list(collection(api, "PodGroup", namespace)))
+    return mpijobs, kids
+
+
+def world_of(obj: dict, kids: Namespaced, priorities: dict[str, int]) -> World:
+    name = obj["metadata"]["name"]
+    return World(
+        mpijob=obj,
+        service=kids.services.get(name),
+        config_map=kids.config_maps.get(name + C.CONFIG_SUFFIX),
+        secret=kids.secrets.get(name + C.SSH_SUFFIX),
+        launcher=kids.jobs.get(name + C.LAUNCHER_SUFFIX),
+        pod_group=kids.pod_groups.get(name),
+        pods=kids.pods_by_job.get(name, []),
+        priorities=priorities,
+    )
+
+
+def priority_values(rest: Rest, mpijobs: list[dict], opts: K.Options) -> dict[str, int]:
+    """Values of the PriorityClasses the jobs' templates name (only needed for PodGroup minResources)."""
+    if not opts.gang_scheduling:
+        return {}
+    names = set()
+    for obj in mpijobs:
+        for replica in ((obj.get("spec") or {}).get("mpiReplicaSpecs") or {}).values():
+            pc = (((replica or {}).get("template") or {}).get("spec") or {}).get("priorityClassName")
+            if isinstance(pc, str) and pc:
+                names.add(pc)
+    values = {}
+    for pc in sorted(names):
+        found = rest.get(f"/apis/scheduling.k8s.io/v1/priorityclasses/{quote(pc)}")
+        if found is not None:
+            values[pc] = int(found.get("value") or 0)
+    return values
+
+
+# ---- carrying a plan out --------------------------------------------------------------------------------------------
+
+@dataclass
+class JobResult:
+    namespace: str
+    name: str
+    uid: str | None = None
+    actions: list[dict] = field(default_factory=list)
+    status: dict | None = None
+    error: str | None = None
+    retry: bool = False
+    requeue_after: float | None = None
+    deleted: bool = False
+
+    def as_dict(self) -> dict:
+        return {
+            "namespace": self.namespace, "name": self.name, "uid": self.uid, "actions": self.actions,
+            "status": self.status, "error": self.error, "retry": self.retry, "requeue_after": self.requeue_after,
+            "deleted": self.deleted,
+        }
+
+
+class Applier:
+    """Carries out one job's plan, in order; turns API errors into the job's result."""
+
+    def __init__(self, rest: Rest, obj: dict, result: JobResult):
+        self.rest, self.obj, self.result = rest, obj, result
+        self.namespace = obj["metadata"]["namespace"]
+        self.name = obj["metadata"]["name"]
+        self.uid = obj["metadata"].get("uid", "")
+
+    def apply(self, plan: Plan) -> None:
+        for action in plan.actions:
+            try:
+                if not self.do(action):
+                    return
+            except ApiError as exc:
+                if not self.failed(action, exc):
+                    return
+            self.result.actions.append(action.summary())
+
+    def do(self, a: Action) -> bool:
+        """False stops the plan (the error is already in the result)."""
+        ns = self.namespace
+        if a.action == "create":
+            try:
+                self.rest.request("POST", collection(a.api_version, a.kind, ns), a.body)
+            except ApiError as exc:
+                if exc.status != 409:
+                    raise
+                return self.exists(a)
+        elif a.action == "patch":
+            path = item(a.api_version, a.kind, ns, a.name) + (f"/{a.subresource}" if a.subresource else "")
+            self.rest.request("PATCH", path, a.body, content_type="application/merge-patch+json")
+        elif a.action == "delete":
+            body = {"preconditions": {"uid": a.uid}} if a.uid else None
+            try:
+                self.rest.request("DELETE", item(a.api_version, a.kind, ns, a.name), body)
+            except ApiError as exc:
+                if exc.status != 404:  # already gone is what we wanted
+                    raise
+        elif a.action == "status":
+            body = dict(self.obj, status=a.body)
+            written = self.rest.request("PUT", mpijob_path(ns, self.name) + "/status", body)
+            self.result.status = written.get("status")
+        elif a.action == "event":
+            self.event(a.body or {})
+        elif a.action == "delete-mpijob":
+            try:
+                self.rest.request("DELETE", mpijob_path(ns, self.name),
+                                  {"preconditions": {"uid": a.uid}, "propagationPolicy": "Background"})
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+            self.result.deleted = True
+            self.result.status = None
+        return True
+
+    def exists(self, a: Action) -> bool:
+        """A create met an object of that name: ours (a stale read, retry later) or someone else's (no takeover)."""
+        current = self.rest.get(item(a.api_version, a.kind, self.namespace, a.name))
+        if current is not None and not controlled_by(current, self.uid):
+            msg = C.MESSAGE_RESOURCE_EXISTS.format(name=a.name, kind=a.kind)
+            self.event({"type": "Warning", "reason": C.REASON_RESOURCE_EXISTS, "message": msg})
+            self.result.actions.append({"action": "event", "kind": "Event", "name": C.REASON_RESOURCE_EXISTS,
+                                        "reason": C.REASON_RESOURCE_EXISTS})
+            self.result.error, self.result.retry = msg, True
+            return False
+        self.result.retry = True
+        return True
+
+    def failed(self, a: Action, exc: ApiError) -> bool:
+        """True to go on with the next action."""
+        if a.action == "status" and exc.status == 404:
+            self.result.deleted, self.result.status = True, None
+            return False
+        if exc.status in (404, 409):  # vanished or changed under us: the next reconcile sees the new state
+            self.result.retry = True
+            return a.action in ("patch", "event")
+        self.result.error = f"{a.action} {a.kind} {a.name}: {exc}"
+        if exc.status in (400, 422) and a.action == "create":
+            # The API rejects what the template asks for: say so on the MPIJob, as Kubeflow does.
+            with contextlib.suppress(ApiError):
+                self.event({"type": "Warning", "reason": C.REASON_FAILED,
+                            "message": f"{a.kind} {a.name} creation failed: {exc.message}"})
+            self.result.retry = False
+        else:
+            self.result.retry = True
+        return False
+
+    def event(self, ev: dict) -> None:
+        """A core/v1 Event on the MPIJob; repeats of the same event bump its count instead of piling up."""
+        now = S.rfc3339(datetime.now(UTC))
+        digest = hashlib.sha256(f"{self.uid}/{ev['type']}/{ev['reason']}/{ev['message']}".encode()).hexdigest()[:16]
+        name = f"{self.name}.{digest}"
+        body = {
+            "metadata": {"name": name, "namespace": self.namespace},
+            "involvedObject": {"apiVersion": self.obj.get("apiVersion", C.API_VERSION), "kind": C.KIND,
+                               "name": self.name, "namespace": self.namespace, "uid": self.uid},
+            "type": ev["type"], "reason": ev["reason"], "message": ev["message"],
+            "source": {"component": C.EVENT_COMPONENT}, "reportingComponent": C.EVENT_COMPONENT,
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        }
+        path = collection("v1", "Event", self.namespace)
+        try:
+            self.rest.request("POST", path, body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            current = self.rest.get(f"{path}/{name}") or {}
+            self.rest.request("PATCH", f"{path}/{name}", {"count": int(current.get("count") or 1) + 1,
+                                                          "lastTimestamp": now},
+                              content_type="application/merge-patch+json")
+
+
+def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: bool = False,
+                    threads: int = 8) -> list[JobResult]:
+    """Reconciles every job of the batch; one job's failure never stops the others."""
+    unique = {(j["namespace"], j["name"]): JobResult(namespace=j["namespace"], name=j["name"]) for j in jobs}
+    results = list(unique.values())
+    by_ns: dict[str, list[str]] = {}
+    for ns, name in unique:
+        by_ns.setdefault(ns, []).append(name)
+
+    def read(ns: str) -> tuple[str, dict[str, dict], Namespaced | Exception]:
+        try:
+            found, kids = read_namespace(rest, ns, by_ns[ns], opts)
+            return ns, found, kids
+        except ApiError as exc:
+            return ns, {}, exc
+
+    pool = ThreadPoolExecutor(max_workers=max(1, threads))
+    try:
+        reads = list(pool.map(read, sorted(by_ns)))  # Unreachable propagates: the whole call fails
+        worlds: dict[tuple[str, str], tuple[dict, World] | Exception | None] = {}
+        all_jobs = [obj for _, found, _ in reads for obj in found.values()]
+        priorities = priority_values(rest, all_jobs, opts)
+        for ns, found, kids in reads:
+            for name in by_ns[ns]:
+                if isinstance(kids, Exception):
+                    worlds[(ns, name)] = kids
+                elif name in found:
+                    worlds[(ns, name)] = (found[name], world_of(found[name], kids, priorities))
+                else:
+                    worlds[(ns, name)] = None
+        now = datetime.now(UTC)
+
+        def one(result: JobResult) -> None:
+            seen = worlds[(result.namespace, result.name)]
+            if seen is None:
+                result.deleted = True  # gone: nothing to do, the children go with it
+                return
+            if isinstance(seen, Exception):
+                result.error, result.retry = f"reading the job's objects: {seen}", True
+                return
+            obj, world = seen
+            result.uid = obj["metadata"].get("uid")
+            result.status = obj.get("status")
+            try:
+                plan = reconcile(obj, world, opts, now, _placeholder_keys if check_mode else generate_ssh_keys)
+            except Exception as exc:  # a bug must cost one job, not the batch
+                result.error, result.retry = f"internal error planning the job: {exc!r}", True
+                return
+            result.status, result.requeue_after, result.error = plan.status, plan.requeue_after, plan.error
+            result.retry = plan.retry
+            if check_mode:
+                result.actions = [a.summary() for a in plan.actions]
+                result.deleted = plan.deletes_job
+                return
+            Applier(rest, obj, result).apply(plan)
+
+        for future in [pool.submit(one, r) for r in results]:
+            future.result()
+    finally:
+        pool.shutdown(wait=True)
+    return [unique[(j["namespace"], j["name"])] for j in jobs]
+
+
+def probe(rest: Rest) -> None:
+    """Fails with Unreachable unless the API server answers."""
+    try:
+        rest.request("GET", "/version")
+    except ApiError as exc:
+        if exc.status >= 500:
+            raise Unreachable(f"the API server answers {exc}") from exc

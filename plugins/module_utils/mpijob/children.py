@@ -1,0 +1,407 @@
+"""One builder per child object of an MPIJob, named and filled exactly as the Kubeflow MPI Operator does.
+
+Differences from Kubeflow (docs/differences.md): PRRTE variables next to the ORTE ones for OpenMPI 5,
+`host:slots` lines in discover_hosts.sh, the worker DNS search path honours the cluster domain, and the
+PodGroup of a WaitForWorkersReady job does not count the launcher (no gang deadlock).
+"""
+from __future__ import annotations
+
+import base64
+import copy
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from . import constants as C
+from .quantity import format_quantity, is_binary, parse_quantity
+from .spec import MPIJob, ReplicaSpec
+
+
+@dataclass(frozen=True)
+class Options:
+    """Operator-level settings, the Kubeflow flags `--cluster-domain` and `--gang-scheduling`."""
+
+    cluster_domain: str = ""
+    gang_scheduling: str = ""
+
+    @property
+    def volcano(self) -> bool:
+        return self.gang_scheduling == C.VOLCANO
+
+
+# ---- names -------------------------------------------------------------------------------------------------------
+
+def launcher_name(job: MPIJob) -> str:
+    return job.name + C.LAUNCHER_SUFFIX
+
+
+def worker_name(job: MPIJob, index: int) -> str:
+    return f"{job.name}{C.WORKER_SUFFIX}-{index}"
+
+
+def config_name(job: MPIJob) -> str:
+    return job.name + C.CONFIG_SUFFIX
+
+
+def secret_name(job: MPIJob) -> str:
+    return job.name + C.SSH_SUFFIX
+
+
+def worker_index(job: MPIJob, pod_name: str) -> int | None:
+    """The index in `<job>-worker-<i>`, or None for any other name."""
+    prefix = f"{job.name}{C.WORKER_SUFFIX}-"
+    tail = pod_name[len(prefix):] if pod_name.startswith(prefix) else ""
+    return int(tail) if tail.isdigit() and str(int(tail)) == tail else None
+
+
+def fqdn(job: MPIJob, hostname: str, opts: Options) -> str:
+    name = f"{hostname}.{job.name}.{job.namespace}.svc"
+    return f"{name}.{opts.cluster_domain}" if opts.cluster_domain else name
+
+
+# ---- labels and references ---------------------------------------------------------------------------------------
+
+def owner_reference(job: MPIJob) -> dict:
+    return {
+        "apiVersion": C.API_VERSION,
+        "kind": C.KIND,
+        "name": job.name,
+        "uid": job.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def default_labels(job: MPIJob, role: str) -> dict:
+    return {C.OPERATOR_NAME_LABEL: C.OPERATOR_NAME, C.JOB_NAME_LABEL: job.name, C.JOB_ROLE_LABEL: role}
+
+
+def worker_selector(job: MPIJob) -> str:
+    """Label selector string of the job's worker pods (the scale subresource's labelSelectorPath)."""
+    return ",".join(f"{k}={v}" for k, v in sorted(default_labels(job, C.ROLE_WORKER).items()))
+
+
+def _meta(job: MPIJob, name: str) -> dict:
+    return {
+        "name": name,
+        "namespace": job.namespace,
+        "labels": {C.APP_LABEL: job.name},
+        "ownerReferences": [owner_reference(job)],
+    }
+
+
+# ---- Service, ConfigMap, Secret ------------------------------------------------------------------------------------
+
+def service(job: MPIJob) -> dict:
+    """Headless Service `<job>` in front of the launcher and the workers."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(job, job.name),
+        "spec": {
+            "clusterIP": "None",
+            "selector": {C.OPERATOR_NAME_LABEL: C.OPERATOR_NAME, C.JOB_NAME_LABEL: job.name},
+            # Only a launcher that is also a worker must be resolvable before it is Ready.
+            "publishNotReadyAddresses": job.run_launcher_as_worker,
+        },
+    }
+
+
+def _slot_hosts(job: MPIJob, hostnames: Iterable[str], opts: Options) -> list[str]:
+    hosts = [launcher_name(job)] if job.run_launcher_as_worker else []
+    return [fqdn(job, h, opts) for h in hosts + list(hostnames)]
+
+
+def hostfile(job: MPIJob, opts: Options) -> str:
+    """One line per host from the Worker replicas (OpenMPI `host slots=N`, Intel/MPICH `host:N`)."""
+    hosts = _slot_hosts(job, (worker_name(job, i) for i in range(job.worker_replicas)), opts)
+    form = "{host} slots={slots}\n" if job.mpi_implementation == C.OPENMPI else "{host}:{slots}\n"
+    return "".join(form.format(host=h, slots=job.slots_per_worker) for h in hosts)
+
+
+def discover_hosts(job: MPIJob, running_workers: Iterable[str], opts: Options) -> str:
+    """Horovod elastic host discovery: the Running workers (sorted by name) in `host:slots` form."""
+    hosts = _slot_hosts(job, sorted(running_workers), opts)
+    return "#!/bin/sh\n" + "".join(f"echo {h}:{job.slots_per_worker}\n" for h in hosts)
+
+
+def config_map(job: MPIJob, running_workers: Iterable[str], opts: Options) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(job, config_name(job)),
+        "data": {C.HOSTFILE: hostfile(job, opts), C.DISCOVER_HOSTS: discover_hosts(job, running_workers, opts)},
+    }
+
+
+def ssh_secret(job: MPIJob, private_key_pem: bytes, public_key: bytes) -> dict:
+    """Secret `<job>-ssh`; the key pair is made by the shell (randomness is I/O)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _meta(job, secret_name(job)),
+        "type": C.SSH_SECRET_TYPE,
+        "data": {
+            C.SSH_PRIVATE_KEY: base64.b64encode(private_key_pem).decode(),
+            C.SSH_PUBLIC_KEY: base64.b64encode(public_key).decode(),
+        },
+    }
+
+
+# ---- pods ------------------------------------------------------------------------------------------------------------
+
+def _main_container(job: MPIJob, pod_spec: dict) -> dict:
+    """The MPI container: the one `spec.mainContainer` names (legacy v1 field), else the first."""
+    containers = pod_spec["containers"]
+    for container in containers:
+        if job.main_container and container.get("name") == job.main_container:
+            return container
+    return containers[0]
+
+
+def _append(obj: dict, key: str, items: list) -> None:
+    obj[key] = list(obj.get(key) or []) + items
+
+
+def _setup_ssh(job: MPIJob, pod_spec: dict) -> None:
+    secret = {
+        "secretName": secret_name(job),
+        "items": [
+            {"key": C.SSH_PRIVATE_KEY, "path": "id_rsa"},
+            {"key": C.SSH_PUBLIC_KEY, "path": "id_rsa.pub"},
+            {"key": C.SSH_PUBLIC_KEY, "path": "authorized_keys"},
+        ],
+    }
+    if job.ssh_auth_mount_path == C.ROOT_SSH_PATH:
+        secret["defaultMode"] = 0o600  # elsewhere the Kubernetes default 0644 applies, as in Kubeflow
+    _append(pod_spec, "volumes", [{"name": C.SSH_VOLUME, "secret": secret}])
+    _append(_main_container(job, pod_spec), "volumeMounts", [{"name": C.SSH_VOLUME, "mountPath": job.ssh_auth_mount_path}])
+
+
+def _pod_template(job: MPIJob, replica: ReplicaSpec, role: str, hostname: str, opts: Options) -> tuple[dict, dict]:
+    """(metadata, spec) of a launcher or worker pod with what both roles share."""
+    template = copy.deepcopy(replica.template)
+    tmeta = template.get("metadata") or {}
+    labels = dict(tmeta.get("labels") or {})
+    labels.update(default_labels(job, role))
+    meta = {"labels": labels}
+    if tmeta.get("annotations"):
+        meta["annotations"] = dict(tmeta["annotations"])
+    spec = template.get("spec") or {}
+    spec["hostname"] = hostname
+    spec["subdomain"] = job.name  # the headless Service
+    if spec.get("hostNetwork"):
+        spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+    spec["restartPolicy"] = replica.restart_policy
+    if opts.gang_scheduling:
+        spec["schedulerName"] = opts.gang_scheduling
+        if opts.volcano:
+            meta.setdefault("annotations", {})[C.VOLCANO_GROUP_ANNOTATION] = job.name
+        else:
+            labels[C.PLUGINS_GROUP_LABEL] = job.name
+    _append(_main_container(job, spec), "env", [{"name": C.ROLE_ENV, "value": role}])
+    _setup_ssh(job, spec)
+    return meta, spec
+
+
+def worker_pod(job: MPIJob, index: int, opts: Options) -> dict:
+    """Plain Pod `<job>-worker-<index>`."""
+    assert job.worker is not None
+    name = worker_name(job, index)
+    meta, spec = _pod_template(job, job.worker, C.ROLE_WORKER, name, opts)
+    # Kueue TAS needs a unique index per pod of the group: the launcher takes 0 when it is a worker too.
+    meta["labels"][C.REPLICA_INDEX_LABEL] = str(index + 1 if job.run_launcher_as_worker else index)
+    # Lets Intel MPI and MPICH workers resolve the launcher's short hostname.
+    search = f"{job.name}.{job.namespace}.svc.{opts.cluster_domain or 'cluster.local'}"
+    dns = spec.setdefault("dnsConfig", {})
+    _append(dns, "searches", [search])
+    container = _main_container(job, spec)
+    if not container.get("command") and not container.get("args"):
+        container["command"] = list(C.SSHD_COMMAND)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": job.namespace, **meta, "ownerReferences": [owner_reference(job)]},
+        "spec": spec,
+    }
+
+
+def launcher_env(job: MPIJob) -> list[dict]:
+    """Environment of the MPI implementation, added to the launcher's MPI container."""
+    slots = str(job.slots_per_worker)
+    if job.mpi_implementation == C.OPENMPI:
+        env = [
+            ("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
+            ("OMPI_MCA_orte_default_hostfile", C.HOSTFILE_PATH),
+            ("OMPI_MCA_plm_rsh_args", C.SSH_ARGS),
+            ("OMPI_MCA_orte_set_default_slots", slots),
+            # OpenMPI 5 replaced ORTE by PRRTE and silently ignores the ORTE names (kubeflow/mpi-operator#842).
+            ("PRTE_MCA_prte_keep_fqdn_hostnames", "true"),
+            ("PRTE_MCA_prte_default_hostfile", C.HOSTFILE_PATH),
+            ("PRTE_MCA_plm_ssh_args", C.SSH_ARGS),
+            ("PRTE_MCA_prte_set_default_slots", slots),
+        ]
+    elif job.mpi_implementation == C.INTEL:
+        env = [
+            ("I_MPI_HYDRA_HOST_FILE", C.HOSTFILE_PATH),
+            ("I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS", C.SSH_ARGS),
+            ("I_MPI_PERHOST", slots),
+        ]
+    else:
+        env = [("HYDRA_HOST_FILE", C.HOSTFILE_PATH), ("HYDRA_LAUNCH_EXTRA_ARGS", C.SSH_ARGS)]
+    result = [{"name": k, "value": v} for k, v in env]
+    if not job.run_launcher_as_worker:
+        # Keeps a launcher that is not a worker off the GPUs.
+        result += [{"name": "NVIDIA_VISIBLE_DEVICES"}, {"name": "NVIDIA_DRIVER_CAPABILITIES"}]
+    return result
+
+
+def launcher_pod_template(job: MPIJob, opts: Options) -> dict:
+    meta, spec = _pod_template(job, job.launcher, C.ROLE_LAUNCHER, launcher_name(job), opts)
+    if job.run_launcher_as_worker:
+        meta["labels"][C.REPLICA_INDEX_LABEL] = "0"
+    container = _main_container(job, spec)
+    _append(container, "env", launcher_env(job))
+    _append(spec, "volumes", [{
+        "name": C.CONFIG_VOLUME,
+        "configMap": {
+            "name": config_name(job),
+            "items": [
+                {"key": C.HOSTFILE, "path": C.HOSTFILE, "mode": 0o444},
+                {"key": C.DISCOVER_HOSTS, "path": C.DISCOVER_HOSTS, "mode": 0o555},
+            ],
+        },
+    }])
+    _append(container, "volumeMounts", [{"name": C.CONFIG_VOLUME, "mountPath": C.CONFIG_MOUNT_PATH}])
+    return {"metadata": {**meta, "ownerReferences": [owner_reference(job)]}, "spec": spec}
+
+
+def launcher_job(job: MPIJob, opts: Options) -> dict:
+    """batch/v1 Job `<job>-launcher` carrying the runPolicy limits."""
+    rp = job.run_policy
+    spec: dict = {}
+    for key, value in (
+        ("ttlSecondsAfterFinished", rp.ttl_seconds_after_finished),
+        ("activeDeadlineSeconds", rp.active_deadline_seconds),
+        ("backoffLimit", rp.backoff_limit),
+    ):
+        if value is not None:
+            spec[key] = value
+    spec["template"] = launcher_pod_template(job, opts)
+    # Avoids kubernetes/kubernetes#115844: terminating pods being replaced.
+    spec["podReplacementPolicy"] = "Failed"
+    if job.suspended:
+        spec["suspend"] = True
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(job, launcher_name(job)), "spec": spec}
+
+
+def scheduling_directives(job: MPIJob, opts: Options) -> dict:
+    """The launcher template fields Kueue may change while the job is suspended (KEP-2926)."""
+    template = launcher_pod_template(job, opts)
+    spec = template["spec"]
+    return {
+        "labels": template["metadata"].get("labels") or {},
+        "annotations": template["metadata"].get("annotations") or {},
+        "nodeSelector": spec.get("nodeSelector"),
+        "tolerations": spec.get("tolerations"),
+        "schedulingGates": spec.get("schedulingGates"),
+    }
+
+
+# ---- PodGroup ----------------------------------------------------------------------------------------------------
+
+def _launcher_outside_gang(job: MPIJob) -> bool:
+    """A WaitForWorkersReady launcher only exists once the workers run, so the gang is the workers alone
+    (kubeflow/mpi-operator#608 deadlocks on workers+1)."""
+    return (
+        job.launcher_creation_policy == C.WAIT_FOR_WORKERS_READY
+        and job.worker_replicas > 0
+        and (job.run_policy.scheduling_policy is None or job.run_policy.scheduling_policy.min_available is None)
+    )
+
+
+def min_member(job: MPIJob) -> int:
+    sp = job.run_policy.scheduling_policy
+    if sp is not None and sp.min_available is not None:
+        return sp.min_available
+    return job.worker_replicas if _launcher_outside_gang(job) else job.worker_replicas + 1
+
+
+def priority_class_name(job: MPIJob) -> str:
+    sp = job.run_policy.scheduling_policy
+    if sp is not None and sp.priority_class:
+        return sp.priority_class
+    for replica in (job.launcher, job.worker):
+        if replica is not None and (replica.template.get("spec") or {}).get("priorityClassName"):
+            return replica.template["spec"]["priorityClassName"]
+    return ""
+
+
+def _container_resources(replica: ReplicaSpec) -> list[dict]:
+    """Per container: requests, falling back to limits for names without a request."""
+    result = []
+    for container in (replica.template.get("spec") or {}).get("containers") or []:
+        res = container.get("resources") or {}
+        merged = dict(res.get("limits") or {})
+        merged.update(res.get("requests") or {})
+        result.append(merged)
+    return result
+
+
+def min_resources(job: MPIJob, members: int, priorities: dict[str, int]) -> dict | None:
+    """PodGroup minResources: the resources of the `members` pods with the highest priority (ties: launcher first)."""
+    sp = job.run_policy.scheduling_policy
+    if sp is not None and sp.min_resources is not None:
+        return dict(sp.min_resources)
+    if members == 0:
+        return None
+    order: list[tuple[int, bool, ReplicaSpec, int]] = []
+    if not _launcher_outside_gang(job):
+        order.append(((priorities.get(_pc(job.launcher), 0)), False, job.launcher, job.launcher.replicas))
+    if job.worker is not None:
+        order.append((priorities.get(_pc(job.worker), 0), True, job.worker, job.worker.replicas))
+    order.sort(key=lambda o: (-o[0], o[1]))  # highest priority first; workers last on a tie
+    total = sum(o[3] for o in order)
+    if len(order) > 1 and total > members:
+        prio, is_worker, replica, _ = order[1]
+        order[1] = (prio, is_worker, replica, max(members - 1, 0))
+    elif len(order) == 1 and total > members:
+        prio, is_worker, replica, _ = order[0]
+        order[0] = (prio, is_worker, replica, members)
+    sums: dict[str, Fraction] = {}
+    binary: dict[str, bool] = {}
+    for _, _, replica, count in order:
+        for resources in _container_resources(replica):
+            for name, quantity in resources.items():
+                sums[name] = sums.get(name, Fraction(0)) + parse_quantity(quantity) * count
+                binary[name] = binary.get(name, True) and is_binary(quantity)
+    return {name: format_quantity(value, binary[name]) for name, value in sorted(sums.items())}
+
+
+def _pc(replica: ReplicaSpec) -> str:
+    return (replica.template.get("spec") or {}).get("priorityClassName") or ""
+
+
+def pod_group(job: MPIJob, opts: Options, priorities: dict[str, int] | None = None) -> dict | None:
+    """PodGroup `<job>` for Volcano or scheduler-plugins; None without gang scheduling."""
+    if not opts.gang_scheduling:
+        return None
+    members = min_member(job)
+    resources = min_resources(job, members, priorities or {})
+    sp = job.run_policy.scheduling_policy
+    meta = {"name": job.name, "namespace": job.namespace, "ownerReferences": [owner_reference(job)]}
+    spec: dict = {"minMember": members}
+    if opts.volcano:
+        queue = (sp.queue if sp and sp.queue else "") or job.annotations.get(C.VOLCANO_QUEUE_ANNOTATION, "")
+        if queue:
+            spec["queue"] = queue
+        if priority_class_name(job):
+            spec["priorityClassName"] = priority_class_name(job)
+        if resources is not None:
+            spec["minResources"] = resources
+        return {"apiVersion": C.VOLCANO_PODGROUP_API, "kind": "PodGroup", "metadata": meta, "spec": spec}
+    timeout = sp.schedule_timeout_seconds if sp and sp.schedule_timeout_seconds is not None else 0
+    spec["scheduleTimeoutSeconds"] = timeout
+    if resources:
+        spec["minResources"] = resources
+    return {"apiVersion": C.PLUGINS_PODGROUP_API, "kind": "PodGroup", "metadata": meta, "spec": spec}

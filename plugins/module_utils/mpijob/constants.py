@@ -1,0 +1,102 @@
+"""Names, labels, env vars and reasons of the Kubeflow MPI Operator contract (kubeflow.org MPIJob).
+
+Tools around the Kubeflow operator (Kueue, dashboards, `kubectl logs -l ...`) rely on these exact strings.
+"""
+from __future__ import annotations
+
+GROUP = "kubeflow.org"
+VERSION = "v2beta1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "MPIJob"
+PLURAL = "mpijobs"
+ACCEPTED_API_VERSIONS = (f"{GROUP}/v2beta1", f"{GROUP}/v1")
+
+LAUNCHER = "Launcher"
+WORKER = "Worker"
+ROLE_LAUNCHER = "launcher"
+ROLE_WORKER = "worker"
+
+# Child name suffixes.
+LAUNCHER_SUFFIX = "-launcher"
+WORKER_SUFFIX = "-worker"
+CONFIG_SUFFIX = "-config"
+SSH_SUFFIX = "-ssh"
+
+# Labels.
+OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
+OPERATOR_NAME = "mpi-operator"
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+APP_LABEL = "app"
+
+# ConfigMap and its mount.
+CONFIG_VOLUME = "mpi-job-config"
+CONFIG_MOUNT_PATH = "/etc/mpi"
+HOSTFILE = "hostfile"
+DISCOVER_HOSTS = "discover_hosts.sh"
+HOSTFILE_PATH = f"{CONFIG_MOUNT_PATH}/{HOSTFILE}"
+
+# SSH Secret and its mount.
+SSH_VOLUME = "ssh-auth"
+ROOT_SSH_PATH = "/root/.ssh"
+SSH_PRIVATE_KEY = "ssh-privatekey"
+SSH_PUBLIC_KEY = "ssh-publickey"
+SSH_SECRET_TYPE = "kubernetes.io/ssh-auth"
+
+ROLE_ENV = "K_MPI_JOB_ROLE"
+SSHD_COMMAND = ["/usr/sbin/sshd", "-De"]
+SSH_ARGS = "-o ConnectionAttempts=10"
+
+# MPI implementations.
+OPENMPI = "OpenMPI"
+INTEL = "Intel"
+MPICH = "MPICH"
+MPI_IMPLEMENTATIONS = (OPENMPI, INTEL, MPICH)
+
+AT_STARTUP = "AtStartup"
+WAIT_FOR_WORKERS_READY = "WaitForWorkersReady"
+LAUNCHER_CREATION_POLICIES = (AT_STARTUP, WAIT_FOR_WORKERS_READY)
+
+CLEAN_ALL = "All"
+CLEAN_RUNNING = "Running"
+CLEAN_NONE = "None"
+CLEAN_POD_POLICIES = (CLEAN_ALL, CLEAN_RUNNING, CLEAN_NONE)
+
+RESTART_POLICIES = ("Never", "OnFailure")
+MANAGED_BY_US = "kubeflow.org/mpi-operator"
+MANAGED_BY_VALUES = (MANAGED_BY_US, "kueue.x-k8s.io/multikueue")
+
+# Gang scheduling.
+VOLCANO = "volcano"
+VOLCANO_PODGROUP_API = "scheduling.volcano.sh/v1beta1"
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+PLUGINS_PODGROUP_API = "scheduling.x-k8s.io/v1alpha1"
+PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+# Condition types.
+CREATED = "Created"
+RUNNING = "Running"
+RESTARTING = "Restarting"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+SUSPENDED = "Suspended"
+
+# Condition and event reasons (Kubeflow's, plus ours marked as such).
+REASON_CREATED = "MPIJobCreated"
+REASON_RUNNING = "MPIJobRunning"
+REASON_SUCCEEDED = "MPIJobSucceeded"
+REASON_FAILED = "MPIJobFailed"
+REASON_EVICTED = "MPIJobEvicted"
+REASON_SUSPENDED = "MPIJobSuspended"
+REASON_RESUMED = "MPIJobResumed"
+REASON_VALIDATION = "ValidationError"
+REASON_RESOURCE_EXISTS = "ErrResourceExists"
+REASON_RESTART_POLICY = "SetPodTemplateRestartPolicy"
+REASON_WORKER_FAILED = "MPIJobWorkerFailed"  # ours: Kubeflow only counts failed workers
+REASON_TTL = "MPIJobTTLExpired"  # ours: Kubeflow only applies the TTL to the launcher Job
+REASON_WAITING_WORKERS = "MPIJobWaitingForWorkers"  # ours: launcher held until workers are Ready
+MESSAGE_RESOURCE_EXISTS = 'Resource "{name}" of Kind "{kind}" already exists and is not managed by MPIJob'
+EVENT_MESSAGE_LIMIT = 1024
+EVENT_COMPONENT = "mpi-job-controller"

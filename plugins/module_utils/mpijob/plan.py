@@ -1,0 +1,377 @@
+"""Desired vs observed -> the ordered actions that turn one into the other, and the status that results.
+
+The order is Kubeflow's sync order: Service, ConfigMap, Secret, PodGroup, workers (deletions highest index first,
+then creations), launcher Job, launcher suspension, cleanup, status, events. A child that exists but is controlled
+by something else stops the plan with an ErrResourceExists event: it is never taken over.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from . import children as K
+from . import constants as C
+from . import status as S
+from .quantity import parse_quantity
+from .spec import InvalidMPIJob, MPIJob, parse
+
+SSHKeys = Callable[[], "tuple[bytes, bytes]"]
+
+
+@dataclass(frozen=True)
+class Action:
+    action: str  # create | patch | delete | status | event | delete-mpijob
+    kind: str
+    name: str
+    reason: str = ""
+    body: dict | None = field(default=None, repr=False)  # object, JSON merge patch, status, or event
+    subresource: str = ""  # "status" for a patch of the launcher Job's status
+    api_version: str = ""
+    uid: str = ""  # delete precondition
+
+    def summary(self) -> dict:
+        out = {"action": self.action, "kind": self.kind, "name": self.name}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass
+class World:
+    """The observed cluster state of one MPIJob (None: the object does not exist)."""
+
+    mpijob: dict
+    service: dict | None = None
+    config_map: dict | None = None
+    secret: dict | None = None
+    launcher: dict | None = None
+    pod_group: dict | None = None
+    pods: list[dict] = field(default_factory=list)  # pods labelled with the job's name (workers and launcher)
+    priorities: dict[str, int] = field(default_factory=dict)  # PriorityClass values, for PodGroup minResources
+
+
+@dataclass
+class Plan:
+    actions: list[Action]
+    status: dict | None  # the MPIJob status after the actions
+    requeue_after: float | None = None
+    error: str | None = None
+    retry: bool = False
+    deletes_job: bool = False
+
+
+def controlled_by(obj: dict, uid: str) -> bool:
+    return any(
+        ref.get("controller") and ref.get("uid") == uid for ref in (obj.get("metadata") or {}).get("ownerReferences") or []
+    )
+
+
+def terminating(obj: dict) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _name(obj: dict) -> str:
+    return obj["metadata"]["name"]
+
+
+def _event(ev: S.Event) -> Action:
+    return Action("event", "Event", ev.reason, reason=ev.reason, body={"type": ev.type, "reason": ev.reason,
+                                                                       "message": S.truncate(ev.message)})
+
+
+def _delete(obj: dict, kind: str, reason: str, api_version: str = "") -> Action:
+    return Action("delete", kind, _name(obj), reason=reason, uid=obj["metadata"].get("uid", ""),
+                  api_version=api_version or obj.get("apiVersion", ""))
+
+
+def _create(obj: dict, reason: str = "") -> Action:
+    return Action("create", obj["kind"], _name(obj), reason=reason, body=obj, api_version=obj["apiVersion"])
+
+
+def _replace_map(old: dict | None, new: dict | None) -> dict | None:
+    """A merge patch value that replaces a map (old keys not wanted become null)."""
+    if not new and not old:
+        return None
+    patch: dict = {k: None for k in (old or {}) if k not in (new or {})}
+    patch.update(new or {})
+    return patch
+
+
+def _same_quantities(a: dict | None, b: dict | None) -> bool:
+    try:
+        return {k: parse_quantity(v) for k, v in (a or {}).items()} == {k: parse_quantity(v) for k, v in (b or {}).items()}
+    except ValueError:
+        return False
+
+
+def _podgroup_patch(have: dict, want: dict) -> dict | None:
+    old, new = have.get("spec") or {}, want["spec"]
+    keys = {"minMember", "queue", "priorityClassName", "minResources", "scheduleTimeoutSeconds"}
+    patch: dict = {}
+    for key in keys:
+        if key == "minResources":
+            if not _same_quantities(old.get(key), new.get(key)):
+                patch[key] = _replace_map(old.get(key), new.get(key))
+        elif old.get(key) != new.get(key) and not (key == "queue" and key not in new):
+            patch[key] = new.get(key)
+    return {"spec": patch} if patch else None
+
+
+def reconcile(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys) -> Plan:
+    """The plan for one MPIJob. `obj` is the MPIJob as read; `ssh_keys` makes a key pair (called only when the
+    Secret must be created or repaired)."""
+    meta = obj.get("metadata") or {}
+    old_status = obj.get("status") or {}
+    if meta.get("deletionTimestamp"):
+        return Plan([], old_status)
+    managed_by = ((obj.get("spec") or {}).get("runPolicy") or {}).get("managedBy") if isinstance(obj.get("spec"), dict) else None
+    if isinstance(managed_by, str) and managed_by != C.MANAGED_BY_US and managed_by in C.MANAGED_BY_VALUES:
+        return Plan([], old_status)  # another controller (e.g. MultiKueue) owns this job, status included
+    now_s = S.rfc3339(now)
+    try:
+        job = parse(obj)
+    except InvalidMPIJob as exc:
+        return _invalid(obj, old_status, exc, now_s)
+    return _Planner(job, obj, world, opts, now, ssh_keys).run()
+
+
+def _invalid(obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> Plan:
+    meta = obj.get("metadata") or {}
+    events: list[S.Event] = []
+    message = S.truncate("Found validation errors: " + "; ".join(str(e) for e in exc.errors))
+    status = S.invalid_status(old, (str(meta.get("namespace", "")), str(meta.get("name", ""))), message, now_s, events)
+    actions = [Action("status", C.KIND, str(meta.get("name", "")), reason=C.REASON_VALIDATION, body=status)] \
+        if status != old else []
+    return Plan(actions + [_event(e) for e in events], status, error=message)
+
+
+class _Planner:
+    def __init__(self, job: MPIJob, obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys):
+        self.job, self.obj, self.world, self.opts, self.now, self.ssh_keys = job, obj, world, opts, now, ssh_keys
+        self.now_s = S.rfc3339(now)
+        self.old_status = obj.get("status") or {}
+        self.actions: list[Action] = []
+        self.events: list[S.Event] = []
+        uid = job.uid
+        self.worker_pods = [
+            p for p in world.pods
+            if (p["metadata"].get("labels") or {}).get(C.JOB_ROLE_LABEL) == C.ROLE_WORKER and controlled_by(p, uid)
+        ]
+        launcher_uid = ((world.launcher or {}).get("metadata") or {}).get("uid")
+        self.launcher_pods = [p for p in world.pods if launcher_uid and controlled_by(p, launcher_uid)]
+
+    # ---- helpers ----
+    def foreign(self) -> Action | None:
+        w = self.world
+        for kind, obj in (("Service", w.service), ("ConfigMap", w.config_map), ("Secret", w.secret),
+                          ("Job", w.launcher), ("PodGroup", w.pod_group)):
+            if obj is not None and not controlled_by(obj, self.job.uid):
+                msg = C.MESSAGE_RESOURCE_EXISTS.format(name=_name(obj), kind=kind)
+                return _event(S.Event("Warning", C.REASON_RESOURCE_EXISTS, msg))
+        return None
+
+    def workers_by_index(self) -> dict[int, dict]:
+        return S.indexed_workers(self.job, self.worker_pods)
+
+    def finish(self, status: dict, requeue: float | None = None, deletes_job: bool = False) -> Plan:
+        if status != self.old_status:
+            self.actions.append(Action("status", C.KIND, self.job.name, body=status))
+        self.actions.extend(_event(e) for e in self.events)
+        return Plan(self.actions, status, requeue_after=requeue, deletes_job=deletes_job)
+
+    # ---- the sync ----
+    def run(self) -> Plan:
+        if S.is_finished(self.old_status) and self.old_status.get("completionTime"):
+            return self.finished(self.old_status)
+        conflict = self.foreign()
+        if conflict is not None:
+            msg = conflict.body["message"] if conflict.body else ""
+            return Plan([conflict], self.old_status, error=msg, retry=True)
+        job, w = self.job, self.world
+        launcher = w.launcher
+        done = launcher is not None and S.launcher_finished(launcher)
+        by_index = self.workers_by_index()
+        live_workers = [p for i, p in sorted(by_index.items()) if i < job.worker_replicas] if done else []
+        if not done:
+            self.sync_service()
+            self.sync_config_map(by_index)
+            self.sync_secret()
+            if not job.suspended:
+                self.sync_pod_group()
+                live_workers = self.sync_workers(by_index)
+            all_ready = all(S.is_ready(p) for p in live_workers)
+            if launcher is None and (job.launcher_creation_policy == C.AT_STARTUP or all_ready):
+                launcher = self.create_launcher()
+        if w.launcher is not None:
+            self.sync_launcher_suspension(w.launcher, done, all(S.is_ready(p) for p in live_workers))
+        if job.suspended:
+            self.delete_all_workers()
+            live_workers = []
+        seen = S.Observed(launcher=launcher, launcher_pods=self.launcher_pods, workers=live_workers)
+        status = S.live_status(job, self.old_status, seen, self.now_s, self.events)
+        if S.is_finished(status) and status.get("completionTime"):
+            return self.finished(status)  # clean up in the same pass
+        return self.finish(status, requeue=self.deadline_requeue(status))
+
+    def sync_service(self) -> None:
+        want, have = K.service(self.job), self.world.service
+        if have is None:
+            self.actions.append(_create(want))
+            return
+        patch = {}
+        if (have.get("spec") or {}).get("selector") != want["spec"]["selector"]:
+            patch["selector"] = _replace_map((have.get("spec") or {}).get("selector"), want["spec"]["selector"])
+        if bool((have.get("spec") or {}).get("publishNotReadyAddresses")) != want["spec"]["publishNotReadyAddresses"]:
+            patch["publishNotReadyAddresses"] = want["spec"]["publishNotReadyAddresses"]
+        if patch:
+            self.actions.append(Action("patch", "Service", self.job.name, reason="drift", body={"spec": patch},
+                                       api_version="v1"))
+
+    def sync_config_map(self, by_index: dict[int, dict]) -> None:
+        running = [] if self.job.suspended else [
+            _name(p) for i, p in by_index.items()
+            if i < self.job.worker_replicas and S.phase(p) == "Running" and not terminating(p)
+        ]
+        want, have = K.config_map(self.job, running, self.opts), self.world.config_map
+        if have is None:
+            self.actions.append(_create(want))
+        elif (have.get("data") or {}) != want["data"]:
+            reason = "hostfile" if (have.get("data") or {}).get(C.HOSTFILE) != want["data"][C.HOSTFILE] else "hosts"
+            self.actions.append(Action("patch", "ConfigMap", _name(want), reason=reason,
+                                       body={"data": _replace_map(have.get("data"), want["data"])}, api_version="v1"))
+
+    def sync_secret(self) -> None:
+        have = self.world.secret
+        if have is not None and set(have.get("data") or {}) == {C.SSH_PRIVATE_KEY, C.SSH_PUBLIC_KEY}:
+            return
+        want = K.ssh_secret(self.job, *self.ssh_keys())
+        if have is None:
+            self.actions.append(_create(want))
+        else:
+            self.actions.append(Action("patch", "Secret", _name(want), reason="keys",
+                                       body={"data": _replace_map(have.get("data"), want["data"])}, api_version="v1"))
+
+    def sync_pod_group(self) -> None:
+        want = K.pod_group(self.job, self.opts, self.world.priorities)
+        if want is None:
+            return
+        have = self.world.pod_group
+        if have is None:
+            self.actions.append(_create(want))
+        elif (patch := _podgroup_patch(have, want)) is not None:
+            self.actions.append(Action("patch", "PodGroup", self.job.name, reason="drift", body=patch,
+                                       api_version=want["apiVersion"]))
+
+    def sync_workers(self, by_index: dict[int, dict]) -> list[dict]:
+        """Scale to the Worker replicas: highest indices go first; missing ones are created. Returns the workers
+        that remain (index < replicas), new ones included."""
+        replicas = self.job.worker_replicas
+        for index in sorted(by_index, reverse=True):
+            pod = by_index[index]
+            if index >= replicas and not terminating(pod):
+                self.actions.append(_delete(pod, "Pod", "scale-down", "v1"))
+        live = []
+        for index in range(replicas):
+            pod = by_index.get(index)
+            if pod is None:
+                pod = K.worker_pod(self.job, index, self.opts)
+                self.actions.append(_create(pod))
+            live.append(pod)
+        return live
+
+    def create_launcher(self) -> dict:
+        body = K.launcher_job(self.job, self.opts)
+        self.actions.append(_create(body))
+        if self.job.launcher.template_restart_policy:
+            self.events.append(S.Event("Warning", C.REASON_RESTART_POLICY,
+                                       "Restart policy in pod template overridden by restart policy in replica spec"))
+        return {**body, "status": {}}
+
+    def sync_launcher_suspension(self, launcher: dict, done: bool, workers_ready: bool) -> None:
+        job = self.job
+        spec = launcher.get("spec") or {}
+        name = _name(launcher)
+        if not job.suspended and spec.get("suspend"):
+            if job.launcher_creation_policy == C.WAIT_FOR_WORKERS_READY and not workers_ready:
+                return  # resume holds the launcher until the workers are Ready (kubeflow/mpi-operator#615)
+            if (launcher.get("status") or {}).get("startTime"):
+                # Kubernetes refuses template changes of a Job that has a startTime.
+                self.actions.append(Action("patch", "Job", name, reason="resume", subresource="status",
+                                           body={"status": {"startTime": None}}, api_version="batch/v1"))
+            want = K.scheduling_directives(job, self.opts)
+            tmpl = spec.get("template") or {}
+            tspec = tmpl.get("spec") or {}
+            template = {
+                "metadata": {"labels": want["labels"] or None, "annotations": want["annotations"] or None},
+                "spec": {
+                    "nodeSelector": _replace_map(tspec.get("nodeSelector"), want["nodeSelector"]),
+                    "tolerations": want["tolerations"],
+                    "schedulingGates": want["schedulingGates"],
+                },
+            }
+            self.actions.append(Action("patch", "Job", name, reason="resume", api_version="batch/v1",
+                                       body={"spec": {"suspend": False, "template": template}}))
+        elif job.suspended and not spec.get("suspend") and not done:
+            self.actions.append(Action("patch", "Job", name, reason="suspend", api_version="batch/v1",
+                                       body={"spec": {"suspend": True}}))
+
+    def delete_all_workers(self) -> None:
+        for _, pod in sorted(self.workers_by_index().items(), reverse=True):
+            if not terminating(pod) and not any(a.action == "delete" and a.name == _name(pod) for a in self.actions):
+                self.actions.append(_delete(pod, "Pod", "suspend", "v1"))
+        self.delete_pod_group("suspend")
+
+    def delete_pod_group(self, reason: str) -> None:
+        pg = self.world.pod_group
+        if pg is not None and controlled_by(pg, self.job.uid) and not terminating(pg):
+            self.actions.append(_delete(pg, "PodGroup", reason))
+
+    def deadline_requeue(self, status: dict) -> float | None:
+        deadline = self.job.run_policy.active_deadline_seconds
+        start = S.parse_time(status.get("startTime"))
+        if deadline is None or start is None or self.job.suspended:
+            return None
+        return max((start + timedelta(seconds=deadline) - self.now).total_seconds(), 0.0) + 1.0
+
+    # ---- finished jobs ----
+    def finished(self, status: dict) -> Plan:
+        """cleanPodPolicy and MPIJob TTL of a finished job."""
+        job = self.job
+        policy = job.run_policy.clean_pod_policy
+        if policy in (C.CLEAN_ALL, C.CLEAN_RUNNING):
+            def doomed(pod: dict) -> bool:
+                return not terminating(pod) and (policy == C.CLEAN_ALL or S.phase(pod) in ("Running", "Pending"))
+
+            for pod in sorted(self.worker_pods, key=_name):
+                if doomed(pod) and not any(a.action == "delete" and a.name == _name(pod) for a in self.actions):
+                    self.actions.append(_delete(pod, "Pod", f"cleanPodPolicy={policy}", "v1"))
+            self.delete_pod_group(f"cleanPodPolicy={policy}")
+            launcher = self.world.launcher
+            if launcher is not None and not S.launcher_finished(launcher):
+                # An evicted job's launcher still runs: suspending its Job stops its pods for good.
+                if not (launcher.get("spec") or {}).get("suspend") and controlled_by(launcher, job.uid):
+                    self.actions.append(Action("patch", "Job", _name(launcher), reason=f"cleanPodPolicy={policy}",
+                                               api_version="batch/v1", body={"spec": {"suspend": True}}))
+            else:
+                # Kubeflow never removes the launcher's pods (kubeflow/mpi-operator#643).
+                for pod in self.launcher_pods:
+                    if doomed(pod):
+                        self.actions.append(_delete(pod, "Pod", f"cleanPodPolicy={policy}", "v1"))
+            status = S.cleaned_status(job, status)
+        ttl = job.run_policy.ttl_seconds_after_finished
+        completed = S.parse_time(status.get("completionTime"))
+        if ttl is None or completed is None:
+            return self.finish(status)
+        expiry = completed + timedelta(seconds=ttl)
+        if self.now < expiry:
+            return self.finish(status, requeue=(expiry - self.now).total_seconds())
+        # Kubeflow only hands the TTL to the launcher Job (kubeflow/mpi-operator#644): remove the MPIJob itself.
+        plan = self.finish(status)
+        plan.actions = [a for a in plan.actions if a.action in ("event",)]  # its children go with it (ownerRefs)
+        plan.actions.append(_event(S.Event("Normal", C.REASON_TTL, f"MPIJob {job.namespace}/{job.name} finished more "
+                                           f"than {ttl}s ago (ttlSecondsAfterFinished): deleting it")))
+        plan.actions.append(Action("delete-mpijob", C.KIND, job.name, reason=C.REASON_TTL, uid=job.uid,
+                                   api_version=C.API_VERSION))
+        plan.deletes_job = True
+        return plan

@@ -1,0 +1,166 @@
+#!/usr/bin/python
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see galaxy.yml)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: mpijob_reconcile
+short_description: Reconcile a batch of kubeflow.org MPIJobs (one step of the MPI operator)
+version_added: 0.1.0
+author:
+  - mpi.operator contributors
+description:
+  - Reads each named MPIJob and its children, computes what the Kubeflow MPI Operator would create for it
+    (headless Service, ConfigMap with the hostfile and C(discover_hosts.sh), SSH Secret, worker Pods, launcher
+    batch/v1 Job, optional PodGroup) and carries out the difference, then writes the MPIJob status.
+  - Names, labels, env vars, mounts, conditions and reasons match the Kubeflow MPI Operator v2beta1 contract; the
+    differences (fixed Kubeflow bugs) are listed in C(docs/differences.md) of the collection.
+  - Idempotent; a job that needs nothing gets no API write. Status is written only when it changed.
+  - One job's failure never fails the others; each job reports its own C(error) and C(retry).
+  - The module fails only on bad arguments or when the API server cannot be reached.
+extends_documentation_fragment:
+  - mpi.operator.auth
+options:
+  jobs:
+    description:
+      - The MPIJobs to reconcile.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      namespace:
+        description: Namespace of the MPIJob.
+        type: str
+        required: true
+      name:
+        description: Name of the MPIJob.
+        type: str
+        required: true
+  gang_scheduling:
+    description:
+      - Gang scheduling backend, like the Kubeflow operator's C(--gang-scheduling) flag.
+      - C(volcano) creates Volcano PodGroups; any other non-empty value is the scheduler name of the
+        scheduler-plugins coscheduling plugin; empty disables gang scheduling.
+    type: str
+    default: ""
+  cluster_domain:
+    description:
+      - Cluster domain appended to the hostfile FQDNs (C(<pod>.<job>.<namespace>.svc.<domain>)), like the
+        Kubeflow operator's C(--cluster-domain) flag. Empty leaves the names ending in C(.svc).
+    type: str
+    default: ""
+attributes:
+  check_mode:
+    support: full
+    description: Returns the plan (the actions that would be taken) and changes nothing.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+notes:
+  - SSH keys (ECDSA P-521) are generated only when a job's Secret must be created and never appear in the output.
+"""
+
+EXAMPLES = r"""
+- name: Reconcile two MPIJobs
+  mpi.operator.mpijob_reconcile:
+    jobs:
+      - {namespace: team-a, name: pi}
+      - {namespace: team-b, name: allreduce}
+
+- name: Show what would be done for a job, with Volcano gang scheduling
+  mpi.operator.mpijob_reconcile:
+    jobs: [{namespace: default, name: pi}]
+    gang_scheduling: volcano
+    kubeconfig: ~/.kube/config
+  check_mode: true
+  register: plan
+"""
+
+RETURN = r"""
+jobs:
+  description: One entry per input job, in the input order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    namespace:
+      description: Namespace of the job.
+      type: str
+    name:
+      description: Name of the job.
+      type: str
+    uid:
+      description: UID of the MPIJob, null when it does not exist.
+      type: str
+    actions:
+      description: What was done (in check mode, what would be done), in order.
+      type: list
+      elements: dict
+      sample: [{action: create, kind: Pod, name: pi-worker-0}, {action: status, kind: MPIJob, name: pi}]
+    status:
+      description: The MPIJob status after this reconcile; null when the job is gone.
+      type: dict
+    error:
+      description: Why the job could not be fully reconciled (e.g. a validation error naming the field); null if none.
+      type: str
+    retry:
+      description: A transient failure; the caller should back off and reconcile the job again.
+      type: bool
+    requeue_after:
+      description: Seconds after which the job needs another reconcile (TTL or active deadline); null if none.
+      type: float
+    deleted:
+      description: The MPIJob does not exist any more (gone, or deleted by its ttlSecondsAfterFinished).
+      type: bool
+api_calls:
+  description: Number of API requests this call made.
+  returned: always
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
+
+from ansible_collections.mpi.operator.plugins.module_utils.kube import (  # noqa: E402
+    AUTH_ARG_SPEC,
+    HAS_KUBERNETES,
+    KUBERNETES_IMPORT_ERROR,
+    Rest,
+    Unreachable,
+    api_client,
+    reconcile_batch,
+)
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options  # noqa: E402
+
+
+def argspec() -> dict:
+    spec = dict(
+        jobs=dict(type="list", elements="dict", required=True, options=dict(
+            namespace=dict(type="str", required=True),
+            name=dict(type="str", required=True),
+        )),
+        gang_scheduling=dict(type="str", default=""),
+        cluster_domain=dict(type="str", default=""),
+    )
+    spec.update({k: dict(v) for k, v in AUTH_ARG_SPEC.items()})
+    return spec
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    if not HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+    opts = Options(cluster_domain=module.params["cluster_domain"].strip("."),
+                   gang_scheduling=module.params["gang_scheduling"])
+    try:
+        rest = Rest(api_client(module.params), timeout=module.params["request_timeout"])
+        results = reconcile_batch(rest, module.params["jobs"], opts, check_mode=module.check_mode)
+    except Unreachable as exc:
+        module.fail_json(msg=f"Kubernetes API server unreachable: {exc}")
+    jobs = [r.as_dict() for r in results]
+    changed = any(a["action"] != "event" for j in jobs for a in j["actions"])
+    module.exit_json(changed=changed, jobs=jobs, api_calls=rest.calls)
+
+
+if __name__ == "__main__":
+    main()
