@@ -1,0 +1,263 @@
+"""What the mpijob and mpijob_info modules decide, without I/O: the short form as a v2beta1 manifest, the
+definition to apply (with `workers`/`suspend` laid over it), the patch for an existing job, the summary of a
+job's status (phase, workers running), and the messages users read (progress line, failure with log tail).
+"""
+from __future__ import annotations
+
+import copy
+import shlex
+from datetime import datetime
+from typing import Any
+
+from .mpijob import constants as C
+from .mpijob.spec import InvalidMPIJob, parse
+from .mpijob.status import get_condition, is_true, parse_time
+
+PENDING = "Pending"
+# Phases in the order they are checked: a finished job is finished whatever else its conditions say.
+PHASES = (C.FAILED, C.SUCCEEDED, C.SUSPENDED, C.RUNNING, C.CREATED)
+FINISHED = (C.SUCCEEDED, C.FAILED)
+WAIT_TARGETS = {C.SUCCEEDED: FINISHED, C.RUNNING: (C.RUNNING, *FINISHED)}
+SHORT_FORM_KEYS = ("image", "command", "slots_per_worker", "resources", "launcher_resources", "mpi_implementation",
+                   "labels", "env", "clean_pod_policy")
+LAUNCHER_CONTAINER = "mpi-launcher"
+WORKER_CONTAINER = "mpi-worker"
+# Fields the server owns: they never count as a difference between what is and what would be.
+_VOLATILE_META = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid", "selfLink")
+
+
+class SubmitError(ValueError):
+    """Bad module input; the message names the option or field."""
+
+
+# ---- which job, from which input -------------------------------------------------------------------------------------
+
+def short_form_manifest(params: dict) -> dict:
+    """The kubeflow.org/v2beta1 MPIJob of the short form (`name`, `image`, `command`, `workers`, ...)."""
+    missing = [key for key in ("name", "image", "command") if not params.get(key)]
+    if missing:
+        raise SubmitError(f"the short form needs {', '.join(missing)} (or give definition or src)")
+    launcher = {"name": LAUNCHER_CONTAINER, "image": params["image"], "command": _command(params["command"])}
+    worker = {"name": WORKER_CONTAINER, "image": params["image"]}  # no command: the operator starts sshd
+    env = _env(params.get("env"))
+    if env:
+        launcher["env"] = env
+        worker["env"] = copy.deepcopy(env)
+    if params.get("launcher_resources"):
+        launcher["resources"] = _resources(params["launcher_resources"], "launcher_resources")
+    if params.get("resources"):
+        worker["resources"] = _resources(params["resources"], "resources")
+    spec: dict[str, Any] = {
+        "slotsPerWorker": 1 if params.get("slots_per_worker") is None else params["slots_per_worker"],
+        "mpiImplementation": params.get("mpi_implementation") or C.OPENMPI,
+        "runPolicy": {"cleanPodPolicy": params.get("clean_pod_policy") or C.CLEAN_RUNNING},
+        "mpiReplicaSpecs": {
+            C.LAUNCHER: {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
+            C.WORKER: {
+                "replicas": 1 if params.get("workers") is None else params["workers"],
+                "template": {"spec": {"containers": [worker]}},
+            },
+        },
+    }
+    if params.get("suspend") is not None:
+        spec["runPolicy"]["suspend"] = params["suspend"]
+    metadata: dict[str, Any] = {"name": params["name"], "namespace": params.get("namespace") or "default"}
+    if params.get("labels"):
+        metadata["labels"] = dict(params["labels"])
+    return {"apiVersion": C.API_VERSION, "kind": C.KIND, "metadata": metadata, "spec": spec}
+
+
+def _command(value: Any) -> list[str]:
+    """A list is the exec form; a string is split like a shell would (no shell features)."""
+    if isinstance(value, str):
+        return shlex.split(value)
+    return [str(part) for part in value]
+
+
+def _env(value: dict | None) -> list[dict]:
+    return [{"name": str(k), "value": str(v)} for k, v in (value or {}).items()]
+
+
+def _resources(value: dict, option: str) -> dict:
+    """`{cpu: 1, memory: 1Gi}` means requests = limits; `{requests: ..., limits: ...}` is taken as written."""
+    if not isinstance(value, dict):
+        raise SubmitError(f"{option}: must be a dict, got {type(value).__name__}")
+    if set(value) <= {"requests", "limits"}:
+        return {key: {k: str(v) for k, v in (value[key] or {}).items()} for key in value}
+    if "requests" in value or "limits" in value:
+        raise SubmitError(f"{option}: give either requests/limits or plain quantities (cpu, memory), not both")
+    quantities = {k: str(v) for k, v in value.items()}
+    return {"requests": quantities, "limits": dict(quantities)}
+
+
+def desired_manifest(params: dict, definition: dict | None) -> dict | None:
+    """The full MPIJob to apply, or None when the module only patches an existing job (`workers`/`suspend`).
+
+    `definition` comes from the `definition` or `src` option; the short form is used when `image` is set.
+    `workers` and `suspend` are laid over either; `name`/`namespace` fill in what the manifest leaves out.
+    """
+    if definition is not None:
+        if any(params.get(key) is not None for key in SHORT_FORM_KEYS):
+            raise SubmitError("the short form options (image, command, ...) cannot be combined with definition or src")
+        manifest = copy.deepcopy(definition)
+        if not isinstance(manifest, dict):
+            raise SubmitError(f"definition: must be a dict (one MPIJob), got {type(manifest).__name__}")
+        if manifest.get("kind") not in (None, C.KIND):
+            raise SubmitError(f"definition: kind must be {C.KIND}, got {manifest.get('kind')!r}")
+        manifest.setdefault("apiVersion", C.API_VERSION)
+        manifest["kind"] = C.KIND
+        meta = manifest.setdefault("metadata", {}) or {}
+        manifest["metadata"] = meta
+        for key in ("name", "namespace"):
+            if params.get(key) and meta.get(key) and params[key] != meta[key]:
+                raise SubmitError(f"{key}: {params[key]!r} differs from metadata.{key} {meta[key]!r} of the definition")
+            if not meta.get(key) and params.get(key):
+                meta[key] = params[key]
+        meta.setdefault("namespace", "default")
+        if params.get("workers") is not None:
+            workers = manifest.setdefault("spec", {}).setdefault("mpiReplicaSpecs", {}).setdefault(C.WORKER, {})
+            workers["replicas"] = params["workers"]
+        if params.get("suspend") is not None:
+            manifest.setdefault("spec", {}).setdefault("runPolicy", {})["suspend"] = params["suspend"]
+    elif params.get("image") or params.get("command"):
+        manifest = short_form_manifest(params)
+    else:
+        return None
+    validate(manifest)
+    return manifest
+
+
+def validate(manifest: dict) -> None:
+    """Raises SubmitError naming every bad field, before anything is sent to the cluster."""
+    try:
+        parse(manifest)
+    except InvalidMPIJob as exc:
+        raise SubmitError(f"invalid MPIJob: {exc}") from exc
+
+
+def job_patch(existing: dict, workers: int | None, suspend: bool | None) -> dict | None:
+    """The merge patch that sets only `workers`/`suspend` on an existing job; None when they already match."""
+    spec: dict[str, Any] = {}
+    if workers is not None and worker_replicas(existing) != workers:
+        if worker_replicas(existing) is None:
+            raise SubmitError(f"workers: job {ref(existing)} has no Worker replica spec to scale")
+        spec["mpiReplicaSpecs"] = {C.WORKER: {"replicas": workers}}
+    if suspend is not None and is_suspended(existing) != suspend:
+        spec["runPolicy"] = {"suspend": suspend}
+    return {"spec": spec} if spec else None
+
+
+def worker_replicas(job: dict) -> int | None:
+    worker = ((job.get("spec") or {}).get("mpiReplicaSpecs") or {}).get(C.WORKER)
+    return None if worker is None else int(worker.get("replicas") or 0)
+
+
+def is_suspended(job: dict) -> bool:
+    return bool(((job.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
+
+
+def ref(job: dict) -> str:
+    meta = job.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+# ---- changed or not --------------------------------------------------------------------------------------------------
+
+def comparable(obj: dict | None) -> dict | None:
+    """The object without what the server changes on every write (managedFields, resourceVersion, status)."""
+    if obj is None:
+        return None
+    result = copy.deepcopy(obj)
+    result.pop("status", None)
+    meta = result.get("metadata") or {}
+    for key in _VOLATILE_META:
+        meta.pop(key, None)
+    return result
+
+
+def differs(before: dict | None, after: dict | None) -> bool:
+    return comparable(before) != comparable(after)
+
+
+# ---- status summary --------------------------------------------------------------------------------------------------
+
+def job_phase(job: dict) -> str:
+    """Pending (no condition yet), Created, Running, Suspended, Succeeded or Failed, from the conditions."""
+    status = job.get("status") or {}
+    for phase in PHASES:
+        if is_true(status, phase):
+            return phase
+    return PENDING
+
+
+def summary(job: dict, now: datetime) -> dict:
+    """The status of one job as users ask about it: phase, workers running, why, and for how long."""
+    status = job.get("status") or {}
+    phase = job_phase(job)
+    cond = get_condition(status, phase) or {}
+    replicas = status.get("replicaStatuses") or {}
+    worker = replicas.get(C.WORKER) or {}
+    launcher = replicas.get(C.LAUNCHER) or {}
+    meta = job.get("metadata") or {}
+    start = parse_time(status.get("startTime")) or parse_time(meta.get("creationTimestamp"))
+    end = parse_time(status.get("completionTime")) if phase in FINISHED else None
+    elapsed = int(((end or now) - start).total_seconds()) if start else 0
+    result = {
+        "name": meta.get("name"),
+        "namespace": meta.get("namespace"),
+        "phase": phase,
+        "reason": cond.get("reason", ""),
+        "message": cond.get("message", ""),
+        "workers": worker_replicas(job) or 0,
+        "workers_running": int(worker.get("active") or 0),
+        "workers_failed": int(worker.get("failed") or 0),
+        "launcher_active": int(launcher.get("active") or 0),
+        "launcher_failed": int(launcher.get("failed") or 0),
+        "suspended": is_suspended(job),
+        "start_time": status.get("startTime"),
+        "completion_time": status.get("completionTime"),
+        "elapsed_seconds": max(elapsed, 0),
+        "finished": phase in FINISHED,
+    }
+    result["progress"] = progress_line(result)
+    return result
+
+
+def progress_line(s: dict) -> str:
+    line = f"{s['namespace']}/{s['name']}: {s['phase']}, workers {s['workers_running']}/{s['workers']} running"
+    if s["workers_failed"]:
+        line += f", {s['workers_failed']} failed"
+    line += f", {s['elapsed_seconds']}s elapsed"
+    if s["phase"] in (C.FAILED, C.SUSPENDED) or (s["phase"] == C.CREATED and s["reason"] != C.REASON_CREATED):
+        line += f" ({s['reason']}: {s['message']})"
+    return line
+
+
+def reached(phase: str, wait_for: str) -> bool:
+    """Whether waiting for `wait_for` (Succeeded: finished either way; Running) is over at `phase`."""
+    return phase in WAIT_TARGETS[wait_for]
+
+
+# ---- launcher log ----------------------------------------------------------------------------------------------------
+
+def newest_launcher_pod(pods: list[dict]) -> dict | None:
+    """The launcher pod whose log tells how the job went: the newest one (earlier ones were retries)."""
+    launchers = [p for p in pods if (p.get("metadata") or {}).get("labels", {}).get(C.JOB_ROLE_LABEL) == C.ROLE_LAUNCHER]
+    if not launchers:
+        return None
+    return max(launchers, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
+
+
+def tail(text: str, lines: int) -> list[str]:
+    """The last `lines` lines of a log (all of them when lines <= 0)."""
+    all_lines = text.splitlines()
+    return all_lines if lines <= 0 else all_lines[-lines:]
+
+
+def failure_message(s: dict, log: list[str], log_note: str) -> str:
+    msg = f"MPIJob {s['namespace']}/{s['name']} failed: {s['reason'] or 'Failed'}: {s['message'] or 'no message'}"
+    if log:
+        msg += f"\nlauncher log (last {len(log)} lines):\n" + "\n".join(log)
+    elif log_note:
+        msg += f"\n({log_note})"
+    return msg

@@ -1,0 +1,197 @@
+"""The pure half of mpi.operator.mpijob / mpijob_info: short form, overlays, patches, summary, messages."""
+import pathlib
+from datetime import datetime, timezone
+
+import pytest
+import yaml
+
+from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit as S
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.spec import parse
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+NOW = datetime(2026, 1, 1, 12, 0, 30, tzinfo=timezone.utc)
+
+
+def short(**kw):
+    return {"name": "pi", "image": "img:1", "command": ["mpirun", "-n", "2", "/opt/mpi/pi"], **kw}
+
+
+def test_short_form_is_a_valid_v2beta1_job_with_sshd_workers():
+    m = S.short_form_manifest(short(workers=3, slots_per_worker=2, namespace="team"))
+    job = parse(m)
+    assert m["apiVersion"] == "kubeflow.org/v2beta1" and m["metadata"] == {"name": "pi", "namespace": "team"}
+    assert (job.worker_replicas, job.slots_per_worker, job.mpi_implementation) == (3, 2, "OpenMPI")
+    launcher = m["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    worker = m["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert launcher["command"] == ["mpirun", "-n", "2", "/opt/mpi/pi"]
+    assert "command" not in worker  # the operator gives command-less workers sshd
+    assert m["spec"]["runPolicy"] == {"cleanPodPolicy": "Running"}
+
+
+def test_short_form_command_string_resources_env_and_suspend():
+    m = S.short_form_manifest(short(command="mpirun -n 2 'a b'", resources={"cpu": 1, "memory": "1Gi"},
+                                    launcher_resources={"limits": {"cpu": "500m"}}, env={"A": 1},
+                                    mpi_implementation="MPICH", suspend=True, labels={"team": "x"}))
+    specs = m["spec"]["mpiReplicaSpecs"]
+    launcher = specs["Launcher"]["template"]["spec"]["containers"][0]
+    worker = specs["Worker"]["template"]["spec"]["containers"][0]
+    assert launcher["command"] == ["mpirun", "-n", "2", "a b"]
+    assert worker["resources"] == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+    assert launcher["resources"] == {"limits": {"cpu": "500m"}}
+    assert launcher["env"] == worker["env"] == [{"name": "A", "value": "1"}]
+    assert m["spec"]["mpiImplementation"] == "MPICH" and m["spec"]["runPolicy"]["suspend"] is True
+    assert m["metadata"]["labels"] == {"team": "x"}
+
+
+@pytest.mark.parametrize("params, needle", [
+    ({"name": "pi", "image": "i"}, "needs command"),
+    ({"image": "i", "command": ["x"]}, "needs name"),
+    (short(resources={"requests": {"cpu": 1}, "cpu": 1}), "resources: give either"),
+    (short(resources="1 cpu"), "resources: must be a dict"),
+])
+def test_short_form_errors_name_the_option(params, needle):
+    with pytest.raises(S.SubmitError, match=needle):
+        S.short_form_manifest(params)
+
+
+def test_short_form_invalid_job_names_the_field():
+    with pytest.raises(S.SubmitError, match=r"spec.mpiReplicaSpecs.Worker.replicas: must be >= 1"):
+        S.desired_manifest(short(workers=0), None)
+    with pytest.raises(S.SubmitError, match=r"metadata.name: .*DNS label"):
+        S.desired_manifest(short(name="Pi"), None)
+
+
+def load(path):
+    return yaml.safe_load((ROOT / path).read_text())
+
+
+@pytest.mark.parametrize("path", sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "examples").rglob("*.yaml")))
+def test_every_example_is_a_valid_mpijob(path):
+    manifest = S.desired_manifest({}, load(path))
+    assert parse(manifest).name == manifest["metadata"]["name"]
+
+
+def test_definition_overlay_workers_suspend_and_namespace():
+    definition = load("examples/v1/tensorflow-mnist-elastic.yaml")
+    m = S.desired_manifest({"workers": 3, "suspend": False, "namespace": "ml"}, definition)
+    assert m["apiVersion"] == "kubeflow.org/v1"  # applied as written: the API serves v1
+    assert m["metadata"]["namespace"] == "ml"
+    assert m["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 3
+    assert m["spec"]["runPolicy"]["suspend"] is False
+    assert definition["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2  # the input is not modified
+    assert S.desired_manifest({}, definition)["metadata"]["namespace"] == "default"
+
+
+@pytest.mark.parametrize("params, definition, needle", [
+    ({"name": "other"}, {"metadata": {"name": "pi"}}, "name: 'other' differs from metadata.name 'pi'"),
+    ({"image": "x"}, {"metadata": {"name": "pi"}}, "cannot be combined"),
+    ({}, {"kind": "Job", "metadata": {"name": "pi"}}, "kind must be MPIJob"),
+    ({}, ["a"], "must be a dict"),
+    ({}, {"apiVersion": "kubeflow.org/v9", "metadata": {"name": "pi"}, "spec": {}}, "apiVersion: unsupported"),
+])
+def test_definition_errors(params, definition, needle):
+    with pytest.raises(S.SubmitError, match=needle):
+        S.desired_manifest(params, definition)
+
+
+def test_no_manifest_means_patch_mode():
+    assert S.desired_manifest({"name": "pi", "workers": 3}, None) is None
+
+
+def job(replicas=2, suspend=None, conditions=(), status_extra=None):
+    j = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+         "metadata": {"name": "pi", "namespace": "ns", "creationTimestamp": "2026-01-01T12:00:00Z",
+                      "resourceVersion": "7", "managedFields": [{"manager": "x"}]},
+         "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1}, "Worker": {"replicas": replicas}}}}
+    if suspend is not None:
+        j["spec"]["runPolicy"] = {"suspend": suspend}
+    status = {"conditions": [{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions]}
+    status.update(status_extra or {})
+    j["status"] = status
+    return j
+
+
+def test_job_patch_only_what_differs():
+    assert S.job_patch(job(2), 2, None) is None
+    assert S.job_patch(job(2), 3, None) == {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 3}}}}
+    assert S.job_patch(job(2), None, True) == {"spec": {"runPolicy": {"suspend": True}}}
+    assert S.job_patch(job(2, suspend=True), None, True) is None
+    assert S.job_patch(job(2), None, False) is None  # unset means not suspended
+    no_worker = job()
+    del no_worker["spec"]["mpiReplicaSpecs"]["Worker"]
+    with pytest.raises(S.SubmitError, match="no Worker replica spec"):
+        S.job_patch(no_worker, 2, None)
+
+
+def test_differs_ignores_server_bookkeeping():
+    a, b = job(), job()
+    b["metadata"].update(resourceVersion="8", managedFields=[], generation=3)
+    b["status"] = {"conditions": []}
+    assert not S.differs(a, b)
+    b["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 3
+    assert S.differs(a, b)
+    assert S.differs(None, a) and not S.differs(None, None)
+
+
+@pytest.mark.parametrize("conditions, phase", [
+    ((), "Pending"),
+    ((("Created", "True", "MPIJobCreated", ""),), "Created"),
+    ((("Created", "True", "", ""), ("Running", "True", "MPIJobRunning", "")), "Running"),
+    ((("Created", "True", "", ""), ("Running", "False", "MPIJobSuspended", ""),
+      ("Suspended", "True", "MPIJobSuspended", "")), "Suspended"),
+    ((("Suspended", "False", "MPIJobResumed", ""), ("Running", "True", "", "")), "Running"),
+    ((("Running", "False", "", ""), ("Succeeded", "True", "MPIJobSucceeded", "")), "Succeeded"),
+    ((("Running", "False", "", ""), ("Failed", "True", "BackoffLimitExceeded", "")), "Failed"),
+])
+def test_phase_from_conditions(conditions, phase):
+    assert S.job_phase(job(conditions=conditions)) == phase
+
+
+def test_summary_counts_elapsed_and_progress_line():
+    j = job(3, conditions=[("Created", "True", "MPIJobCreated", ""), ("Running", "True", "MPIJobRunning", "")],
+            status_extra={"startTime": "2026-01-01T12:00:10Z",
+                          "replicaStatuses": {"Worker": {"active": 2, "failed": 1}, "Launcher": {"active": 1}}})
+    s = S.summary(j, NOW)
+    assert (s["phase"], s["workers"], s["workers_running"], s["workers_failed"], s["launcher_active"]) == (
+        "Running", 3, 2, 1, 1)
+    assert s["elapsed_seconds"] == 20 and not s["finished"]
+    assert s["progress"] == "ns/pi: Running, workers 2/3 running, 1 failed, 20s elapsed"
+
+
+def test_summary_of_failed_job_stops_the_clock_and_says_why():
+    j = job(conditions=[("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")],
+            status_extra={"startTime": "2026-01-01T12:00:00Z", "completionTime": "2026-01-01T12:00:05Z"})
+    s = S.summary(j, NOW)
+    assert s["finished"] and s["elapsed_seconds"] == 5
+    assert s["progress"].endswith("(BackoffLimitExceeded: Job has reached the specified backoff limit)")
+    msg = S.failure_message(s, ["a", "boom"], "")
+    assert msg.startswith("MPIJob ns/pi failed: BackoffLimitExceeded: Job has reached")
+    assert msg.endswith("launcher log (last 2 lines):\na\nboom")
+    assert S.failure_message(s, [], "launcher log unavailable: x").endswith("(launcher log unavailable: x)")
+
+
+def test_summary_without_status_is_pending_from_creation():
+    j = job()
+    del j["status"]
+    s = S.summary(j, NOW)
+    assert (s["phase"], s["elapsed_seconds"], s["workers_running"]) == ("Pending", 30, 0)
+
+
+@pytest.mark.parametrize("phase, wait_for, done", [
+    ("Running", "Succeeded", False), ("Succeeded", "Succeeded", True), ("Failed", "Succeeded", True),
+    ("Created", "Running", False), ("Running", "Running", True), ("Failed", "Running", True),
+    ("Suspended", "Running", False),
+])
+def test_reached(phase, wait_for, done):
+    assert S.reached(phase, wait_for) is done
+
+
+def test_newest_launcher_pod_and_tail():
+    def pod(name, role, ts):
+        return {"metadata": {"name": name, "creationTimestamp": ts,
+                             "labels": {"training.kubeflow.org/job-role": role}}}
+    pods = [pod("pi-launcher-a", "launcher", "2026-01-01T12:00:00Z"), pod("pi-worker-0", "worker", "2026-01-01T13:00:00Z"),
+            pod("pi-launcher-b", "launcher", "2026-01-01T12:01:00Z")]
+    assert S.newest_launcher_pod(pods)["metadata"]["name"] == "pi-launcher-b"
+    assert S.newest_launcher_pod(pods[1:2]) is None
+    assert S.tail("1\n2\n3\n", 2) == ["2", "3"] and S.tail("1\n2\n", 0) == ["1", "2"] and S.tail("", 5) == []
