@@ -51,20 +51,33 @@ class Operator:
                            rotate_artifacts=self.cfg.rotate_artifacts)
 
     # -- checks ------------------------------------------------------------------------------
-    def check_crd(self) -> None:
-        """Like Kubeflow: without the MPIJob CRD there is nothing to do, so fail loudly."""
+    def check_crd(self, timeout: float = 30.0) -> None:
+        """Like Kubeflow: without the MPIJob CRD there is nothing to do, so fail loudly. An API server that
+        is not reachable yet (both starting together) gets `timeout` seconds."""
+        from kubernetes import client
         from kubernetes.client.exceptions import ApiException
 
-        api = __import__("kubernetes").client.CustomObjectsApi(self.api)
-        try:
-            if self.cfg.namespace:
-                api.list_namespaced_custom_object(GROUP, VERSION, self.cfg.namespace, PLURAL, limit=1)
-            else:
-                api.list_cluster_custom_object(GROUP, VERSION, PLURAL, limit=1)
-        except ApiException as exc:
-            if exc.status == 404:
-                raise SystemExit(f"the MPIJob CRD ({PLURAL}.{GROUP} {VERSION}) is not installed") from None
-            raise
+        api = client.CustomObjectsApi(self.api)
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                if self.cfg.namespace:
+                    api.list_namespaced_custom_object(GROUP, VERSION, self.cfg.namespace, PLURAL, limit=1)
+                else:
+                    api.list_cluster_custom_object(GROUP, VERSION, PLURAL, limit=1)
+                return
+            except ApiException as exc:
+                if exc.status == 404:
+                    raise SystemExit(f"the MPIJob CRD ({PLURAL}.{GROUP} {VERSION}) is not installed") from None
+                if exc.status in (401, 403):
+                    raise SystemExit(f"not allowed to list MPIJobs ({exc.status} {exc.reason}): check RBAC") from None
+                problem = f"{exc.status} {exc.reason}"
+            except Exception as exc:
+                problem = str(exc).splitlines()[0][:200]
+            if time.monotonic() > end:
+                raise SystemExit(f"cannot reach the API server: {problem}")
+            log.warning("API server not reachable yet: %s", problem)
+            time.sleep(2)
 
     def healthz(self) -> str | None:
         if self.controller.crashed:

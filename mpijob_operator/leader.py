@@ -173,7 +173,7 @@ class LeaderElector:
     def _attempt(self) -> bool:
         try:
             return self.try_once()
-        except Exception as exc:  # noqa: BLE001 - conflicts and API errors: try again next period
+        except Exception as exc:
             log.debug("lease attempt failed: %s", exc)
             return False
 
@@ -206,6 +206,6 @@ class LeaderElector:
                 current = self.lock.get()
                 if current is not None and current.holder == self.identity:
                     self.lock.write(Record(None, 1, current.transitions, current.acquire_time, micro_time()))
-            except Exception as exc:  # noqa: BLE001 - the lease then simply expires
+            except Exception as exc:
                 log.warning("could not release the lease: %s", exc)
             self.is_leader = False

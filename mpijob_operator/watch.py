@@ -239,7 +239,7 @@ class Watcher(threading.Thread):
                     if what == "dispatch":
                         self.dispatch(event.get("object") or {}, event.get("type", ""))
                 self.error_backoff = 0.0
-            except Exception as exc:  # noqa: BLE001 - any failure: resume or relist after a backoff
+            except Exception as exc:
                 if self._stop.is_set():
                     return
                 self.on_restart(self.resource.name, "error")
