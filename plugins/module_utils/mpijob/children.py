@@ -213,7 +213,7 @@ def worker_pod(job: MPIJob, index: int, opts: Options) -> dict:
     meta["labels"][C.REPLICA_INDEX_LABEL] = str(index + 1 if job.run_launcher_as_worker else index)
     # Lets Intel MPI and MPICH workers resolve the launcher's short hostname.
     search = f"{job.name}.{job.namespace}.svc.{opts.cluster_domain or 'cluster.local'}"
-    dns = spec.setdefault("dnsConfig", {})
+    spec["dnsConfig"] = dns = dict(spec.get("dnsConfig") or {})
     _append(dns, "searches", [search])
     container = _main_container(job, spec)
     if not container.get("command") and not container.get("args"):

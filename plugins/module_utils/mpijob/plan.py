@@ -121,11 +121,12 @@ def _podgroup_patch(have: dict, want: dict) -> dict | None:
 def reconcile(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys) -> Plan:
     """The plan for one MPIJob. `obj` is the MPIJob as read; `ssh_keys` makes a key pair (called only when the
     Secret must be created or repaired)."""
-    meta = obj.get("metadata") or {}
-    old_status = obj.get("status") or {}
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    old_status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
     if meta.get("deletionTimestamp"):
         return Plan([], old_status)
-    managed_by = ((obj.get("spec") or {}).get("runPolicy") or {}).get("managedBy") if isinstance(obj.get("spec"), dict) else None
+    run_policy = (obj.get("spec") or {}).get("runPolicy") if isinstance(obj.get("spec"), dict) else None
+    managed_by = run_policy.get("managedBy") if isinstance(run_policy, dict) else None
     if isinstance(managed_by, str) and managed_by != C.MANAGED_BY_US and managed_by in C.MANAGED_BY_VALUES:
         return Plan([], old_status)  # another controller (e.g. MultiKueue) owns this job, status included
     now_s = S.rfc3339(now)
@@ -137,7 +138,7 @@ def reconcile(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys:
 
 
 def _invalid(obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> Plan:
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     events: list[S.Event] = []
     message = S.truncate("Found validation errors: " + "; ".join(str(e) for e in exc.errors))
     status = S.invalid_status(old, (str(meta.get("namespace", "")), str(meta.get("name", ""))), message, now_s, events)
@@ -150,7 +151,7 @@ class _Planner:
     def __init__(self, job: MPIJob, obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys):
         self.job, self.obj, self.world, self.opts, self.now, self.ssh_keys = job, obj, world, opts, now, ssh_keys
         self.now_s = S.rfc3339(now)
-        self.old_status = obj.get("status") or {}
+        self.old_status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
         self.actions: list[Action] = []
         self.events: list[S.Event] = []
         uid = job.uid

@@ -305,7 +305,7 @@ def _replica_spec(r: _Reader, value: Any, path: str, default_replicas: int, defa
     else:
         for i, container in enumerate(containers):
             cpath = f"{path}.template.spec.containers[{i}]"
-            if r.obj(container, cpath) is None:
+            if r.obj(container, cpath, required=True) is None:
                 continue
             for key in ("env", "volumeMounts"):
                 if container.get(key) is not None and not isinstance(container[key], list):

@@ -162,10 +162,11 @@ def live_status(job: MPIJob, old: dict, seen: Observed, now: str, events: list[E
     if job.suspended:
         if set_condition(status, C.SUSPENDED, "True", C.REASON_SUSPENDED, "MPIJob suspended", now):
             events.append(Event("Normal", C.REASON_SUSPENDED, "MPIJob suspended"))
-    elif get_condition(status, C.SUSPENDED) is not None:
-        if set_condition(status, C.SUSPENDED, "False", C.REASON_RESUMED, "MPIJob resumed", now):
-            events.append(Event("Normal", C.REASON_RESUMED, "MPIJob resumed"))
-            status["startTime"] = now
+    elif get_condition(status, C.SUSPENDED) is not None and set_condition(
+        status, C.SUSPENDED, "False", C.REASON_RESUMED, "MPIJob resumed", now
+    ):
+        events.append(Event("Normal", C.REASON_RESUMED, "MPIJob resumed"))
+        status["startTime"] = now
 
     replicas = dict(status.get("replicaStatuses") or {})
     running_launchers = 0

@@ -1,0 +1,143 @@
+"""Shared test helpers: MPIJob manifests, a clock, golden YAML files."""
+from __future__ import annotations
+
+import copy
+import os
+import pathlib
+from datetime import datetime, timedelta, timezone
+
+import yaml
+
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
+
+GOLDEN = pathlib.Path(__file__).parent / "golden"
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+KEYS = (b"-----BEGIN EC PRIVATE KEY-----\ntest\n-----END EC PRIVATE KEY-----\n", b"ecdsa-sha2-nistp521 AAAA test\n")
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def keys() -> tuple[bytes, bytes]:
+    return KEYS
+
+
+def manifest(name: str = "pi", workers: int | None = 2, **spec) -> dict:
+    """A v2beta1 MPIJob like Kubeflow's `pi` example; keyword arguments are merged into spec."""
+    obj = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": "1"},
+        "spec": {
+            "slotsPerWorker": 1,
+            "mpiReplicaSpecs": {
+                "Launcher": {
+                    "replicas": 1,
+                    "template": {"spec": {"containers": [
+                        {"name": "launcher", "image": "mpi-pi", "command": ["mpirun", "-n", "2", "/home/pi"]}]}},
+                },
+            },
+        },
+    }
+    if workers is not None:
+        obj["spec"]["mpiReplicaSpecs"]["Worker"] = {
+            "replicas": workers,
+            "template": {"spec": {"containers": [{"name": "worker", "image": "mpi-pi"}]}},
+        }
+    for key, value in spec.items():
+        obj["spec"][key] = value
+    return obj
+
+
+def with_status(obj: dict, status: dict) -> dict:
+    return {**copy.deepcopy(obj), "status": copy.deepcopy(status)}
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump(docs: list) -> str:
+    return yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
+
+
+def assert_golden(name: str, docs: list) -> None:
+    """Compares with golden/<name>.yaml; UPDATE_GOLDEN=1 rewrites the file instead."""
+    path = GOLDEN / f"{name}.yaml"
+    text = dump(docs)
+    if os.environ.get("UPDATE_GOLDEN") == "1" or not path.exists():
+        if not path.exists() and os.environ.get("UPDATE_GOLDEN") != "1":
+            raise AssertionError(f"{path} is missing: run with UPDATE_GOLDEN=1 to create it")
+        path.write_text(text)
+        return
+    assert list(yaml.safe_load_all(path.read_text())) == list(yaml.safe_load_all(text)), (
+        f"{path.name} differs from what the builders make now (UPDATE_GOLDEN=1 to accept):\n{text}"
+    )
+
+
+def world_after(world: P.World, plan: P.Plan) -> P.World:
+    """The world once a plan's creates, patches and deletes took effect (a stand-in for the API server's storage,
+    enough to check that a second plan is empty)."""
+    w = copy.deepcopy(world)
+    slots = {"Service": "service", "ConfigMap": "config_map", "Secret": "secret", "Job": "launcher",
+             "PodGroup": "pod_group"}
+    for a in plan.actions:
+        if a.kind == "Pod":
+            if a.action == "create":
+                w.pods.append(copy.deepcopy(a.body))
+            elif a.action == "delete":
+                w.pods = [p for p in w.pods if p["metadata"]["name"] != a.name]
+        elif a.kind in slots:
+            attr = slots[a.kind]
+            if a.action == "create":
+                obj = copy.deepcopy(a.body)
+                obj["metadata"]["uid"] = f"uid-{a.name}"
+                setattr(w, attr, obj)
+            elif a.action == "delete":
+                setattr(w, attr, None)
+            elif a.action == "patch" and not a.subresource:
+                setattr(w, attr, _merge(getattr(w, attr), a.body))
+        elif a.action == "status":
+            w.mpijob = with_status(w.mpijob, a.body)
+    return w
+
+
+def _merge(target, patch):
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = _merge(out.get(key), value)
+    return out
+
+
+def plan(obj: dict, world: P.World | None = None, opts: K.Options | None = None, now: datetime = T0) -> P.Plan:
+    world = world or P.World(mpijob=obj)
+    world.mpijob = obj
+    return P.reconcile(obj, world, opts or K.Options(), now, keys)
+
+
+def kinds(p: P.Plan) -> list[tuple[str, str, str]]:
+    return [(a.action, a.kind, a.name) for a in p.actions]
+
+
+def set_phase(pod: dict, phase: str, ready: bool = False, reason: str = "") -> dict:
+    pod = copy.deepcopy(pod)
+    pod["status"] = {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    if reason:
+        pod["status"]["reason"] = reason
+    return pod
