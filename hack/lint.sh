@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# make lint: ansible-lint (production profile), ruff, yamllint, and `ansible-doc` for every module.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bash hack/venv.sh >/dev/null || exit 1
+export PATH=$root/.venv/bin:$PATH ANSIBLE_CONFIG=$root/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$root/.collections
+failed=()
+step() { echo "== $1"; shift; "$@" || failed+=("$1"); }
+
+py_dirs=()
+for d in plugins tests hack mpijob_operator; do [ -d "$d" ] && py_dirs+=("$d"); done
+step ruff ruff check "${py_dirs[@]}"
+step yamllint yamllint -s .
+step ansible-lint ansible-lint --offline -q
+# Every module must document itself well enough for ansible-doc to render it.
+modules=()
+for f in plugins/modules/*.py; do [ -e "$f" ] && modules+=("mpi.operator.$(basename "$f" .py)"); done
+if [ ${#modules[@]} -gt 0 ]; then
+  step ansible-doc bash -c 'for m in "$@"; do out=$(ansible-doc "$m" 2>&1) && [ -n "$out" ] || { echo "ansible-doc $m failed: $out"; exit 1; }; done' _ "${modules[@]}"
+fi
+if [ ${#failed[@]} -gt 0 ]; then echo "lint failed: ${failed[*]}" >&2; exit 1; fi
+echo "lint passed"

@@ -1,0 +1,125 @@
+"""Fixtures of the install playbooks and the CRD: run playbooks/install.yml and uninstall.yml as a user would
+(`ansible-playbook`, parsing the PLAY RECAP), and kubectl against the test cluster."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+MANIFESTS = ROOT / "tests/integration/manifests"
+_RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$", re.MULTILINE)
+# Namespace of the operator the install tests put on the cluster (not the default, so a user's install is left alone).
+INSTALL_NAMESPACE = "mpi-operator-it"
+
+
+@dataclasses.dataclass
+class PlaybookRun:
+    args: list[str]
+    returncode: int
+    output: str
+
+    @property
+    def recap(self) -> dict[str, int]:
+        """The PLAY RECAP counters of localhost (summed over plays)."""
+        totals: dict[str, int] = {}
+        for match in _RECAP.finditer(self.output):
+            for pair in match["counts"].split():
+                key, value = pair.split("=")
+                totals[key] = totals.get(key, 0) + int(value)
+        if not totals:
+            raise AssertionError(f"no PLAY RECAP in the output of {self.args}:\n{self.output[-5000:]}")
+        return totals
+
+    def expect_ok(self) -> PlaybookRun:
+        assert self.returncode == 0, f"{' '.join(self.args)} failed ({self.returncode}):\n{self.output[-8000:]}"
+        return self
+
+
+def kubectl_path() -> str:
+    """The kubectl built for the local cluster, else one on PATH."""
+    cache = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
+    for candidate in (os.environ.get("KUBECTL"), str(cache / "bin/kubectl"), shutil.which("kubectl")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise RuntimeError("kubectl not found: run `make cluster-up` (it builds $CACHE/bin/kubectl)")
+
+
+def ansible_env(kubeconfig: str) -> dict[str, str]:
+    env = dict(os.environ)
+    venv_bin = os.path.dirname(sys.executable)
+    env.update(
+        KUBECONFIG=kubeconfig,
+        K8S_AUTH_KUBECONFIG=kubeconfig,
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
+        ANSIBLE_FORCE_COLOR="0",
+        ANSIBLE_NOCOLOR="1",
+        PATH=venv_bin + os.pathsep + env.get("PATH", ""),
+    )
+    return env
+
+
+def local_cluster_vars(kubeconfig: str) -> dict[str, Any]:
+    """Install variables for the test cluster: its operator pods run on a simulated (kwok) node, which needs no image."""
+    return {
+        "mpi_operator_namespace_name": INSTALL_NAMESPACE,
+        "mpi_operator_tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
+        "mpi_operator_node_selector": {"type": "kwok"},
+        "mpi_operator_wait_timeout": 120,
+    }
+
+
+@pytest.fixture
+def kubectl(kubeconfig: str) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """kubectl(*args, input=None): runs kubectl against the test cluster; never raises on a non-zero exit."""
+
+    def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [kubectl_path(), "--kubeconfig", kubeconfig, *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    return run
+
+
+@pytest.fixture
+def playbook(kubeconfig: str, tmp_path: pathlib.Path) -> Callable[..., PlaybookRun]:
+    """playbook("install.yml", "--check", extra_vars={...}): runs a playbook of playbooks/ with the local cluster's
+    install variables (overridden by extra_vars)."""
+
+    def run(name: str, *args: str, extra_vars: dict[str, Any] | None = None) -> PlaybookRun:
+        vars_file = tmp_path / f"vars-{len(list(tmp_path.glob('vars-*')))}.json"
+        vars_file.write_text(json.dumps({**local_cluster_vars(kubeconfig), **(extra_vars or {})}))
+        cmd = [
+            os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+            str(ROOT / "playbooks" / name),
+            "-e",
+            f"@{vars_file}",
+            *args,
+        ]
+        proc = subprocess.run(cmd, cwd=ROOT, env=ansible_env(kubeconfig), capture_output=True, text=True, timeout=900)
+        return PlaybookRun(cmd, proc.returncode, proc.stdout + proc.stderr)
+
+    return run
+
+
+@pytest.fixture
+def uninstalled(playbook: Callable[..., PlaybookRun]) -> Iterator[None]:
+    """No operator before the test, none after it (the CRD and MPIJobs stay, as uninstall leaves them)."""
+    playbook("uninstall.yml").expect_ok()
+    yield
+    playbook("uninstall.yml").expect_ok()

@@ -1,0 +1,242 @@
+"""playbooks/install.yml and uninstall.yml against the test cluster, run with ansible-playbook as a user runs them;
+and the collection tarball built and installed offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tarfile
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration._fixtures.install import INSTALL_NAMESPACE, MANIFESTS, ROOT, PlaybookRun, ansible_env
+
+Playbook = Callable[..., PlaybookRun]
+Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def get_json(kubectl: Kubectl, *args: str) -> dict[str, Any] | None:
+    proc = kubectl("get", *args, "-o", "json")
+    if proc.returncode != 0:
+        assert "NotFound" in proc.stderr, proc.stderr
+        return None
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_check_diff_on_a_clean_cluster_changes_nothing(
+    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None
+) -> None:
+    crd_before = get_json(kubectl, "crd", "mpijobs.kubeflow.org")
+    run = playbook("install.yml", "--check", "--diff").expect_ok()
+    assert run.recap["changed"] > 0
+    # The diff shows the objects that would be applied, the new namespace's ones in full.
+    assert "ClusterRole" in run.output and "mpi-operator-mpijobs-view" in run.output
+    assert f"Would create in namespace {INSTALL_NAMESPACE}" in run.output and "Deployment" in run.output
+    assert get_json(kubectl, "namespace", INSTALL_NAMESPACE) is None
+    assert get_json(kubectl, "clusterrole", "mpi-operator") is None
+    crd_after = get_json(kubectl, "crd", "mpijobs.kubeflow.org")
+    assert crd_before is not None and crd_after is not None
+    assert crd_after["metadata"]["resourceVersion"] == crd_before["metadata"]["resourceVersion"]
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_install_twice_then_the_second_run_changes_nothing(
+    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None
+) -> None:
+    first = playbook("install.yml").expect_ok()
+    assert first.recap["changed"] > 0
+    second = playbook("install.yml").expect_ok()
+    assert second.recap["changed"] == 0, second.output[-6000:]
+    # And a preview of an installed operator shows no change either.
+    preview = playbook("install.yml", "--check", "--diff").expect_ok()
+    assert preview.recap["changed"] == 0, preview.output[-6000:]
+
+    deployment = get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE)
+    assert deployment is not None and deployment["status"]["availableReplicas"] == 1
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["image"] == "localhost/mpi-operator:0.1.0"
+    assert container["command"] == ["python3", "-m", "mpijob_operator"]
+    assert f"--lock-namespace={INSTALL_NAMESPACE}" in container["args"] and "--namespace=" in container["args"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert deployment["spec"]["template"]["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
+    # All-namespace mode: a ClusterRole, bound to the operator's ServiceAccount.
+    binding = get_json(kubectl, "clusterrolebinding", "mpi-operator")
+    assert binding is not None
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "mpi-operator", "namespace": INSTALL_NAMESPACE}]
+    can = kubectl(
+        "auth",
+        "can-i",
+        "create",
+        "pods",
+        "-n",
+        "default",
+        f"--as=system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator",
+    )
+    assert can.stdout.strip() == "yes"
+    cannot = kubectl("auth", "can-i", "delete", "nodes", f"--as=system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator")
+    assert cannot.stdout.strip() == "no"
+    # Users' admin/edit/view roles are extended to MPIJobs.
+    view = get_json(kubectl, "clusterrole", "view")
+    assert view is not None and any("mpijobs" in r.get("resources", []) for r in view.get("rules", []))
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_single_namespace_mode_uses_a_role_and_removes_the_cluster_role(
+    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, namespace: str
+) -> None:
+    playbook("install.yml").expect_ok()
+    assert get_json(kubectl, "clusterrole", "mpi-operator") is not None
+    scoped = {"mpi_operator_watch_namespace": namespace, "mpi_operator_gang_scheduling": "volcano"}
+    playbook("install.yml", extra_vars=scoped).expect_ok()
+    assert playbook("install.yml", extra_vars=scoped).expect_ok().recap["changed"] == 0
+    role = get_json(kubectl, "role", "mpi-operator", "-n", namespace)
+    assert role is not None and any("podgroups" in r["resources"] for r in role["rules"])
+    assert get_json(kubectl, "clusterrole", "mpi-operator") is None
+    assert get_json(kubectl, "clusterrole", "mpi-operator-priorityclasses") is not None
+    sa = f"--as=system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator"
+    assert kubectl("auth", "can-i", "create", "pods", "-n", namespace, sa).stdout.strip() == "yes"
+    assert kubectl("auth", "can-i", "create", "pods", "-n", "default", sa).stdout.strip() == "no"
+    args = get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE)["spec"]["template"]["spec"][
+        "containers"
+    ][0]["args"]
+    assert f"--namespace={namespace}" in args and "--gang-scheduling=volcano" in args
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_uninstall_keeps_the_crd_and_users_mpijobs(
+    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, namespace: str
+) -> None:
+    playbook("install.yml").expect_ok()
+    applied = kubectl("apply", "-n", namespace, "-f", str(MANIFESTS / "seed001-openmpi-helloworld.v2beta1.yaml"))
+    assert applied.returncode == 0, applied.stderr
+
+    # Asked to remove the CRD while it holds a job: refused, naming the job, and nothing is removed.
+    refused = playbook("uninstall.yml", extra_vars={"mpi_operator_remove_crds": True})
+    assert refused.returncode != 0
+    assert f"{namespace}/openmpi-helloworld" in refused.output and "mpi_operator_remove_crds_force" in refused.output
+    assert get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE) is not None
+
+    removed = playbook("uninstall.yml").expect_ok()
+    assert removed.recap["changed"] > 0
+    assert get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE) is None
+    assert get_json(kubectl, "clusterrole", "mpi-operator") is None
+    assert get_json(kubectl, "clusterrole", "mpi-operator-mpijobs-edit") is None
+    assert get_json(kubectl, "namespace", INSTALL_NAMESPACE) is None
+    assert get_json(kubectl, "crd", "mpijobs.kubeflow.org") is not None
+    assert get_json(kubectl, "mpijob", "openmpi-helloworld", "-n", namespace) is not None
+    # Uninstalling again is a no-op.
+    assert playbook("uninstall.yml").expect_ok().recap["changed"] == 0
+
+
+@pytest.mark.cluster
+def test_preflight_fails_on_an_old_cluster_naming_its_version(playbook: Playbook, operator_crd: None) -> None:
+    run = playbook("install.yml", extra_vars={"mpi_operator_min_kubernetes_version": "1.99"})
+    assert run.returncode != 0
+    assert "The Kubernetes server is v1.35" in run.output and "needs 1.99 or newer" in run.output
+    assert run.recap["changed"] == 0
+
+
+@pytest.mark.cluster
+def test_preflight_fails_when_another_operator_owns_the_crd(
+    playbook: Playbook, kubectl: Kubectl, operator_crd: None
+) -> None:
+    foreign = kubectl(
+        "label", "--overwrite", "crd", "mpijobs.kubeflow.org", "app.kubernetes.io/managed-by=kubeflow-mpi-operator"
+    )
+    assert foreign.returncode == 0, foreign.stderr
+    try:
+        run = playbook("install.yml")
+        assert run.returncode != 0
+        assert "appears to be owned by kubeflow-mpi-operator" in run.output
+        assert "mpi_operator_adopt_crd=true" in run.output
+        assert run.recap["changed"] == 0
+    finally:
+        restored = kubectl(
+            "label", "--overwrite", "crd", "mpijobs.kubeflow.org", "app.kubernetes.io/managed-by=mpi.operator"
+        )
+        assert restored.returncode == 0, restored.stderr
+
+
+@pytest.mark.cluster
+def test_preflight_fails_when_the_watched_namespace_is_missing(playbook: Playbook, operator_crd: None) -> None:
+    run = playbook("install.yml", extra_vars={"mpi_operator_watch_namespace": "no-such-namespace"})
+    assert run.returncode != 0
+    assert "the namespace no-such-namespace does not exist" in run.output
+
+
+def test_default_image_tag_is_the_collection_version() -> None:
+    galaxy = yaml.safe_load((ROOT / "galaxy.yml").read_text())
+    defaults = yaml.safe_load((ROOT / "roles/operator/defaults/main.yml").read_text())
+    specs = yaml.safe_load((ROOT / "roles/operator/meta/argument_specs.yml").read_text())
+    assert defaults["mpi_operator_image_tag"] == galaxy["version"]
+    options = specs["argument_specs"]["main"]["options"]
+    # Every default is documented in the argument spec, with the same value.
+    for name, value in defaults.items():
+        assert options[name]["default"] == value, name
+
+
+def run_tool(tool: str, *args: str, collections: str, cwd: pathlib.Path) -> None:
+    """Runs an Ansible command of the venv with the given collections path; fails the test on an error."""
+    env = {**ansible_env(os.environ.get("KUBECONFIG", "")), "ANSIBLE_COLLECTIONS_PATH": collections}
+    cmd = [os.path.join(os.path.dirname(sys.executable), tool), *args]
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{' '.join(cmd)}:\n{proc.stdout}{proc.stderr}"
+
+
+@pytest.mark.slow
+def test_collection_tarball_builds_and_installs_offline(tmp_path: pathlib.Path) -> None:
+    project_collections = str(ROOT / ".collections")
+    run_tool(
+        "ansible-galaxy",
+        "collection",
+        "build",
+        "--output-path",
+        str(tmp_path),
+        collections=project_collections,
+        cwd=ROOT,
+    )
+    version = yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"]
+    tarball = tmp_path / f"mpi-operator-{version}.tar.gz"
+    with tarfile.open(tarball) as tar:
+        names = tar.getnames()
+    assert "roles/crds/files/mpijobs.kubeflow.org.yaml" in names and "playbooks/install.yml" in names
+    assert "LICENSE" in names and "meta/runtime.yml" in names
+    assert not [n for n in names if n.startswith((".venv", ".collections", ".git/"))]
+
+    target = tmp_path / "collections"
+    # Only the target on the collections path: the project's own .collections already holds mpi.operator.
+    run_tool(
+        "ansible-galaxy",
+        "collection",
+        "install",
+        "--offline",
+        "-p",
+        str(target),
+        str(tarball),
+        collections=str(target),
+        cwd=tmp_path,
+    )
+    installed = target / "ansible_collections/mpi/operator"
+    assert json.loads((installed / "MANIFEST.json").read_text())["collection_info"]["version"] == version
+    # The installed collection's playbook resolves its roles (kubernetes.core from the project's collections path).
+    run_tool(
+        "ansible-playbook",
+        "--syntax-check",
+        "mpi.operator.install",
+        collections=f"{target}{os.pathsep}{project_collections}",
+        cwd=tmp_path,
+    )
