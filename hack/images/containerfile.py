@@ -1,0 +1,339 @@
+"""Builds an image from a Containerfile without a container engine: RUN steps run chrooted in the
+root filesystem (in a private mount namespace), COPY/ADD copy from the build context, and
+ENV/USER/WORKDIR/ENTRYPOINT/CMD/LABEL/EXPOSE go into the image config. The root filesystem after
+each RUN is cached, keyed by the chain of instructions and copied content, like a layer cache.
+
+usage: containerfile.py --file Containerfile --context DIR --base-tar IMAGE.tar --tag NAME:TAG
+                        --out OUT.tar [--build-arg K=V ...] [--cache DIR]
+FROM must name the image in --base-tar (after build-arg substitution); that is the one place the
+build differs from `podman build`: the base comes from a local tar, not a registry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pack import pack
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+VAR = re.compile(r"\$(?:\{(\w+)(?::-([^}]*))?\}|(\w+))")
+
+
+class BuildError(Exception):
+    pass
+
+
+@dataclass
+class ImageConfig:
+    env: dict[str, str] = field(default_factory=dict)
+    user: str = ""
+    workdir: str = "/"
+    entrypoint: list[str] | None = None
+    cmd: list[str] | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    exposed: dict[str, dict] = field(default_factory=dict)
+
+    def runtime(self) -> dict:
+        env = {"PATH": DEFAULT_PATH, **self.env}
+        config: dict = {"Env": [f"{k}={v}" for k, v in env.items()], "WorkingDir": self.workdir}
+        for key, value in (("User", self.user), ("Entrypoint", self.entrypoint), ("Cmd", self.cmd),
+                           ("Labels", self.labels), ("ExposedPorts", self.exposed)):
+            if value:
+                config[key] = value
+        return config
+
+
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(KEYWORD, arguments) per instruction: comments dropped, continuation lines joined."""
+    result, pending = [], ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line, pending = pending + line, ""
+        keyword, _, args = line.partition(" ")
+        result.append((keyword.upper(), args.strip()))
+    if pending:
+        raise BuildError("Containerfile ends inside a continued line")
+    return result
+
+
+def substitute(value: str, variables: dict[str, str]) -> str:
+    def repl(m: re.Match) -> str:
+        name = m.group(1) or m.group(3)
+        return variables.get(name) or (m.group(2) or "")
+    return VAR.sub(repl, value)
+
+
+def json_or_shell(args: str) -> list[str]:
+    """Exec form (a JSON array) as is; shell form wrapped in /bin/sh -c."""
+    if args.startswith("["):
+        return json.loads(args)
+    return ["/bin/sh", "-c", args]
+
+
+def key_values(args: str) -> dict[str, str]:
+    """ENV/LABEL/ARG arguments: `k=v k2="v 2"` or the old `k v` form."""
+    parts = shlex.split(args)
+    if parts and "=" not in parts[0]:
+        return {parts[0]: " ".join(parts[1:])}
+    return dict(p.split("=", 1) if "=" in p else (p, "") for p in parts)
+
+
+def ignore_patterns(context: Path) -> list[str]:
+    for name in (".containerignore", ".dockerignore"):
+        path = context / name
+        if path.exists():
+            return [ln.strip().rstrip("/") for ln in path.read_text().splitlines()
+                    if ln.strip() and not ln.startswith("#")]
+    return []
+
+
+def ignored(rel: str, patterns: list[str]) -> bool:
+    verdict = False
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        pat = pattern[1:] if negate else pattern
+        if fnmatch.fnmatch(rel, pat) or any(fnmatch.fnmatch(p, pat) for p in Path(rel).parents if str(p) != "."):
+            verdict = not negate
+    return verdict
+
+
+def context_files(context: Path, source: str, patterns: list[str]) -> list[Path]:
+    matches = sorted(context.glob(source.lstrip("/"))) if any(c in source for c in "*?[") else [context / source.lstrip("/")]
+    files = []
+    for match in matches:
+        if not match.exists():
+            raise BuildError(f"COPY source {source!r} is not in the build context {context}")
+        for path in [match, *sorted(match.rglob("*"))] if match.is_dir() else [match]:
+            if not ignored(str(path.relative_to(context)), patterns):
+                files.append(path)
+    return files
+
+
+def content_hash(files: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path).encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def chown_spec(root: Path, spec: str) -> tuple[int, int]:
+    user, _, group = spec.partition(":")
+
+    def lookup(name: str, db: str) -> int:
+        if name.isdigit():
+            return int(name)
+        for line in (root / "etc" / db).read_text().splitlines():
+            fields = line.split(":")
+            if fields[0] == name:
+                return int(fields[2])
+        raise BuildError(f"--chown: no {name!r} in the image's /etc/{db}")
+
+    uid = lookup(user, "passwd")
+    return uid, lookup(group, "group") if group else uid
+
+
+def copy_into(root: Path, context: Path, sources: list[str], dest: str, workdir: str,
+              chown: str | None, patterns: list[str]) -> None:
+    target = root / (dest if dest.startswith("/") else os.path.join(workdir, dest)).lstrip("/")
+    into_dir = dest.endswith("/") or len(sources) > 1 or target.is_dir()
+    owner = chown_spec(root, chown) if chown else None
+    for source in sources:
+        for match in _top_matches(context, source):
+            base = target / match.name if into_dir and not match.is_dir() else target
+            for path in context_files(context, str(match.relative_to(context)), patterns):
+                out = base / path.relative_to(match) if match.is_dir() else base
+                if path.is_dir():
+                    out.mkdir(parents=True, exist_ok=True)
+                else:
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, out, follow_symlinks=True)
+                if owner:
+                    os.chown(out, *owner)
+
+
+def _top_matches(context: Path, source: str) -> list[Path]:
+    if any(c in source for c in "*?["):
+        return sorted(context.glob(source.lstrip("/")))
+    path = context / source.lstrip("/")
+    if not path.exists():
+        raise BuildError(f"COPY source {source!r} is not in the build context {context}")
+    return [path]
+
+
+def run_in_root(root: Path, argv: list[str], env: dict[str, str], user: str, workdir: str) -> None:
+    shutil.copy("/etc/resolv.conf", root / "etc/resolv.conf")
+    (root / workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    userspec = ["--userspec", user if ":" in user else f"{user}:{user}"] if user and user not in ("0", "root") else []
+    envs = [f"{k}={v}" for k, v in {"PATH": DEFAULT_PATH, "HOME": "/root", **env}.items()]
+    script = 'mount -t proc proc "$1/proc" && mount --rbind /dev "$1/dev" && shift && exec chroot "$@"'
+    cmd = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "run", str(root),
+           *userspec, str(root), "/usr/bin/env", "-i", *envs, "/bin/sh", "-c",
+           'cd "$0" && exec "$@"', workdir, *argv]
+    print(f"[containerfile] RUN {' '.join(argv)}", file=sys.stderr, flush=True)
+    if subprocess.run(cmd).returncode:
+        raise BuildError(f"RUN failed: {' '.join(argv)}")
+    (root / "etc/resolv.conf").write_text("")
+
+
+def unpack_image_tar(image_tar: Path, root: Path) -> None:
+    with tarfile.open(image_tar) as image:
+        manifest = json.load(image.extractfile("manifest.json"))[0]
+        for layer in manifest["Layers"]:
+            with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
+                image.extract(layer, tmp)
+                subprocess.run(["tar", "--numeric-owner", "--xattrs", "-C", str(root), "-xpf",
+                                os.path.join(tmp, layer)], check=True)
+
+
+def snapshot(root: Path, path: Path) -> None:
+    subprocess.run(["tar", "--numeric-owner", "--xattrs", "-C", str(root), "-cf", f"{path}.partial", "."], check=True)
+    os.replace(f"{path}.partial", path)
+
+
+def build(args: argparse.Namespace) -> None:
+    context = Path(args.context).resolve()
+    steps = instructions(Path(args.file).read_text())
+    patterns = ignore_patterns(context)
+    build_args = dict(a.split("=", 1) for a in args.build_arg)
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+
+    # First pass: resolve every step's cache key and find the last RUN already cached.
+    variables: dict[str, str] = {}
+    chain = hashlib.sha256(Path(args.base_tar).name.encode()).hexdigest()
+    keys: list[str] = []
+    for keyword, raw in steps:
+        text = substitute(raw, variables)
+        if keyword == "ARG":
+            for k, v in key_values(raw).items():
+                variables[k] = build_args.get(k, substitute(v, variables))
+        elif keyword == "ENV":
+            variables.update({k: substitute(v, variables) for k, v in key_values(raw).items()})
+        elif keyword in ("COPY", "ADD"):
+            text += content_hash([f for s in _sources(text) for f in context_files(context, s, patterns)])
+        chain = hashlib.sha256((chain + keyword + text).encode()).hexdigest()
+        keys.append(chain)
+    resume = max((i for i, (kw, _) in enumerate(steps) if kw == "RUN" and (cache / f"{keys[i]}.tar").exists()),
+                 default=-1)
+
+    root = Path(args.out).with_suffix(".rootfs")
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    try:
+        if resume >= 0:
+            print(f"[containerfile] using cached steps 1-{resume + 1}", file=sys.stderr)
+            subprocess.run(["tar", "--numeric-owner", "--xattrs", "-C", str(root), "-xpf",
+                            str(cache / f"{keys[resume]}.tar")], check=True)
+        config, variables, seen_from = ImageConfig(), {}, False
+        for i, (keyword, raw) in enumerate(steps):
+            replay = i > resume  # before the resume point only the config is replayed
+            if keyword == "ARG":
+                for k, v in key_values(raw).items():
+                    variables[k] = build_args.get(k, substitute(v, variables))
+                continue
+            text = substitute(raw, {**variables, **config.env})
+            if keyword == "FROM":
+                if seen_from:
+                    raise BuildError("multi-stage Containerfiles are not supported here")
+                seen_from = True
+                if text.split()[0] != args.tag_of_base:
+                    raise BuildError(f"FROM {text} but the base given is {args.tag_of_base}")
+                if replay:
+                    unpack_image_tar(Path(args.base_tar), root)
+                config = ImageConfig(**_base_config(Path(args.base_tar)))
+            elif keyword == "ENV":
+                config.env.update({k: substitute(v, {**variables, **config.env}) for k, v in key_values(raw).items()})
+            elif keyword == "LABEL":
+                config.labels.update(key_values(text))
+            elif keyword == "USER":
+                config.user = text
+            elif keyword == "WORKDIR":
+                config.workdir = os.path.join(config.workdir, text)
+                if replay:
+                    (root / config.workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
+            elif keyword == "ENTRYPOINT":
+                config.entrypoint = json_or_shell(text)
+            elif keyword == "CMD":
+                config.cmd = json_or_shell(text)
+            elif keyword == "EXPOSE":
+                config.exposed.update({p if "/" in p else f"{p}/tcp": {} for p in text.split()})
+            elif keyword in ("COPY", "ADD"):
+                if replay:
+                    flags = [w for w in text.split() if w.startswith("--")]
+                    if any(not f.startswith("--chown=") for f in flags):
+                        raise BuildError(f"{keyword} {' '.join(flags)}: only --chown is supported")
+                    chown = flags[0].split("=", 1)[1] if flags else None
+                    copy_into(root, context, _sources(text), text.split()[-1], config.workdir, chown, patterns)
+            elif keyword == "RUN":
+                if replay:
+                    run_in_root(root, json_or_shell(text), {**variables, **config.env}, config.user, config.workdir)
+                    snapshot(root, cache / f"{keys[i]}.tar")
+            elif keyword in ("HEALTHCHECK", "STOPSIGNAL", "SHELL", "VOLUME", "ONBUILD"):
+                print(f"[containerfile] {keyword} ignored", file=sys.stderr)
+            else:
+                raise BuildError(f"unknown instruction {keyword}")
+        pack(str(root), args.out, args.tag, config.runtime())
+        # Keep only this build's cached steps.
+        for old in cache.glob("*.tar"):
+            if old.stem not in keys:
+                old.unlink()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _sources(text: str) -> list[str]:
+    """The source paths of a COPY/ADD (everything but flags and the destination)."""
+    words = json.loads(text) if text.startswith("[") else [w for w in text.split() if not w.startswith("--")]
+    return words[:-1]
+
+
+def _base_config(image_tar: Path) -> dict:
+    with tarfile.open(image_tar) as image:
+        manifest = json.load(image.extractfile("manifest.json"))[0]
+        runtime = json.load(image.extractfile(manifest["Config"])).get("config", {})
+    env = dict(e.split("=", 1) for e in runtime.get("Env", []))
+    return {"env": env, "user": runtime.get("User", ""), "workdir": runtime.get("WorkingDir") or "/",
+            "entrypoint": runtime.get("Entrypoint"), "cmd": runtime.get("Cmd")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--file", required=True)
+    parser.add_argument("--context", required=True)
+    parser.add_argument("--base-tar", required=True)
+    parser.add_argument("--tag-of-base", required=True, help="the reference FROM must resolve to")
+    parser.add_argument("--tag", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--build-arg", action="append", default=[])
+    parser.add_argument("--cache", required=True)
+    try:
+        build(parser.parse_args())
+    except BuildError as err:
+        sys.exit(f"containerfile.py: {err}")
+
+
+if __name__ == "__main__":
+    main()
