@@ -141,7 +141,7 @@ def _invalid(obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> Plan:
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     events: list[S.Event] = []
     message = S.truncate("Found validation errors: " + "; ".join(str(e) for e in exc.errors))
-    status = S.invalid_status(old, (str(meta.get("namespace", "")), str(meta.get("name", ""))), message, now_s, events)
+    status = S.invalid_status(old, message, now_s, events)
     actions = [Action("status", C.KIND, str(meta.get("name", "")), reason=C.REASON_VALIDATION, body=status)] \
         if status != old else []
     return Plan(actions + [_event(e) for e in events], status, error=message)

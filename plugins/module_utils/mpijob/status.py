@@ -268,10 +268,9 @@ def cleaned_status(job: MPIJob, old: dict) -> dict:
     return status
 
 
-def invalid_status(old: dict, ref: tuple[str, str], message: str, now: str, events: list[Event]) -> dict:
+def invalid_status(old: dict, message: str, now: str, events: list[Event]) -> dict:
     """A malformed MPIJob: Failed with reason ValidationError, the message naming the fields."""
     status = copy.deepcopy(old)
-    created(status, ref[0], ref[1], now, events)
     cond = get_condition(status, C.FAILED)
     if cond is None or cond.get("reason") != C.REASON_VALIDATION or cond.get("message") != message:
         if not set_condition(status, C.FAILED, "True", C.REASON_VALIDATION, message, now):

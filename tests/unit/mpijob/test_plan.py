@@ -1,0 +1,329 @@
+"""Plans: desired vs observed -> ordered actions, and idempotence (a second plan on the result is empty)."""
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
+
+from ._helpers import at, kinds, manifest, plan, set_phase, with_status, world_after
+
+
+def settle(obj: dict, opts: K.Options | None = None, now=None, world: P.World | None = None) -> P.World:
+    """Plans and applies until nothing is left to do; returns the world."""
+    world = world or P.World(mpijob=obj)
+    world.mpijob = obj
+    for _ in range(5):
+        p = plan(world.mpijob, world, opts, now or at(0))
+        if not [a for a in p.actions if a.action != "event"]:
+            return world
+        world = world_after(world, p)
+    raise AssertionError(f"no fixed point: {kinds(p)}")
+
+
+def launcher_pod(world: P.World, phase: str, name: str = "pi-launcher-abcde") -> dict:
+    return set_phase({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": name, "creationTimestamp": "2026-01-01T00:00:10Z",
+        "labels": {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/job-role": "launcher"},
+        "ownerReferences": [{"controller": True, "uid": world.launcher["metadata"]["uid"]}]}}, phase)
+
+
+def run_all(world: P.World, launcher_phase: str = "Running") -> P.World:
+    world.pods = [set_phase(p, "Running", ready=True) for p in world.pods]
+    world.pods.append(launcher_pod(world, launcher_phase))
+    return world
+
+
+def finish_launcher(world: P.World, ctype: str = "Complete", reason: str = "") -> P.World:
+    world.launcher = copy.deepcopy(world.launcher)
+    world.launcher["status"] = {"conditions": [{"type": ctype, "status": "True", "reason": reason}],
+                                "completionTime": "2026-01-01T00:05:00Z", "failed": 1 if ctype == "Failed" else 0}
+    return world
+
+
+def test_new_job_creates_children_in_kubeflow_order() -> None:
+    p = plan(manifest())
+    assert kinds(p) == [
+        ("create", "Service", "pi"), ("create", "ConfigMap", "pi-config"), ("create", "Secret", "pi-ssh"),
+        ("create", "Pod", "pi-worker-0"), ("create", "Pod", "pi-worker-1"), ("create", "Job", "pi-launcher"),
+        ("status", "MPIJob", "pi"), ("event", "Event", "MPIJobCreated"),
+    ]
+    assert p.status["conditions"][0]["type"] == "Created" and p.status["startTime"] == "2026-01-01T00:00:00Z"
+    assert p.status["replicaStatuses"]["Worker"]["selector"] == (
+        "training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=worker,"
+        "training.kubeflow.org/operator-name=mpi-operator")
+
+
+def test_reconcile_is_idempotent() -> None:
+    world = settle(manifest())
+    again = plan(world.mpijob, world, now=at(30))
+    assert again.actions == [] and again.status == world.mpijob["status"]
+
+
+def test_running_when_launcher_and_all_workers_run() -> None:
+    world = run_all(settle(manifest()))
+    p = plan(world.mpijob, world, now=at(20))
+    assert p.status["conditions"][-1]["type"] == "Running" and p.status["conditions"][-1]["status"] == "True"
+    assert p.status["replicaStatuses"]["Worker"]["active"] == 2
+    assert p.status["replicaStatuses"]["Launcher"] == {"active": 1}
+    assert ("event", "Event", "MPIJobRunning") in kinds(p)
+    # the hostfile stays static, discover_hosts.sh now lists the Running workers with their slots
+    cm = next(a for a in p.actions if a.kind == "ConfigMap")
+    assert cm.body["data"]["discover_hosts.sh"] == (
+        "#!/bin/sh\necho pi-worker-0.pi.ns.svc:1\necho pi-worker-1.pi.ns.svc:1\n")
+
+
+def test_succeeded_then_clean_pod_policy_all_removes_workers_and_launcher_pods() -> None:
+    world = run_all(settle(manifest(runPolicy={"cleanPodPolicy": "All"})))
+    world = finish_launcher(world_after(world, plan(world.mpijob, world, now=at(20))))
+    world.pods[-1] = set_phase(world.pods[-1], "Succeeded")
+    p = plan(world.mpijob, world, now=at(400))
+    st = p.status
+    assert S.is_true(st, "Succeeded") and st["completionTime"] == "2026-01-01T00:05:00Z"
+    assert S.get_condition(st, "Running")["status"] == "False"
+    assert st["replicaStatuses"]["Launcher"] == {"succeeded": 1}
+    assert "active" not in st["replicaStatuses"]["Worker"]
+    deleted = [a.name for a in p.actions if a.action == "delete"]
+    assert deleted == ["pi-worker-0", "pi-worker-1", "pi-launcher-abcde"]
+    assert not any(a.action == "create" for a in p.actions)
+
+
+def test_clean_pod_policy_running_keeps_finished_pods() -> None:
+    world = run_all(settle(manifest(runPolicy={"cleanPodPolicy": "Running"})))
+    world.pods[0] = set_phase(world.pods[0], "Succeeded")
+    world = finish_launcher(world)
+    world.pods[-1] = set_phase(world.pods[-1], "Succeeded")
+    p = plan(world.mpijob, world, now=at(400))
+    assert [a.name for a in p.actions if a.action == "delete"] == ["pi-worker-1"]
+
+
+def test_clean_pod_policy_none_keeps_everything() -> None:
+    world = finish_launcher(run_all(settle(manifest())))
+    p = plan(world.mpijob, world, now=at(400))
+    assert not [a for a in p.actions if a.action == "delete"]
+    world = world_after(world, p)
+    assert plan(world.mpijob, world, now=at(500)).actions == []
+
+
+def test_launcher_backoff_failure_names_the_last_pod_reason() -> None:
+    world = run_all(settle(manifest()))
+    world.pods[-1] = set_phase(world.pods[-1], "Failed")
+    world.pods[-1]["status"].update(reason="Error", message="exit 1")
+    world = finish_launcher(world, "Failed", "BackoffLimitExceeded")
+    world.launcher["status"]["conditions"][0]["message"] = "Job has reached the specified backoff limit"
+    p = plan(world.mpijob, world, now=at(60))
+    cond = S.get_condition(p.status, "Failed")
+    assert cond["reason"] == "BackoffLimitExceeded/Error"
+    assert cond["message"] == "Job has reached the specified backoff limit: exit 1"
+    assert p.status["completionTime"] == "2026-01-01T00:01:00Z"
+    assert ("event", "Event", "BackoffLimitExceeded/Error") in kinds(p)
+
+
+def test_evicted_worker_fails_the_job_with_a_completion_time_so_cleanup_runs() -> None:
+    world = run_all(settle(manifest(runPolicy={"cleanPodPolicy": "All"})))
+    world.pods[1] = set_phase(world.pods[1], "Failed", reason="Evicted")
+    p = plan(world.mpijob, world, now=at(90))
+    cond = S.get_condition(p.status, "Failed")
+    assert (cond["reason"], cond["message"]) == ("MPIJobEvicted", "1/2 workers are evicted")
+    assert p.status["completionTime"] == "2026-01-01T00:01:30Z"
+    # cleanup in the same pass: workers deleted, the still-running launcher Job suspended
+    assert ("delete", "Pod", "pi-worker-0") in kinds(p) and ("delete", "Pod", "pi-worker-1") in kinds(p)
+    suspend = next(a for a in p.actions if a.kind == "Job")
+    assert suspend.body == {"spec": {"suspend": True}}
+
+
+def test_failed_worker_shows_in_conditions() -> None:
+    world = run_all(settle(manifest()))
+    world = world_after(world, plan(world.mpijob, world, now=at(20)))
+    world.pods[1] = set_phase(world.pods[1], "Failed")
+    world.pods[1]["status"]["containerStatuses"] = [{"state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]
+    p = plan(world.mpijob, world, now=at(40))
+    cond = p.status["conditions"][-1]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("Running", "False", "MPIJobWorkerFailed")
+    assert cond["message"] == "1/2 workers failed: pi-worker-1 (OOMKilled, exit code 137)"
+    assert p.status["replicaStatuses"]["Worker"] == {"active": 1, "failed": 1,
+                                                     "selector": p.status["replicaStatuses"]["Worker"]["selector"]}
+    assert ("event", "Event", "MPIJobWorkerFailed") in kinds(p)
+    world = world_after(world, p)
+    assert plan(world.mpijob, world, now=at(50)).actions == []  # no repeated event
+
+
+def test_suspend_and_resume() -> None:
+    obj = manifest()
+    world = run_all(settle(obj))
+    world = world_after(world, plan(world.mpijob, world, now=at(20)))
+    world.mpijob["spec"]["runPolicy"] = {"suspend": True}
+    p = plan(world.mpijob, world, now=at(30))
+    assert ("patch", "Job", "pi-launcher") in kinds(p)
+    assert {a.name for a in p.actions if a.action == "delete"} == {"pi-worker-0", "pi-worker-1"}
+    assert S.is_true(p.status, "Suspended") and S.get_condition(p.status, "Running")["reason"] == "MPIJobSuspended"
+    assert p.status["replicaStatuses"]["Worker"].get("active") is None
+    world = world_after(world, p)
+    world.pods = []  # the Job controller removed the launcher pod
+    world.launcher["status"] = {"startTime": "2026-01-01T00:00:05Z"}
+    p = plan(world.mpijob, world, now=at(40))
+    assert kinds(p) == [("status", "MPIJob", "pi")] and p.status["replicaStatuses"]["Launcher"] == {}
+    world = world_after(world, p)
+
+    world.mpijob["spec"]["runPolicy"] = {"suspend": False}
+    p = plan(world.mpijob, world, now=at(60))
+    resumed = S.get_condition(p.status, "Suspended")
+    assert (resumed["status"], resumed["reason"]) == ("False", "MPIJobResumed")
+    assert p.status["startTime"] == "2026-01-01T00:01:00Z"
+    job_actions = [a for a in p.actions if a.kind == "Job"]
+    assert [a.subresource for a in job_actions] == ["status", ""]  # startTime cleared first
+    assert job_actions[1].body["spec"]["suspend"] is False
+    assert [a.name for a in p.actions if a.action == "create"] == ["pi-worker-0", "pi-worker-1"]
+
+
+def test_wait_for_workers_ready_is_honoured_after_resume() -> None:
+    obj = manifest(launcherCreationPolicy="WaitForWorkersReady", runPolicy={"suspend": True})
+    world = settle(obj)
+    assert world.launcher["spec"]["suspend"] is True and world.pods == []
+    world.mpijob["spec"]["runPolicy"] = {"suspend": False}
+    p = plan(world.mpijob, world, now=at(60))
+    assert not [a for a in p.actions if a.kind == "Job"]  # workers are not Ready yet: the launcher stays suspended
+    world = world_after(world, p)
+    world.pods = [set_phase(pod, "Running", ready=False) for pod in world.pods]
+    assert not [a for a in plan(world.mpijob, world, now=at(70)).actions if a.kind == "Job"]
+    world.pods = [set_phase(pod, "Running", ready=True) for pod in world.pods]
+    p = plan(world.mpijob, world, now=at(80))
+    assert [a.body["spec"]["suspend"] for a in p.actions if a.kind == "Job"] == [False]
+
+
+def test_wait_for_workers_ready_creates_the_launcher_after_the_workers() -> None:
+    world = settle(manifest(launcherCreationPolicy="WaitForWorkersReady"))
+    assert world.launcher is None and len(world.pods) == 2
+    world.pods = [set_phase(pod, "Running", ready=True) for pod in world.pods]
+    p = plan(world.mpijob, world, now=at(10))
+    assert ("create", "Job", "pi-launcher") in kinds(p)
+
+
+def test_created_suspended_makes_a_suspended_launcher_and_no_workers() -> None:
+    p = plan(manifest(runPolicy={"suspend": True}))
+    assert not any(a.kind == "Pod" for a in p.actions)
+    launcher = next(a for a in p.actions if a.kind == "Job")
+    assert launcher.body["spec"]["suspend"] is True
+    assert "startTime" not in p.status and S.is_true(p.status, "Suspended")
+
+
+def test_elastic_scale_down_deletes_highest_indices_first_and_rewrites_the_hostfile() -> None:
+    world = run_all(settle(manifest(workers=4)))
+    world = world_after(world, plan(world.mpijob, world, now=at(20)))
+    world.mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 2
+    p = plan(world.mpijob, world, now=at(30))
+    assert [a.name for a in p.actions if a.action == "delete"] == ["pi-worker-3", "pi-worker-2"]
+    cm = next(a for a in p.actions if a.kind == "ConfigMap")
+    assert cm.body["data"]["hostfile"] == "pi-worker-0.pi.ns.svc slots=1\npi-worker-1.pi.ns.svc slots=1\n"
+    assert "pi-worker-2" not in cm.body["data"]["discover_hosts.sh"]
+    world = world_after(world, p)
+    world.mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 3
+    p = plan(world.mpijob, world, now=at(40))
+    assert [a.name for a in p.actions if a.action == "create"] == ["pi-worker-2"]
+    assert "pi-worker-2.pi.ns.svc slots=1" in next(a for a in p.actions if a.kind == "ConfigMap").body["data"]["hostfile"]
+
+
+def test_scaling_updates_a_derived_pod_group() -> None:
+    opts = K.Options(gang_scheduling="volcano")
+    world = settle(manifest(workers=2), opts)
+    assert world.pod_group["spec"]["minMember"] == 3
+    world.mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 5
+    p = plan(world.mpijob, world, opts)
+    assert next(a for a in p.actions if a.kind == "PodGroup").body == {"spec": {"minMember": 6}}
+    assert kinds(p).index(("patch", "PodGroup", "pi")) < kinds(p).index(("create", "Pod", "pi-worker-2"))
+
+
+def test_suspend_deletes_the_pod_group() -> None:
+    opts = K.Options(gang_scheduling="scheduler-plugins-scheduler")
+    world = settle(manifest(), opts)
+    world.mpijob["spec"]["runPolicy"] = {"suspend": True}
+    assert ("delete", "PodGroup", "pi") in kinds(plan(world.mpijob, world, opts, at(5)))
+
+
+def test_ttl_deletes_the_mpijob_after_it_finished() -> None:
+    world = finish_launcher(run_all(settle(manifest(runPolicy={"ttlSecondsAfterFinished": 600}))))
+    p = plan(world.mpijob, world, now=at(310))
+    assert p.requeue_after == 590.0 and not p.deletes_job  # completed at 00:05:00
+    world = world_after(world, p)
+    p = plan(world.mpijob, world, now=at(900))
+    assert p.deletes_job and kinds(p)[-1] == ("delete-mpijob", "MPIJob", "pi")
+    assert p.actions[-1].uid == "uid-pi"
+
+
+def test_active_deadline_requeues() -> None:
+    p = plan(manifest(runPolicy={"activeDeadlineSeconds": 100}), now=at(0))
+    assert p.requeue_after == 101.0
+
+
+def test_a_child_owned_by_someone_else_is_not_taken_over() -> None:
+    obj = manifest()
+    foreign = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "pi", "ownerReferences": []}}
+    p = plan(obj, P.World(mpijob=obj, service=foreign))
+    assert kinds(p) == [("event", "Event", "ErrResourceExists")]
+    assert p.error == 'Resource "pi" of Kind "Service" already exists and is not managed by MPIJob' and p.retry
+
+
+def test_drift_is_repaired() -> None:
+    world = settle(manifest())
+    world.service["spec"]["selector"] = {"app": "other"}
+    world.secret["data"].pop("ssh-publickey")
+    world.config_map["data"]["hostfile"] = "tampered\n"
+    p = plan(world.mpijob, world, now=at(10))
+    assert kinds(p) == [("patch", "Service", "pi"), ("patch", "ConfigMap", "pi-config"), ("patch", "Secret", "pi-ssh")]
+    assert p.actions[0].body["spec"]["selector"]["app"] is None  # a merge patch that replaces the selector
+    assert world_after(world, p).service["spec"]["selector"] == K.service(__import__(
+        "ansible_collections.mpi.operator.plugins.module_utils.mpijob.spec", fromlist=["parse"]).parse(
+        world.mpijob))["spec"]["selector"]
+
+
+def test_malformed_job_gets_a_failed_condition_and_a_warning_naming_the_field() -> None:
+    obj = manifest()
+    obj["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 0
+    p = plan(obj)
+    assert kinds(p) == [("status", "MPIJob", "pi"), ("event", "Event", "ValidationError")]
+    cond = p.status["conditions"][-1]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("Failed", "True", "ValidationError")
+    assert "spec.mpiReplicaSpecs.Worker.replicas: must be >= 1" in cond["message"]
+    assert p.actions[1].body["type"] == "Warning" and "spec.mpiReplicaSpecs.Worker.replicas" in p.actions[1].body["message"]
+    assert p.error and not p.retry
+    fixed = with_status(obj, p.status)
+    assert plan(fixed, now=at(5)).actions == []  # no new event for the same error
+    fixed["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 1
+    p = plan(fixed, now=at(10))
+    assert S.get_condition(p.status, "Failed") is None and ("create", "Pod", "pi-worker-0") in kinds(p)
+
+
+def test_externally_managed_jobs_are_left_alone() -> None:
+    p = plan(manifest(runPolicy={"managedBy": "kueue.x-k8s.io/multikueue"}))
+    assert p.actions == [] and p.status == {}
+
+
+def test_terminating_job_is_left_alone() -> None:
+    obj = manifest()
+    obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert plan(obj).actions == []
+
+
+def test_restart_policy_in_launcher_template_warns() -> None:
+    obj = manifest()
+    obj["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["restartPolicy"] = "Always"
+    p = plan(obj)
+    assert ("event", "Event", "SetPodTemplateRestartPolicy") in kinds(p)
+    launcher = next(a for a in p.actions if a.kind == "Job")
+    assert launcher.body["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"
+
+
+def test_ssh_keys_are_made_only_when_the_secret_is_missing() -> None:
+    calls = []
+
+    def keys():
+        calls.append(1)
+        return b"k", b"p"
+
+    obj = manifest()
+    world = settle(obj)
+    P.reconcile(world.mpijob, world, K.Options(), at(1), keys)
+    assert calls == []
+    P.reconcile(obj, P.World(mpijob=obj), K.Options(), at(1), keys)
+    assert calls == [1]
