@@ -109,6 +109,20 @@ def _in_cluster() -> bool:
     )
 
 
+def connect(module: Any) -> Rest:
+    """The Rest client of an AnsibleModule built with AUTH_ARG_SPEC; fails the module when the kubernetes library
+    is missing or the credentials cannot be loaded (shared by every module of the collection)."""
+    if not HAS_KUBERNETES:
+        from ansible.module_utils.basic import missing_required_lib
+
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+    try:
+        return Rest(api_client(module.params), timeout=module.params.get("request_timeout") or 30.0)
+    except Unreachable as exc:
+        module.fail_json(msg=f"Kubernetes API server unreachable: {exc}")
+        raise  # fail_json exits; this keeps type checkers honest
+
+
 class Rest:
     """JSON over the client's connection pool: no model (de)serialisation, any kind, any content type."""
 

@@ -119,15 +119,12 @@ api_calls:
   type: int
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.mpi.operator.plugins.module_utils.kube import (  # noqa: E402
     AUTH_ARG_SPEC,
-    HAS_KUBERNETES,
-    KUBERNETES_IMPORT_ERROR,
-    Rest,
     Unreachable,
-    api_client,
+    connect,
     reconcile_batch,
 )
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options  # noqa: E402
@@ -148,12 +145,10 @@ def argspec() -> dict:
 
 def main() -> None:
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+    rest = connect(module)
     opts = Options(cluster_domain=module.params["cluster_domain"].strip("."),
                    gang_scheduling=module.params["gang_scheduling"])
     try:
-        rest = Rest(api_client(module.params), timeout=module.params["request_timeout"])
         results = reconcile_batch(rest, module.params["jobs"], opts, check_mode=module.check_mode)
     except Unreachable as exc:
         module.fail_json(msg=f"Kubernetes API server unreachable: {exc}")
