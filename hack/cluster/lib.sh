@@ -1,0 +1,103 @@
+# Shared paths, ports and helpers of the local cluster scripts (sourced, never run).
+# State lives in one fixed place per machine, so any clone of the repo finds (and cleans) a cluster another started.
+CLUSTER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=versions.env
+source "$CLUSTER_DIR/versions.env"
+CACHE=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}
+BIN=$CACHE/bin
+STATE=$CACHE/cluster
+PKI=$STATE/pki
+LOGS=$STATE/logs
+PIDS=$STATE/pids
+ETCD_DATA=$STATE/etcd
+ADMIN_KUBECONFIG=$STATE/kubeconfig
+# Loopback only, never the default ports, so a user's own cluster on this machine is left alone.
+APISERVER_PORT=16443
+ETCD_CLIENT_PORT=12379
+ETCD_PEER_PORT=12380
+KCM_PORT=16257
+SCHEDULER_PORT=16259
+KWOK_PORT=16280
+SERVICE_CIDR=10.96.0.0/16
+# The address published in the kubernetes Service's endpoints (loopback is not a valid endpoint); nothing listens on it.
+ADVERTISE_IP=$(hostname -I 2>/dev/null | awk '{print $1}')
+ADVERTISE_IP=${ADVERTISE_IP:-10.0.2.15}
+KWOK_POD_CIDR=10.240.0.0/16
+NODES=${MPI_CLUSTER_NODES:-4}
+# Start order; cluster-down stops them in reverse.
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+
+log() { printf '[cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+now_ms() { date +%s%3N; }
+# Seconds elapsed since a now_ms stamp, with one decimal.
+since() { local d=$(( $(now_ms) - $1 )); printf '%d.%d' $((d / 1000)) $(( (d % 1000) / 100 )); }
+
+# The program a process runs (its argv[0]), or nothing if it is gone.
+arg0() { local a=; { IFS= read -r -d '' a <"/proc/$1/cmdline"; } 2>/dev/null || true; printf '%s' "$a"; }
+
+# PID of a running component, or nothing: the pid file must name a live process whose command line is our binary.
+component_pid() {
+  local name=$1 pid
+  [ -f "$PIDS/$name.pid" ] || return 0
+  pid=$(<"$PIDS/$name.pid")
+  [[ $pid =~ ^[0-9]+$ ]] || return 0
+  if [ "$(arg0 "$pid")" = "$BIN/$name" ]; then echo "$pid"; fi
+}
+
+component_running() { [ -n "$(component_pid "$1")" ]; }
+
+# Stop one component by its recorded PID (TERM, then KILL after a grace period).
+stop_component() {
+  local name=$1 pid i
+  pid=$(component_pid "$name")
+  if [ -n "$pid" ]; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+    if [ -d "/proc/$pid" ]; then log "$name (pid $pid) ignored TERM; killing"; kill -KILL "$pid" 2>/dev/null || true; fi
+    for i in $(seq 20); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+  fi
+  rm -f "$PIDS/$name.pid"
+}
+
+kubectl_admin() { "$BIN/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
+
+# True when the API server answers /readyz with the admin credentials.
+apiserver_ready() {
+  [ -f "$ADMIN_KUBECONFIG" ] && [ -x "$BIN/kubectl" ] && kubectl_admin get --raw /readyz --request-timeout=2s >/dev/null 2>&1
+}
+
+# PIDs of any process running one of our binaries, found by command line (for pid files lost in a crash).
+stray_pids() {
+  local name=$1 f pid
+  for f in /proc/[0-9]*/cmdline; do
+    pid=${f#/proc/}; pid=${pid%/cmdline}
+    if [ "$(arg0 "$pid")" = "$BIN/$name" ]; then echo "$pid"; fi
+  done
+}
+
+# wait_until DESCRIPTION TIMEOUT_S COMMAND...: poll COMMAND every 0.2 s until it succeeds.
+wait_until() {
+  local what=$1 deadline=$(( $(now_ms) + $2 * 1000 )); shift 2
+  until "$@" >/dev/null 2>&1; do
+    [ "$(now_ms)" -lt "$deadline" ] || return 1
+    sleep 0.2
+  done
+}
+
+# Component health: etcd over mutual TLS, the control plane's secure ports, kwok's plain one.
+etcd_healthy() {
+  curl -sf --max-time 2 --cacert "$PKI/etcd-ca.crt" --cert "$PKI/apiserver-etcd-client.crt" --key "$PKI/apiserver-etcd-client.key" \
+    "https://127.0.0.1:$ETCD_CLIENT_PORT/health" | grep -q '"health":"true"'
+}
+secure_healthz() { curl -sfk --max-time 2 "https://127.0.0.1:$1/healthz" | grep -qx ok; }
+component_healthy() {
+  case $1 in
+    etcd) etcd_healthy ;;
+    kube-apiserver) apiserver_ready ;;
+    kube-controller-manager) secure_healthz "$KCM_PORT" ;;
+    kube-scheduler) secure_healthz "$SCHEDULER_PORT" ;;
+    kwok) curl -sf --max-time 2 "http://127.0.0.1:$KWOK_PORT/healthz" >/dev/null ;;
+  esac
+}

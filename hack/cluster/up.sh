@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Start the local Kubernetes (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) on loopback.
+# Builds the binaries the first time. Safe to call repeatedly and from anywhere: a healthy cluster is left as it is;
+# anything else (a crash, a killed session, another clone's leftovers) is stopped by PID and started fresh.
+# The last line printed is "kubeconfig: <path>".
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+t0=$(now_ms)
+
+tb=$(now_ms)
+bash "$CLUSTER_DIR/build.sh"
+build_s=$(since "$tb")
+
+# The simulated nodes: kwok-node-<i>, untainted, so pods land here unless they ask for another node.
+nodes_manifest() {
+  local i
+  for ((i = 0; i < NODES; i++)); do cat <<NODE
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$i
+  labels: {type: kwok, kubernetes.io/hostname: kwok-node-$i, kubernetes.io/os: linux, kubernetes.io/arch: amd64}
+  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
+status:
+  capacity: {cpu: "32", memory: 128Gi, pods: "110"}
+  allocatable: {cpu: "32", memory: 128Gi, pods: "110"}
+  addresses:
+  - {type: InternalIP, address: 10.239.0.$((i + 1))}
+  - {type: Hostname, address: kwok-node-$i}
+NODE
+  done
+}
+
+# Make the kwok nodes match MPI_CLUSTER_NODES (create missing ones, delete extra ones) and wait until all are Ready.
+ensure_nodes() {
+  [[ $NODES =~ ^[0-9]+$ ]] && [ "$NODES" -ge 1 ] && [ "$NODES" -le 200 ] || die "MPI_CLUSTER_NODES must be 1..200, got '$NODES'"
+  nodes_manifest | kubectl_admin apply -f - >/dev/null
+  local extra
+  extra=$(kubectl_admin get nodes -l type=kwok -o name | awk -F- -v n="$NODES" '$NF + 0 >= n')
+  [ -z "$extra" ] || kubectl_admin delete $extra --wait=false >/dev/null
+  kubectl_admin wait --for=condition=Ready nodes -l type=kwok --timeout=60s >/dev/null || die "kwok nodes did not become Ready (see $LOGS/kwok.log)"
+}
+
+all_healthy() {
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    component_running "$c" && component_healthy "$c" || return 1
+  done
+}
+
+if all_healthy; then
+  ensure_nodes
+  log "cluster already running and healthy (checked in $(since "$t0") s); logs in $LOGS"
+  echo "kubeconfig: $ADMIN_KUBECONFIG"
+  exit 0
+fi
+
+# Stale or partial: stop what we started (pid files), then anything still running our binaries.
+log "starting a fresh cluster (state in $STATE)"
+for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+  c=${COMPONENTS[i]}
+  stop_component "$c"
+  for pid in $(stray_pids "$c"); do log "stopping stray $c (pid $pid)"; kill -KILL "$pid" 2>/dev/null || true; done
+done
+rm -rf "$ETCD_DATA"
+mkdir -p "$LOGS" "$PIDS"
+# Keep the previous run's logs one round for post-mortems.
+rm -rf "$LOGS/previous" && mkdir -p "$LOGS/previous"
+find "$LOGS" -maxdepth 1 -name '*.log' -exec mv -t "$LOGS/previous" {} +
+bash "$CLUSTER_DIR/pki.sh"
+
+# start NAME ARGS...: run a component detached from this session, logging to $LOGS/NAME.log.
+start() {
+  local name=$1; shift
+  ( exec setsid "$BIN/$name" "$@" >"$LOGS/$name.log" 2>&1 </dev/null ) &
+  echo $! >"$PIDS/$name.pid"
+  # The pid is the forked shell's until it has exec'd the binary.
+  wait_until "$name exec" 3 component_running "$name" || die "$name did not start (see $LOGS/$name.log)"
+}
+
+# Healthy, or exit the wait at once when the process has died.
+alive_and_healthy() {
+  component_running "$1" || { log "$1 exited"; return 0; }
+  component_healthy "$1"
+}
+
+# await NAME TIMEOUT: wait for a component's health check; fail with its log's tail.
+await() {
+  local ts
+  ts=$(now_ms)
+  if ! wait_until "$1" "$2" alive_and_healthy "$1"; then
+    tail -n 20 "$LOGS/$1.log" >&2 || true
+    die "$1 not healthy after $2 s (log: $LOGS/$1.log)"
+  fi
+  component_running "$1" || { tail -n 20 "$LOGS/$1.log" >&2 || true; die "$1 exited (log: $LOGS/$1.log)"; }
+  log "$1 healthy (+$(since "$ts") s)"
+}
+
+ts=$(now_ms)
+start etcd --name=local --data-dir="$ETCD_DATA" \
+  --listen-client-urls="https://127.0.0.1:$ETCD_CLIENT_PORT" --advertise-client-urls="https://127.0.0.1:$ETCD_CLIENT_PORT" \
+  --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster="local=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state=new \
+  --listen-metrics-urls="http://127.0.0.1:$((ETCD_PEER_PORT + 1))" \
+  --cert-file="$PKI/etcd-server.crt" --key-file="$PKI/etcd-server.key" --trusted-ca-file="$PKI/etcd-ca.crt" --client-cert-auth \
+  --unsafe-no-fsync --log-level=warn
+await etcd 30
+
+start kube-apiserver --bind-address=127.0.0.1 --secure-port="$APISERVER_PORT" --advertise-address="$ADVERTISE_IP" \
+  --etcd-servers="https://127.0.0.1:$ETCD_CLIENT_PORT" --etcd-cafile="$PKI/etcd-ca.crt" \
+  --etcd-certfile="$PKI/apiserver-etcd-client.crt" --etcd-keyfile="$PKI/apiserver-etcd-client.key" \
+  --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
+  --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+  --kubelet-preferred-address-types=InternalIP,Hostname \
+  --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
+  --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+  --requestheader-extra-headers-prefix=X-Remote-Extra- \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+  --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC \
+  --enable-admission-plugins=NodeRestriction --allow-privileged=true --enable-bootstrap-token-auth=true
+await kube-apiserver 90
+
+start kube-controller-manager --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
+  --kubeconfig="$STATE/controller-manager.kubeconfig" \
+  --authentication-kubeconfig="$STATE/controller-manager.kubeconfig" --authorization-kubeconfig="$STATE/controller-manager.kubeconfig" \
+  --client-ca-file="$PKI/ca.crt" --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" \
+  --root-ca-file="$PKI/ca.crt" --service-account-private-key-file="$PKI/sa.key" --use-service-account-credentials=true \
+  --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+  --controllers='*,bootstrapsigner,tokencleaner' --allocate-node-cidrs=false --service-cluster-ip-range="$SERVICE_CIDR" \
+  --leader-elect=false
+start kube-scheduler --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" \
+  --kubeconfig="$STATE/scheduler.kubeconfig" \
+  --authentication-kubeconfig="$STATE/scheduler.kubeconfig" --authorization-kubeconfig="$STATE/scheduler.kubeconfig" \
+  --leader-elect=false
+start kwok --kubeconfig="$STATE/kwok.kubeconfig" --manage-nodes-with-label-selector=type=kwok \
+  --cidr="$KWOK_POD_CIDR" --node-lease-duration-seconds=40 --server-address="127.0.0.1:$KWOK_PORT" \
+  -c "$CLUSTER_DIR/kwok/node-stages.yaml" -c "$CLUSTER_DIR/kwok/pod-stages.yaml"
+await kube-controller-manager 60
+await kube-scheduler 60
+await kwok 60
+ensure_nodes
+# Pods need their namespace's default ServiceAccount: wait for the controller that makes it.
+wait_until "default ServiceAccount" 30 kubectl_admin -n default get serviceaccount default || die "no default ServiceAccount (see $LOGS/kube-controller-manager.log)"
+start_s=$(since "$ts")
+
+log "cluster up: ${NODES} kwok nodes, Kubernetes $KUBE_VERSION; build/check ${build_s} s, start ${start_s} s, total $(since "$t0") s; logs in $LOGS"
+echo "kubeconfig: $ADMIN_KUBECONFIG"
