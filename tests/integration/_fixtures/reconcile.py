@@ -1,0 +1,63 @@
+"""Fixtures of the mpijob_reconcile module tests: the module run as a user (or the operator) runs it, through
+`ansible` ad hoc, against the test cluster with the collection's CRD installed."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+class ModuleRun:
+    def __init__(self, result: dict[str, Any], seconds: float):
+        self.result, self.seconds = result, seconds
+
+    @property
+    def jobs(self) -> list[dict[str, Any]]:
+        return self.result["jobs"]
+
+    def job(self, name: str) -> dict[str, Any]:
+        return next(j for j in self.jobs if j["name"] == name)
+
+
+def run_reconcile(kubeconfig: str, jobs: list[dict[str, str]], *, check: bool = False,
+                  **params: Any) -> ModuleRun:
+    """One `ansible localhost -m mpi.operator.mpijob_reconcile` run; returns the module's result."""
+    env = dict(os.environ)
+    env.update(
+        ANSIBLE_CONFIG=os.path.join(_ROOT, "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(_ROOT, ".collections"),
+        ANSIBLE_STDOUT_CALLBACK="default",
+        ANSIBLE_CALLBACK_RESULT_FORMAT="json",
+        ANSIBLE_NOCOLOR="1",
+        PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
+    )
+    env.pop("K8S_AUTH_KUBECONFIG", None)
+    args = {"jobs": jobs, "kubeconfig": kubeconfig, **params}
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-i", "localhost,", "-c", "local",
+           "-e", f"ansible_python_interpreter={sys.executable}", "-m", "mpi.operator.mpijob_reconcile",
+           "-a", json.dumps(args)] + (["--check"] if check else [])
+    started = time.monotonic()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=_ROOT)
+    seconds = time.monotonic() - started
+    try:  # ad hoc output: "localhost | CHANGED => {...}"
+        result = json.loads(proc.stdout.split(" => ", 1)[1])
+    except (ValueError, IndexError):
+        raise AssertionError(f"ansible failed (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}") from None
+    return ModuleRun(result, seconds)
+
+
+@pytest.fixture
+def reconcile(kubeconfig: str, operator_crd: None) -> Callable[..., ModuleRun]:
+    """Runs the module on the test cluster (CRD from roles/crds/files installed by the operator_crd fixture)."""
+    def run(jobs: list[dict[str, str]], **kwargs: Any) -> ModuleRun:
+        return run_reconcile(kubeconfig, jobs, **kwargs)
+
+    return run

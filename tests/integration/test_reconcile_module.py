@@ -1,0 +1,379 @@
+"""The mpijob_reconcile module against the local cluster, run as a user or the operator runs it (`ansible` ad hoc).
+
+The expected children are written out by hand from the Kubeflow MPI Operator v2beta1 controller
+(pkg/controller/mpi_job_controller.go: newWorker, newLauncherJob, newConfigMap, newJobService, setupSSHOnPod),
+not computed by this collection's builders, so these tests compare against the Kubeflow contract.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import pathlib
+import time
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration._fixtures.operator import (
+    condition,
+    create_mpijob,
+    event_reasons,
+    eventually,
+    get_mpijob,
+    patch_mpijob,
+)
+from tests.integration._fixtures.reconcile import run_reconcile
+
+pytestmark = pytest.mark.cluster
+
+MANIFESTS = pathlib.Path(__file__).parent / "manifests"
+KWOK = {"nodeSelector": {"type": "kwok"}}
+
+
+def _core(api_client: Any):
+    from kubernetes import client
+
+    return client.CoreV1Api(api_client), client.BatchV1Api(api_client)
+
+
+def _dict(api_client: Any, obj: Any) -> dict:
+    return api_client.sanitize_for_serialization(obj)
+
+
+def load(name: str) -> dict:
+    return yaml.safe_load((MANIFESTS / name).read_text())
+
+
+def kubeflow_contract(job: str, ns: str, workers: int, slots: int, impl: str, launcher_as_worker: bool = False,
+                      ssh_path: str = "/root/.ssh") -> dict:
+    """What the Kubeflow operator creates for a job (names, labels, hostfile, env, mounts), transcribed by hand."""
+    hosts = ([f"{job}-launcher"] if launcher_as_worker else []) + [f"{job}-worker-{i}" for i in range(workers)]
+    line = "{h}.{job}.{ns}.svc slots={s}" if impl == "OpenMPI" else "{h}.{job}.{ns}.svc:{s}"
+    launcher_env = {
+        "OpenMPI": [("OMPI_MCA_orte_keep_fqdn_hostnames", "true"), ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
+                    ("OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10"), ("OMPI_MCA_orte_set_default_slots", str(slots))],
+        "Intel": [("I_MPI_HYDRA_HOST_FILE", "/etc/mpi/hostfile"),
+                  ("I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS", "-o ConnectionAttempts=10"), ("I_MPI_PERHOST", str(slots))],
+        "MPICH": [("HYDRA_HOST_FILE", "/etc/mpi/hostfile"), ("HYDRA_LAUNCH_EXTRA_ARGS", "-o ConnectionAttempts=10")],
+    }[impl]
+    nvidia = [] if launcher_as_worker else [("NVIDIA_VISIBLE_DEVICES", None), ("NVIDIA_DRIVER_CAPABILITIES", None)]
+    common = {"training.kubeflow.org/operator-name": "mpi-operator", "training.kubeflow.org/job-name": job}
+    ssh_items = [{"key": "ssh-privatekey", "path": "id_rsa"}, {"key": "ssh-publickey", "path": "id_rsa.pub"},
+                 {"key": "ssh-publickey", "path": "authorized_keys"}]
+    return {
+        "service": {"name": job, "labels": {"app": job}, "clusterIP": "None", "selector": common,
+                    "publishNotReadyAddresses": launcher_as_worker},
+        "config_map": {"name": f"{job}-config", "labels": {"app": job},
+                       "hostfile": [line.format(h=h, job=job, ns=ns, s=slots) for h in hosts]},
+        "secret": {"name": f"{job}-ssh", "labels": {"app": job}, "type": "kubernetes.io/ssh-auth"},
+        "workers": [{
+            "name": f"{job}-worker-{i}",
+            "labels": {**common, "training.kubeflow.org/job-role": "worker",
+                       "training.kubeflow.org/replica-index": str(i + 1 if launcher_as_worker else i)},
+            "hostname": f"{job}-worker-{i}", "subdomain": job, "restartPolicy": "Never",
+            "searches": [f"{job}.{ns}.svc.cluster.local"],
+            "env": [("K_MPI_JOB_ROLE", "worker")],
+            "mounts": [("ssh-auth", ssh_path)],
+            "ssh_volume": {"secretName": f"{job}-ssh", "items": ssh_items,
+                           **({"defaultMode": 0o600} if ssh_path == "/root/.ssh" else {})},
+        } for i in range(workers)],
+        "launcher": {
+            "name": f"{job}-launcher", "labels": {"app": job}, "podReplacementPolicy": "Failed",
+            "template_labels": {**common, "training.kubeflow.org/job-role": "launcher",
+                                **({"training.kubeflow.org/replica-index": "0"} if launcher_as_worker else {})},
+            "hostname": f"{job}-launcher", "subdomain": job, "restartPolicy": "OnFailure",
+            "env": [("K_MPI_JOB_ROLE", "launcher"), *launcher_env, *nvidia],
+            "mounts": [("ssh-auth", ssh_path), ("mpi-job-config", "/etc/mpi")],
+            "config_volume": {"name": f"{job}-config", "items": [
+                {"key": "hostfile", "path": "hostfile", "mode": 0o444},
+                {"key": "discover_hosts.sh", "path": "discover_hosts.sh", "mode": 0o555}]},
+        },
+    }
+
+
+# Our documented additions (docs/differences.md): PRRTE twins of the ORTE variables for OpenMPI 5.
+PRRTE = {"PRTE_MCA_prte_keep_fqdn_hostnames", "PRTE_MCA_prte_default_hostfile", "PRTE_MCA_plm_ssh_args",
+         "PRTE_MCA_prte_set_default_slots"}
+
+
+def _env(container: dict) -> list[tuple[str, str | None]]:
+    return [(e["name"], e.get("value")) for e in container.get("env") or [] if e["name"] not in PRRTE]
+
+
+def _mounts(container: dict) -> list[tuple[str, str]]:
+    return [(m["name"], m["mountPath"]) for m in container.get("volumeMounts") or []]
+
+
+def _main(pod_spec: dict, container: str | None) -> dict:
+    return next((c for c in pod_spec["containers"] if c["name"] == container), pod_spec["containers"][0])
+
+
+def assert_kubeflow_children(api_client: Any, ns: str, want: dict, main_container: str | None = None) -> None:
+    core, batch = _core(api_client)
+    svc = _dict(api_client, core.read_namespaced_service(want["service"]["name"], ns))
+    assert svc["metadata"]["labels"] == want["service"]["labels"]
+    assert (svc["spec"]["clusterIP"], svc["spec"]["selector"], svc["spec"].get("publishNotReadyAddresses", False)) == (
+        want["service"]["clusterIP"], want["service"]["selector"], want["service"]["publishNotReadyAddresses"])
+
+    cm = _dict(api_client, core.read_namespaced_config_map(want["config_map"]["name"], ns))
+    assert cm["metadata"]["labels"] == want["config_map"]["labels"]
+    assert cm["data"]["hostfile"].splitlines() == want["config_map"]["hostfile"]
+    assert cm["data"]["discover_hosts.sh"].startswith("#!/bin/sh\n")
+
+    secret = _dict(api_client, core.read_namespaced_secret(want["secret"]["name"], ns))
+    assert (secret["metadata"]["labels"], secret["type"]) == (want["secret"]["labels"], want["secret"]["type"])
+    private = base64.b64decode(secret["data"]["ssh-privatekey"]).decode()
+    public = base64.b64decode(secret["data"]["ssh-publickey"]).decode()
+    assert private.startswith("-----BEGIN EC PRIVATE KEY-----") and public.startswith("ecdsa-sha2-nistp521 ")
+
+    for w in want["workers"]:
+        pod = _dict(api_client, core.read_namespaced_pod(w["name"], ns))
+        spec = pod["spec"]
+        assert {k: v for k, v in pod["metadata"]["labels"].items() if k.startswith("training.kubeflow.org/")} == w["labels"]
+        assert (spec["hostname"], spec["subdomain"], spec["restartPolicy"]) == (w["hostname"], w["subdomain"],
+                                                                               w["restartPolicy"])
+        assert spec["dnsConfig"]["searches"][-1:] == w["searches"]
+        main = _main(spec, main_container)
+        assert _env(main)[-len(w["env"]):] == w["env"]
+        assert _mounts(main)[-len(w["mounts"]):] == w["mounts"]
+        ssh = next(v for v in spec["volumes"] if v["name"] == "ssh-auth")["secret"]
+        assert {k: ssh[k] for k in w["ssh_volume"]} == w["ssh_volume"]
+        if ssh.get("defaultMode") is not None and "defaultMode" not in w["ssh_volume"]:
+            assert ssh["defaultMode"] == 0o644  # the Kubernetes default, as in Kubeflow for non-root paths
+        owner = pod["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["controller"], owner["blockOwnerDeletion"]) == ("MPIJob", True, True)
+
+    lw = want["launcher"]
+    job = _dict(api_client, batch.read_namespaced_job(lw["name"], ns))
+    assert job["metadata"]["labels"] == lw["labels"] and job["spec"]["podReplacementPolicy"] == lw["podReplacementPolicy"]
+    tmpl = job["spec"]["template"]
+    assert {k: v for k, v in tmpl["metadata"]["labels"].items() if k.startswith("training.kubeflow.org/")} == \
+        lw["template_labels"]
+    spec = tmpl["spec"]
+    assert (spec["hostname"], spec["subdomain"], spec["restartPolicy"]) == (lw["hostname"], lw["subdomain"],
+                                                                           lw["restartPolicy"])
+    main = _main(spec, main_container)
+    assert _env(main)[-len(lw["env"]):] == lw["env"]
+    assert _mounts(main)[-len(lw["mounts"]):] == lw["mounts"]
+    config = next(v for v in spec["volumes"] if v["name"] == "mpi-job-config")["configMap"]
+    assert {k: config[k] for k in lw["config_volume"]} == lw["config_volume"]
+
+
+def _on_kwok(body: dict) -> dict:
+    body = copy.deepcopy(body)
+    for replica in body["spec"]["mpiReplicaSpecs"].values():
+        replica["template"]["spec"].update(KWOK)
+    return body
+
+
+@pytest.mark.parametrize(("manifest", "contract"), [
+    ("seed001-openmpi-helloworld.v2beta1.yaml", dict(workers=2, slots=1, impl="OpenMPI")),
+    ("seed000-tensorflow-mnist-elastic.v1.yaml", dict(workers=2, slots=1, impl="OpenMPI")),
+], ids=["openmpi-v2beta1", "elastic-v1"])
+def test_children_match_kubeflow(reconcile, api_client, namespace, manifest, contract) -> None:
+    body = _on_kwok(load(manifest))
+    name = body["metadata"]["name"]
+    create_mpijob(api_client, namespace, body)
+    run = reconcile([{"namespace": namespace, "name": name}])
+    assert run.result["changed"] and run.job(name)["error"] is None, run.result
+    assert_kubeflow_children(api_client, namespace, kubeflow_contract(name, namespace, **contract))
+    job = get_mpijob(api_client, namespace, name)
+    assert condition(job, "Created")["reason"] == "MPIJobCreated" and job["status"]["startTime"]
+    assert "MPIJobCreated" in event_reasons(api_client, namespace, name)
+    again = reconcile([{"namespace": namespace, "name": name}])
+    assert not again.result["changed"] and again.job(name)["actions"] == []  # idempotent: no write at all
+
+
+def test_intel_launcher_as_worker_non_root_matches_kubeflow(reconcile, api_client, namespace) -> None:
+    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    body["metadata"]["name"] = "intel"
+    body["spec"].update(mpiImplementation="Intel", slotsPerWorker=2, runLauncherAsWorker=True,
+                        sshAuthMountPath="/home/mpiuser/.ssh")
+    create_mpijob(api_client, namespace, body)
+    reconcile([{"namespace": namespace, "name": "intel"}])
+    assert_kubeflow_children(api_client, namespace, kubeflow_contract(
+        "intel", namespace, workers=2, slots=2, impl="Intel", launcher_as_worker=True, ssh_path="/home/mpiuser/.ssh"))
+
+
+def test_check_mode_plans_and_changes_nothing(reconcile, api_client, namespace) -> None:
+    create_mpijob(api_client, namespace, _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml")))
+    run = reconcile([{"namespace": namespace, "name": "openmpi-helloworld"}], check=True)
+    assert run.result["changed"]
+    assert ("create", "Job", "openmpi-helloworld-launcher") in [
+        (a["action"], a["kind"], a["name"]) for a in run.job("openmpi-helloworld")["actions"]]
+    core, batch = _core(api_client)
+    assert core.list_namespaced_pod(namespace).items == []
+    assert batch.list_namespaced_job(namespace).items == []
+    assert "status" not in get_mpijob(api_client, namespace, "openmpi-helloworld")
+
+
+@pytest.fixture
+def loop(reconcile, api_client):
+    def until(namespace: str, name: str, pred, timeout: float = 60) -> dict:
+        last: dict = {}
+
+        def step():
+            nonlocal last
+            last = run_once = reconcile([{"namespace": namespace, "name": name}])
+            job = get_mpijob(api_client, namespace, name)
+            return (job or {"deleted": True}) if pred(job, run_once) else None
+
+        try:
+            return eventually(step, timeout, f"{namespace}/{name}", interval=0.5)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last run: {getattr(last, 'result', last)}") from None
+    return until
+
+
+def test_lifecycle_cleanup_and_ttl(loop, api_client, namespace) -> None:
+    """kwok runs the workers and completes the launcher: Running, Succeeded, cleanPodPolicy All (launcher pods
+    too), then ttlSecondsAfterFinished deletes the MPIJob itself."""
+    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    body["spec"]["runPolicy"] = {"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 3}
+    create_mpijob(api_client, namespace, body)
+    name = body["metadata"]["name"]
+    job = loop(namespace, name, lambda j, _: condition(j, "Succeeded") is not None)
+    assert condition(job, "Succeeded")["status"] == "True" and job["status"]["completionTime"]
+    core, _ = _core(api_client)
+
+    def pods_gone(_j, _run):
+        return not [p for p in core.list_namespaced_pod(namespace).items if not p.metadata.deletion_timestamp]
+    loop(namespace, name, pods_gone, timeout=30)
+    assert "MPIJobSucceeded" in event_reasons(api_client, namespace, name)
+    loop(namespace, name, lambda j, run: j is None and run.job(name)["deleted"], timeout=30)
+
+
+def test_failed_worker_shows_in_conditions(loop, api_client, namespace) -> None:
+    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    worker = body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    worker.setdefault("metadata", {})["annotations"] = {"kwok.mpi.operator/outcome": "fail"}
+    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"].setdefault("metadata", {})["annotations"] = {
+        "kwok.mpi.operator/outcome": "run"}
+    create_mpijob(api_client, namespace, body)
+    job = loop(namespace, "openmpi-helloworld",
+               lambda j, _: (condition(j, "Running") or {}).get("reason") == "MPIJobWorkerFailed")
+    assert "workers failed: openmpi-helloworld-worker-" in condition(job, "Running")["message"]
+    assert job["status"]["replicaStatuses"]["Worker"].get("failed")
+    assert "MPIJobWorkerFailed" in event_reasons(api_client, namespace, "openmpi-helloworld")
+
+
+MALFORMED = [  # shapes an older or looser CRD lets through; the first one this cluster's CRD accepts is used
+    ("spec.mpiReplicaSpecs.Launcher.replicas", lambda s: s["mpiReplicaSpecs"]["Launcher"].update(replicas=2)),
+    ("spec.mpiReplicaSpecs.Worker.replicas", lambda s: s["mpiReplicaSpecs"]["Worker"].update(replicas=0)),
+    ("spec.mpiImplementation", lambda s: s.update(mpiImplementation="MVAPICH")),
+    ("spec.runPolicy.cleanPodPolicy", lambda s: s["runPolicy"].update(cleanPodPolicy="Sometimes")),
+]
+
+
+def test_malformed_job_gets_failed_condition_and_warning(reconcile, api_client, namespace) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    for i, (field, mutate) in enumerate(MALFORMED):  # noqa: B007 (field is used after the loop)
+        body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+        body["metadata"]["name"] = f"bad{i}"
+        mutate(body["spec"])
+        try:
+            create_mpijob(api_client, namespace, body)
+            break
+        except ApiException as exc:
+            if exc.status != 422:
+                raise
+    else:
+        pytest.skip("this cluster's CRD rejects every malformed shape")
+    good = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    create_mpijob(api_client, namespace, good)
+    run = reconcile([{"namespace": namespace, "name": f"bad{i}"}, {"namespace": namespace, "name": "openmpi-helloworld"}])
+    bad = run.job(f"bad{i}")
+    assert field in bad["error"] and not bad["retry"]
+    cond = condition(get_mpijob(api_client, namespace, f"bad{i}"), "Failed")
+    assert (cond["status"], cond["reason"]) == ("True", "ValidationError") and field in cond["message"]
+    core, _ = _core(api_client)
+    events = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name=bad{i}").items
+    assert any(e.type == "Warning" and e.reason == "ValidationError" and field in e.message for e in events)
+    assert run.job("openmpi-helloworld")["error"] is None  # one job's failure never fails the others
+    assert not reconcile([{"namespace": namespace, "name": f"bad{i}"}]).result["changed"]
+
+
+def test_child_owned_by_someone_else_is_not_taken_over(reconcile, api_client, namespace) -> None:
+    from kubernetes import client
+
+    core, _ = _core(api_client)
+    core.create_namespaced_config_map(namespace, client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name="mine-config"), data={"hostfile": "users own this\n"}))
+    for name in ("mine", "other"):
+        body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+        body["metadata"]["name"] = name
+        create_mpijob(api_client, namespace, body)
+    run = reconcile([{"namespace": namespace, "name": "mine"}, {"namespace": namespace, "name": "other"}])
+    mine = run.job("mine")
+    assert mine["retry"]
+    assert mine["error"] == 'Resource "mine-config" of Kind "ConfigMap" already exists and is not managed by MPIJob'
+    assert core.read_namespaced_config_map("mine-config", namespace).data == {"hostfile": "users own this\n"}
+    assert "ErrResourceExists" in event_reasons(api_client, namespace, "mine")
+    assert run.job("other")["error"] is None and core.read_namespaced_pod("other-worker-1", namespace)
+
+
+def test_vanished_job_is_reported_deleted(reconcile, namespace) -> None:
+    run = reconcile([{"namespace": namespace, "name": "never-was"}])
+    job = run.job("never-was")
+    assert (job["deleted"], job["status"], job["error"], job["actions"]) == (True, None, None, [])
+    assert not run.result["changed"]
+
+
+def test_unreachable_api_server_fails_the_module(tmp_path, operator_crd) -> None:
+    kubeconfig = tmp_path / "dead.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "dead",
+        "clusters": [{"name": "dead", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "dead", "user": {"token": "x"}}],
+        "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "dead"}}]}))
+    run = run_reconcile(str(kubeconfig), [{"namespace": "default", "name": "pi"}])
+    assert run.result.get("failed") and "unreachable" in run.result["msg"]
+
+
+def test_elastic_scaling(reconcile, api_client, namespace) -> None:
+    body = _on_kwok(load("seed000-tensorflow-mnist-elastic.v1.yaml"))
+    body["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 3
+    create_mpijob(api_client, namespace, body)
+    name = body["metadata"]["name"]
+    key = [{"namespace": namespace, "name": name}]
+    reconcile(key)
+    core, _ = _core(api_client)
+    eventually(lambda: all(p.status.phase == "Running" for p in core.list_namespaced_pod(
+        namespace, label_selector="training.kubeflow.org/job-role=worker").items), 30, "workers Running")
+    reconcile(key)
+    script = core.read_namespaced_config_map(f"{name}-config", namespace).data["discover_hosts.sh"]
+    assert script.splitlines()[1:] == [f"echo {name}-worker-{i}.{name}.{namespace}.svc:1" for i in range(3)]
+    patch_mpijob(api_client, namespace, name, {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
+    run = reconcile(key)
+    deletes = [a["name"] for a in run.job(name)["actions"] if a["action"] == "delete"]
+    assert deletes == [f"{name}-worker-2", f"{name}-worker-1"]  # highest index first
+    data = core.read_namespaced_config_map(f"{name}-config", namespace).data
+    assert data["hostfile"] == f"{name}-worker-0.{name}.{namespace}.svc slots=1\n"
+    assert data["discover_hosts.sh"] == f"#!/bin/sh\necho {name}-worker-0.{name}.{namespace}.svc:1\n"
+
+
+@pytest.mark.slow
+def test_batch_of_fifty_jobs_in_one_call(reconcile, api_client, namespace, capsys) -> None:
+    names = [f"b{i:02d}" for i in range(50)]
+    for name in names:
+        body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+        body["metadata"]["name"] = name
+        body["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 4
+        create_mpijob(api_client, namespace, body)
+    keys = [{"namespace": namespace, "name": n} for n in names]
+    first = reconcile(keys)
+    assert all(j["error"] is None for j in first.jobs), [j for j in first.jobs if j["error"]]
+    core, batch = _core(api_client)
+    workers = core.list_namespaced_pod(namespace, label_selector="training.kubeflow.org/job-role=worker").items
+    assert len(workers) == 200 and len(batch.list_namespaced_job(namespace).items) == 50
+    started = time.monotonic()
+    second = reconcile(keys)
+    writes = [a for j in second.jobs for a in j["actions"] if a["action"] not in ("status", "event")]
+    with capsys.disabled():
+        print(f"\n50 jobs x 4 workers: first call {first.seconds:.1f}s {first.result['api_calls']} API calls; "
+              f"second call {time.monotonic() - started:.1f}s {second.result['api_calls']} API calls")
+    assert writes == []
+    # 5 creates + 1 status + 1 event per job plus the worker pods, and one LIST per kind: nothing per-job on reads
+    assert first.result["api_calls"] <= 50 * (4 + 7) + 10
