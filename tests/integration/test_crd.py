@@ -4,6 +4,7 @@ defaults, printer columns, status and scale subresources."""
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 import subprocess
 import sys
@@ -56,7 +57,7 @@ def rejection(custom: Any, namespace: str, body: dict[str, Any]) -> str:
     with pytest.raises(ApiException) as info:
         create(custom, namespace, body)
     assert info.value.status in (400, 422), info.value
-    return info.value.body
+    return json.loads(info.value.body)["message"]
 
 
 def test_generated_crd_is_up_to_date() -> None:
@@ -189,7 +190,7 @@ def with_changes(change: Callable[[dict[str, Any]], Any], name: str = "job") -> 
             id="launcher-missing",
         ),
         pytest.param(
-            lambda b: b["spec"]["mpiReplicaSpecs"].update(launcher=b["spec"]["mpiReplicaSpecs"]["Launcher"]),
+            lambda b: b["spec"]["mpiReplicaSpecs"].update(worker=b["spec"]["mpiReplicaSpecs"].pop("Worker")),
             "spec.mpiReplicaSpecs keys must be Launcher or Worker",
             id="replica-type-typo",
         ),
@@ -227,10 +228,12 @@ def test_name_must_leave_room_for_worker_pod_names(custom: Any, namespace: str) 
     body = minimal_job(longest, workers=10)
     create(custom, namespace, body)
     message = rejection(custom, namespace, minimal_job("b" * 54, workers=11))
-    assert "metadata.name" in message and "-worker-10 must be a DNS-1035 label" in message
+    assert "metadata.name: Invalid value" in message and "too long for the number of workers" in message
     # A DNS subdomain that is no DNS-1035 label (a dot, a leading digit) cannot name worker pods either.
-    assert "DNS-1035" in rejection(custom, namespace, minimal_job("my.job"))
-    assert "DNS-1035" in rejection(custom, namespace, minimal_job("1job"))
+    for name in ("my.job", "1job"):
+        assert "metadata.name in body should match '^[a-z][-a-z0-9]*$'" in rejection(
+            custom, namespace, minimal_job(name)
+        )
 
 
 def test_managed_by_is_immutable(custom: Any, namespace: str) -> None:
