@@ -2,13 +2,17 @@
 # Builds the local images without Docker or a registry, caches each as a `docker save` tar keyed by
 # the hash of its recipe, and imports it into containerd (namespace k8s.io) when containerd runs and
 # lacks that build. Images: localhost/<name>:${MPI_IMAGE_TAG:-local}.
-# usage: hack/images/build.sh [--no-import] [pause|openmpi4|openmpi5|mpich|operator ...]  (default: all)
+# usage: hack/images/build.sh [--no-import|--print] [pause|openmpi4|openmpi5|mpich|python|operator ...]
+#   (default: pause openmpi4 openmpi5 mpich operator); --print: build only, print "<ref> <tar> <recipe hash>" per image.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { log "needs root (debootstrap, chroot)"; exit 1; }
 
-import=1
-if [ "${1:-}" = --no-import ]; then import=0; shift; fi
+import=1 print=0
+case ${1:-} in
+  --no-import) import=0; shift ;;
+  --print) import=0 print=1; shift ;;
+esac
 names=("$@")
 [ "${#names[@]}" -gt 0 ] || names=(pause openmpi4 openmpi5 mpich operator)
 
@@ -64,6 +68,7 @@ for name in "${names[@]}"; do
        out=$(build_recipe "$name") ;;
   esac
   read -r ref tar hash <<<"$out"
+  [ "$print" = 0 ] || echo "$out"
   if [ "$import" = 1 ]; then
     if containerd_up; then import_image "$ref" "$tar" "$hash"
     else log "containerd is not running: $ref stays in $tar"; fi

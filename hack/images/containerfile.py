@@ -29,6 +29,8 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pack import pack
 
+BUILD_CA = "/run/build-ca.crt"
+UNEXPANDED = ("RUN", "CMD", "ENTRYPOINT")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 VAR = re.compile(r"\$(?:\{(\w+)(?::-([^}]*))?\}|(\w+))")
 
@@ -119,14 +121,17 @@ def ignored(rel: str, patterns: list[str]) -> bool:
 
 
 def context_files(context: Path, source: str, patterns: list[str]) -> list[Path]:
-    matches = sorted(context.glob(source.lstrip("/"))) if any(c in source for c in "*?[") else [context / source.lstrip("/")]
+    """Every path under COPY source `source` that the ignore file lets through (ignored folders are not walked)."""
     files = []
-    for match in matches:
-        if not match.exists():
-            raise BuildError(f"COPY source {source!r} is not in the build context {context}")
-        for path in [match, *sorted(match.rglob("*"))] if match.is_dir() else [match]:
-            if not ignored(str(path.relative_to(context)), patterns):
-                files.append(path)
+    for match in _top_matches(context, source):
+        if not match.is_dir():
+            files.append(match)
+            continue
+        for top, dirs, names in os.walk(match):
+            here = Path(top)
+            dirs[:] = sorted(d for d in dirs if not ignored(str((here / d).relative_to(context)), patterns))
+            files.append(here)
+            files.extend(here / n for n in sorted(names) if not ignored(str((here / n).relative_to(context)), patterns))
     return files
 
 
@@ -187,7 +192,14 @@ def run_in_root(root: Path, argv: list[str], env: dict[str, str], user: str, wor
     shutil.copy("/etc/resolv.conf", root / "etc/resolv.conf")
     (root / workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
     userspec = ["--userspec", user if ":" in user else f"{user}:{user}"] if user and user not in ("0", "root") else []
-    envs = [f"{k}={v}" for k, v in {"PATH": DEFAULT_PATH, "HOME": "/root", **env}.items()]
+    build_env = {"PATH": DEFAULT_PATH, "HOME": "/root", **env}
+    # The host's CA bundle (it may trust a TLS proxy) serves this RUN only, never the image.
+    host_ca = os.environ.get("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt")
+    if os.path.isfile(host_ca):
+        shutil.copy(host_ca, root / BUILD_CA.lstrip("/"))
+        build_env.update({k: BUILD_CA for k in ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")})
+    build_env.update({k: v for k, v in os.environ.items() if k.lower() in ("http_proxy", "https_proxy", "no_proxy")})
+    envs = [f"{k}={v}" for k, v in build_env.items()]
     script = 'mount -t proc proc "$1/proc" && mount --rbind /dev "$1/dev" && shift && exec chroot "$@"'
     cmd = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "run", str(root),
            *userspec, str(root), "/usr/bin/env", "-i", *envs, "/bin/sh", "-c",
@@ -196,6 +208,7 @@ def run_in_root(root: Path, argv: list[str], env: dict[str, str], user: str, wor
     if subprocess.run(cmd).returncode:
         raise BuildError(f"RUN failed: {' '.join(argv)}")
     (root / "etc/resolv.conf").write_text("")
+    (root / BUILD_CA.lstrip("/")).unlink(missing_ok=True)
 
 
 def unpack_image_tar(image_tar: Path, root: Path) -> None:
@@ -226,7 +239,7 @@ def build(args: argparse.Namespace) -> None:
     chain = hashlib.sha256(Path(args.base_tar).name.encode()).hexdigest()
     keys: list[str] = []
     for keyword, raw in steps:
-        text = substitute(raw, variables)
+        text = raw if keyword in UNEXPANDED else substitute(raw, variables)
         if keyword == "ARG":
             for k, v in key_values(raw).items():
                 variables[k] = build_args.get(k, substitute(v, variables))
@@ -254,7 +267,8 @@ def build(args: argparse.Namespace) -> None:
                 for k, v in key_values(raw).items():
                     variables[k] = build_args.get(k, substitute(v, variables))
                 continue
-            text = substitute(raw, {**variables, **config.env})
+            # Like podman/docker: RUN, CMD and ENTRYPOINT are left to the shell, the rest is expanded.
+            text = raw if keyword in UNEXPANDED else substitute(raw, {**variables, **config.env})
             if keyword == "FROM":
                 if seen_from:
                     raise BuildError("multi-stage Containerfiles are not supported here")

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Takes the real node down: the Node object (its pods go with it), the kubelet, every pod sandbox (so CNI
+# releases IPs and network namespaces), CoreDNS, containerd, leftover mounts, the bridge and the DNAT table.
+# Imported images stay in containerd's store and the image cache. Safe to run when nothing is up.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || die "hack/node/down.sh needs root"
+
+if apiserver_ready && kubectl_admin get node "$NODE_NAME" >/dev/null 2>&1; then
+  kubectl_admin delete node "$NODE_NAME" --wait=false >/dev/null
+fi
+stop_daemon kubelet
+if [ -n "$(daemon_pid containerd)" ] && [ -x "$BIN/crictl" ]; then
+  crictl_node rmp --all --force >/dev/null 2>&1 || nlog "crictl rmp failed; removing what is left by hand"
+fi
+stop_daemon coredns
+stop_daemon containerd
+# Sandboxes removed through CRI leave nothing; this is for a crashed containerd or kubelet.
+awk '{print $2}' /proc/mounts | grep -E "^($KUBELET_ROOT/|/run/containerd/|/run/netns/cni-)" | sort -r |
+  while read -r mnt; do umount -l "$mnt" 2>/dev/null || true; done
+for ns in /run/netns/cni-*; do [ -e "$ns" ] && ip netns delete "${ns##*/}" 2>/dev/null; done
+rm -rf /var/lib/cni/networks/mpi-node
+nft delete table ip mpi_node 2>/dev/null || true
+ip link del "$BRIDGE" 2>/dev/null || true
+nlog "real node down"

@@ -1,0 +1,56 @@
+# Shared by hack/node/*.sh (sourced): where the real node keeps its state, and daemon helpers.
+# Paths and the API server come from the local cluster's scripts (hack/cluster/lib.sh).
+NODE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../cluster/lib.sh
+source "$NODE_DIR/../cluster/lib.sh"
+# shellcheck source=versions.env
+source "$NODE_DIR/versions.env"
+NODE_NAME=${MPI_REAL_NODE_NAME:-mpi-real-node}
+NODE_STATE=$STATE/node
+# The taint and label that keep kwok's tests off this node and let e2e pods choose it.
+NODE_TAINT_KEY=mpi.operator/real-node
+NODE_LABEL=mpi.operator/real-node=true
+# Pod network: one bridge, host-local IPs. Not 10.88/16 (podman's default); the gateway is also the DNS server.
+BRIDGE=mpi0
+POD_CIDR=10.244.0.0/24
+POD_GATEWAY=10.244.0.1
+CLUSTER_DOMAIN=cluster.local
+KUBERNETES_SERVICE_IP=10.96.0.1
+CONTAINERD_SOCK=/run/containerd/containerd.sock
+CNI_BIN_DIR=/usr/lib/cni
+KUBELET_ROOT=/var/lib/kubelet
+# Daemons of the node, in start order (pid files $PIDS/node-<name>.pid, logs $LOGS/node-<name>.log).
+NODE_DAEMONS=(containerd coredns kubelet)
+
+nlog() { printf '[node %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# PID of a running node daemon whose command line starts with the binary recorded next to its pid file.
+daemon_pid() {
+  local pidfile=$PIDS/node-$1.pid pid
+  [ -f "$pidfile" ] || return 0
+  pid=$(head -1 "$pidfile")
+  [[ $pid =~ ^[0-9]+$ ]] && [ -r "/proc/$pid/cmdline" ] || return 0
+  if [ "$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | head -1)" = "$(sed -n 2p "$pidfile")" ]; then echo "$pid"; fi
+}
+
+# start_daemon NAME BINARY ARGS...: run in the background in its own session, logging to $LOGS.
+start_daemon() {
+  local name=$1; shift
+  mkdir -p "$PIDS" "$LOGS"
+  [ -z "$(daemon_pid "$name")" ] || return 0
+  setsid "$@" >>"$LOGS/node-$name.log" 2>&1 </dev/null &
+  printf '%s\n%s\n' "$!" "$1" >"$PIDS/node-$name.pid"
+}
+
+stop_daemon() {
+  local name=$1 pid i
+  pid=$(daemon_pid "$name")
+  if [ -n "$pid" ]; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 100); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+    [ ! -d "/proc/$pid" ] || { nlog "$name (pid $pid) ignored TERM; killing"; kill -KILL "$pid" 2>/dev/null || true; }
+  fi
+  rm -f "$PIDS/node-$name.pid"
+}
+
+crictl_node() { "$BIN/crictl" --runtime-endpoint "unix://$CONTAINERD_SOCK" --image-endpoint "unix://$CONTAINERD_SOCK" "$@"; }

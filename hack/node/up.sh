@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Brings up the real node next to the local control plane: containerd (CRI) with a CNI bridge, CoreDNS for
+# cluster names, a route for the `kubernetes` Service, the local images, and a kubelet registered as
+# $MPI_REAL_NODE_NAME (default mpi-real-node), tainted mpi.operator/real-node=true:NoSchedule.
+# MPI_CLUSTER_REAL_NODE: auto (default: only when this machine can run containers), 1 (must), 0 (never).
+# Idempotent: what already runs is left running. Needs root and the control plane (hack/cluster/up.sh).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+mode=${MPI_CLUSTER_REAL_NODE:-auto}
+case $mode in 0|1|auto) ;; *) die "MPI_CLUSTER_REAL_NODE must be auto, 1 or 0 (got '$mode')" ;; esac
+[ "$mode" != 0 ] || { nlog "MPI_CLUSTER_REAL_NODE=0: no real node"; exit 0; }
+started=$(now_ms)
+
+# Why this machine cannot run the node, or nothing.
+unfit_reason() {
+  [ "$(id -u)" = 0 ] || { echo "not root"; return; }
+  [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] || { echo "no cgroup filesystem"; return; }
+  command -v containerd >/dev/null || command -v apt-get >/dev/null || { echo "no containerd and no apt-get to install it"; return; }
+  [ -x "$BIN/kubelet" ] || command -v go >/dev/null || { echo "no kubelet in $BIN and no Go to build it"; return; }
+  unshare --mount --pid --fork true 2>/dev/null || { echo "cannot create namespaces (runc would fail)"; return; }
+}
+reason=$(unfit_reason)
+if [ -n "$reason" ]; then
+  [ "$mode" = 1 ] && die "MPI_CLUSTER_REAL_NODE=1 but this machine cannot run a real node: $reason"
+  nlog "no real node on this machine ($reason); set MPI_CLUSTER_REAL_NODE=0 to silence this"
+  exit 0
+fi
+apiserver_ready || die "the API server is not up: run hack/cluster/up.sh first"
+
+# Debian packages (idempotent: only what is missing).
+need=()
+for pair in containerd:containerd runc:runc debootstrap:debootstrap nft:nftables ip:iproute2 openssl:openssl; do
+  command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
+done
+[ -x "$CNI_BIN_DIR/bridge" ] || need+=(containernetworking-plugins)
+if [ "${#need[@]}" -gt 0 ]; then
+  nlog "installing ${need[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null || die "apt-get install ${need[*]} failed"
+fi
+
+# Binaries: the kubelet from the cluster's own build (same version as the control plane), CoreDNS and crictl
+# from the Go module proxy.
+[ -x "$BIN/kubelet" ] || bash "$NODE_DIR/../cluster/build.sh" kubelet
+go_install() {
+  local name=$1 pkg=$2 version=$3 stamp=$BIN/.stamps/$1
+  [ -x "$BIN/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$pkg@$version" ] && return 0
+  nlog "building $name $version from the Go module proxy"
+  mkdir -p "$BIN/.stamps"
+  GOBIN=$BIN GOFLAGS=-trimpath nice go install -ldflags="-s -w" "$pkg@$version" || die "go install $pkg@$version failed"
+  echo "$pkg@$version" >"$stamp"
+}
+go_install coredns github.com/coredns/coredns "$COREDNS_VERSION"
+go_install crictl sigs.k8s.io/cri-tools/cmd/crictl "$CRI_TOOLS_VERSION"
+
+# render TEMPLATE OUT: fill @NAME@ placeholders from the shell variables of the same name.
+render() {
+  mkdir -p "$(dirname "$2")"
+  python3 - "$1" "$2" <<'PY'
+import os, re, sys
+text = open(sys.argv[1]).read()
+def value(m):
+    if m.group(1) not in os.environ:
+        sys.exit(f"render: {sys.argv[1]} needs {m.group(1)}")
+    return os.environ[m.group(1)]
+open(sys.argv[2], "w").write(re.sub(r"@([A-Z_]+)@", value, text))
+PY
+}
+export CONTAINERD_SOCK CNI_BIN_DIR BRIDGE POD_CIDR POD_GATEWAY CLUSTER_DOMAIN NODE_TAINT_KEY
+export SANDBOX_IMAGE=localhost/pause:${MPI_IMAGE_TAG:-local} CNI_CONF_DIR=$NODE_STATE/cni CA_FILE=$PKI/ca.crt
+export KUBECONFIG=$ADMIN_KUBECONFIG
+render "$NODE_DIR/containerd.toml" "$NODE_STATE/containerd.toml"
+render "$NODE_DIR/cni.conflist" "$NODE_STATE/cni/10-mpi-node.conflist"
+render "$NODE_DIR/kubelet.yaml" "$NODE_STATE/kubelet.yaml"
+render "$NODE_DIR/Corefile" "$NODE_STATE/Corefile"
+
+# Host networking: forwarding, the bridge (made here so CoreDNS can bind the gateway before the first pod),
+# and the `kubernetes` Service: no kube-proxy, one DNAT to the API server on loopback (hence route_localnet).
+sysctl -qw net.ipv4.ip_forward=1
+ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
+ip addr show dev "$BRIDGE" | grep -q "inet $POD_GATEWAY/" || ip addr add "$POD_GATEWAY/${POD_CIDR#*/}" dev "$BRIDGE"
+ip link set "$BRIDGE" up
+sysctl -qw "net.ipv4.conf.$BRIDGE.route_localnet=1"
+nft -f - <<NFT
+table ip mpi_node
+delete table ip mpi_node
+table ip mpi_node {
+  chain prerouting {
+    type nat hook prerouting priority -100;
+    ip daddr $KUBERNETES_SERVICE_IP tcp dport 443 dnat to 127.0.0.1:$APISERVER_PORT
+  }
+  chain output {
+    type nat hook output priority -100;
+    ip daddr $KUBERNETES_SERVICE_IP tcp dport 443 dnat to 127.0.0.1:$APISERVER_PORT
+  }
+}
+NFT
+
+# containerd, then the images every pod needs (cached; imported only when containerd lacks that build).
+start_daemon containerd /usr/bin/containerd --config "$NODE_STATE/containerd.toml"
+wait_until "containerd" 30 ctr --address "$CONTAINERD_SOCK" version || die "containerd did not start (see $LOGS/node-containerd.log)"
+# shellcheck disable=SC2086
+bash "$NODE_DIR/../images/build.sh" ${MPI_NODE_IMAGES:-pause openmpi4 openmpi5 mpich}
+
+# The kubelet's identity: a client certificate from the cluster CA, in the system:nodes group (Node authorizer).
+if [ ! -f "$NODE_STATE/kubelet.kubeconfig" ]; then
+  key=$NODE_STATE/kubelet-client.key crt=$NODE_STATE/kubelet-client.crt
+  (umask 077; openssl req -newkey rsa:2048 -nodes -keyout "$key" -out "$crt.csr" \
+    -subj "/O=system:nodes/CN=system:node:$NODE_NAME" 2>/dev/null)
+  printf 'keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' >"$crt.ext"
+  openssl x509 -req -in "$crt.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial -out "$crt" -days 3650 \
+    -sha256 -extfile "$crt.ext" 2>/dev/null
+  rm -f "$crt.csr" "$crt.ext"
+  kc=$NODE_STATE/kubelet.kubeconfig.tmp
+  "$BIN/kubectl" config --kubeconfig="$kc" set-cluster local --server="https://127.0.0.1:$APISERVER_PORT" \
+    --certificate-authority="$PKI/ca.crt" --embed-certs >/dev/null
+  "$BIN/kubectl" config --kubeconfig="$kc" set-credentials kubelet --client-certificate="$crt" --client-key="$key" \
+    --embed-certs >/dev/null
+  "$BIN/kubectl" config --kubeconfig="$kc" set-context local --cluster=local --user=kubelet >/dev/null
+  "$BIN/kubectl" config --kubeconfig="$kc" use-context local >/dev/null
+  mv "$kc" "$NODE_STATE/kubelet.kubeconfig"
+fi
+
+start_daemon coredns "$BIN/coredns" -conf "$NODE_STATE/Corefile"
+start_daemon kubelet "$BIN/kubelet" --config="$NODE_STATE/kubelet.yaml" --kubeconfig="$NODE_STATE/kubelet.kubeconfig" \
+  --hostname-override="$NODE_NAME" --node-ip="$ADVERTISE_IP" --node-labels="$NODE_LABEL,type=real" \
+  --cert-dir="$NODE_STATE/kubelet-pki" --root-dir="$KUBELET_ROOT" --v=1
+wait_until "node Ready" 120 kubectl_admin wait --for=condition=Ready "node/$NODE_NAME" --timeout=2s \
+  || die "node $NODE_NAME did not become Ready (see $LOGS/node-kubelet.log)"
+nlog "real node $NODE_NAME Ready in $(since "$started") s (taint $NODE_TAINT_KEY=true:NoSchedule, label $NODE_LABEL)"
