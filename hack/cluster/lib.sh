@@ -48,17 +48,40 @@ component_pid() {
 
 component_running() { [ -n "$(component_pid "$1")" ]; }
 
-# Stop one component by its recorded PID (TERM, then KILL after a grace period).
-stop_component() {
-  local name=$1 pid i
-  pid=$(component_pid "$name")
-  if [ -n "$pid" ]; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
-    if [ -d "/proc/$pid" ]; then log "$name (pid $pid) ignored TERM; killing"; kill -KILL "$pid" 2>/dev/null || true; fi
-    for i in $(seq 20); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
-  fi
-  rm -f "$PIDS/$name.pid"
+# A process exists and is not a zombie waiting for its parent.
+is_alive() { local _p _c st; { read -r _p _c st _ <"/proc/$1/stat"; } 2>/dev/null && [ "$st" != Z ]; }
+
+# Stop the cluster by PID: first everything that talks to etcd, then etcd (an API server without etcd hangs on
+# shutdown). With --strays, also any other process running one of our binaries (pid files lost in a crash).
+stop_cluster() {
+  stop_components "${1:-}" kwok kube-scheduler kube-controller-manager kube-apiserver
+  stop_components "${1:-}" etcd
+}
+
+# stop_components [--strays] NAME...: TERM them all at once, KILL what is left after 10 s.
+stop_components() {
+  local strays=$1 c pid pids=() i alive=()
+  shift
+  for c in "$@"; do
+    pid=$(component_pid "$c")
+    if [ -n "$pid" ]; then log "stopping $c (pid $pid)"; pids+=("$pid"); fi
+    if [ "$strays" = --strays ]; then
+      for pid in $(stray_pids "$c"); do
+        [[ " ${pids[*]} " == *" $pid "* ]] || { log "stopping stray $c (pid $pid)"; pids+=("$pid"); }
+      done
+    fi
+    rm -f "$PIDS/$c.pid"
+  done
+  [ ${#pids[@]} -gt 0 ] || return 0
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  for i in $(seq 100); do
+    alive=()
+    for pid in "${pids[@]}"; do ! is_alive "$pid" || alive+=("$pid"); done
+    [ ${#alive[@]} -gt 0 ] || return 0
+    sleep 0.1
+  done
+  log "killing ${alive[*]} (TERM ignored for 10 s)"
+  kill -KILL "${alive[@]}" 2>/dev/null || true
 }
 
 kubectl_admin() { "$BIN/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }

@@ -58,11 +58,7 @@ fi
 
 # Stale or partial: stop what we started (pid files), then anything still running our binaries.
 log "starting a fresh cluster (state in $STATE)"
-for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-  c=${COMPONENTS[i]}
-  stop_component "$c"
-  for pid in $(stray_pids "$c"); do log "stopping stray $c (pid $pid)"; kill -KILL "$pid" 2>/dev/null || true; done
-done
+stop_cluster --strays
 rm -rf "$ETCD_DATA"
 mkdir -p "$LOGS" "$PIDS"
 # Keep the previous run's logs one round for post-mortems.
