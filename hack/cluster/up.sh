@@ -42,30 +42,6 @@ ensure_nodes() {
   kubectl_admin wait --for=condition=Ready nodes -l type=kwok --timeout=60s >/dev/null || die "kwok nodes did not become Ready (see $LOGS/kwok.log)"
 }
 
-all_healthy() {
-  local c
-  for c in "${COMPONENTS[@]}"; do
-    component_running "$c" && component_healthy "$c" || return 1
-  done
-}
-
-if all_healthy; then
-  ensure_nodes
-  log "cluster already running and healthy (checked in $(since "$t0") s); logs in $LOGS"
-  echo "kubeconfig: $ADMIN_KUBECONFIG"
-  exit 0
-fi
-
-# Stale or partial: stop what we started (pid files), then anything still running our binaries.
-log "starting a fresh cluster (state in $STATE)"
-stop_cluster --strays
-rm -rf "$ETCD_DATA"
-mkdir -p "$LOGS" "$PIDS"
-# Keep the previous run's logs one round for post-mortems.
-rm -rf "$LOGS/previous" && mkdir -p "$LOGS/previous"
-find "$LOGS" -maxdepth 1 -name '*.log' -exec mv -t "$LOGS/previous" {} +
-bash "$CLUSTER_DIR/pki.sh"
-
 # start NAME ARGS...: run a component detached from this session, logging to $LOGS/NAME.log.
 start() {
   local name=$1; shift
@@ -93,50 +69,109 @@ await() {
   log "$1 healthy (+$(since "$ts") s)"
 }
 
+start_etcd() {
+  start etcd --name=local --data-dir="$ETCD_DATA" \
+    --listen-client-urls="https://127.0.0.1:$ETCD_CLIENT_PORT" --advertise-client-urls="https://127.0.0.1:$ETCD_CLIENT_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster="local=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state=new \
+    --listen-metrics-urls="http://127.0.0.1:$((ETCD_PEER_PORT + 1))" \
+    --cert-file="$PKI/etcd-server.crt" --key-file="$PKI/etcd-server.key" --trusted-ca-file="$PKI/etcd-ca.crt" --client-cert-auth \
+    --unsafe-no-fsync --log-level=warn
+}
+start_apiserver() {
+  start kube-apiserver --bind-address=127.0.0.1 --secure-port="$APISERVER_PORT" --advertise-address="$ADVERTISE_IP" \
+    --etcd-servers="https://127.0.0.1:$ETCD_CLIENT_PORT" --etcd-cafile="$PKI/etcd-ca.crt" \
+    --etcd-certfile="$PKI/apiserver-etcd-client.crt" --etcd-keyfile="$PKI/apiserver-etcd-client.key" \
+    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
+    --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP,Hostname \
+    --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
+    --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC \
+    --enable-admission-plugins=NodeRestriction --allow-privileged=true --enable-bootstrap-token-auth=true
+}
+start_controller_manager() {
+  start kube-controller-manager --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
+    --kubeconfig="$STATE/controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$STATE/controller-manager.kubeconfig" --authorization-kubeconfig="$STATE/controller-manager.kubeconfig" \
+    --client-ca-file="$PKI/ca.crt" --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" \
+    --root-ca-file="$PKI/ca.crt" --service-account-private-key-file="$PKI/sa.key" --use-service-account-credentials=true \
+    --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+    --controllers='*,bootstrapsigner,tokencleaner' --allocate-node-cidrs=false --service-cluster-ip-range="$SERVICE_CIDR" \
+    --leader-elect=false
+}
+start_scheduler() {
+  start kube-scheduler --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" \
+    --kubeconfig="$STATE/scheduler.kubeconfig" \
+    --authentication-kubeconfig="$STATE/scheduler.kubeconfig" --authorization-kubeconfig="$STATE/scheduler.kubeconfig" \
+    --leader-elect=false
+}
+start_kwok() {
+  start kwok --kubeconfig="$STATE/kwok.kubeconfig" --manage-nodes-with-label-selector=type=kwok \
+    --cidr="$KWOK_POD_CIDR" --node-lease-duration-seconds=40 --server-address="127.0.0.1:$KWOK_PORT" \
+    -c "$CLUSTER_DIR/kwok/node-stages.yaml" -c "$CLUSTER_DIR/kwok/pod-stages.yaml"
+}
+
+all_healthy() {
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    component_running "$c" && component_healthy "$c" || return 1
+  done
+}
+
+# What a running component was started from: changed binaries mean a fresh cluster, changed stages a new kwok.
+control_plane_recipe() { cat "$BIN"/.stamps/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler} | sha256sum | cut -c1-16; }
+kwok_recipe() { cat "$BIN/.stamps/kwok" "$CLUSTER_DIR"/kwok/*.yaml | sha256sum | cut -c1-16; }
+recorded() { cat "$STATE/$1.recipe" 2>/dev/null || true; }
+
+healthy=false
+if all_healthy; then healthy=true; fi
+# A cluster started before recipes were recorded is adopted as it is.
+if $healthy && [ ! -f "$STATE/control-plane.recipe" ]; then control_plane_recipe >"$STATE/control-plane.recipe"; fi
+if $healthy && [ "$(recorded control-plane)" = "$(control_plane_recipe)" ]; then
+  if [ "$(recorded kwok)" != "$(kwok_recipe)" ]; then
+    log "kwok stages or binary changed: restarting kwok only"
+    stop_components "" kwok
+    # The old kwok's node Leases would hold the new one off until they expire (40 s).
+    kubectl_admin -n kube-node-lease delete lease $(kubectl_admin get nodes -l type=kwok -o name | sed 's|^node/||') \
+      --ignore-not-found >/dev/null
+    start_kwok
+    await kwok 60
+    kwok_recipe >"$STATE/kwok.recipe"
+  fi
+  ensure_nodes
+  log "cluster already running and healthy (checked in $(since "$t0") s); logs in $LOGS"
+  echo "kubeconfig: $ADMIN_KUBECONFIG"
+  exit 0
+fi
+
+# Stale, partial or outdated: stop what we started (pid files), then anything still running our binaries.
+log "starting a fresh cluster (state in $STATE)"
+stop_cluster --strays
+rm -rf "$ETCD_DATA" "$STATE"/*.recipe
+mkdir -p "$LOGS" "$PIDS"
+# Keep the previous run's logs one round for post-mortems (only ours: the real node logs here too).
+mkdir -p "$LOGS/previous"
+for c in "${COMPONENTS[@]}"; do [ ! -f "$LOGS/$c.log" ] || mv -f "$LOGS/$c.log" "$LOGS/previous/$c.log"; done
+bash "$CLUSTER_DIR/pki.sh"
+
 ts=$(now_ms)
-start etcd --name=local --data-dir="$ETCD_DATA" \
-  --listen-client-urls="https://127.0.0.1:$ETCD_CLIENT_PORT" --advertise-client-urls="https://127.0.0.1:$ETCD_CLIENT_PORT" \
-  --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
-  --initial-cluster="local=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state=new \
-  --listen-metrics-urls="http://127.0.0.1:$((ETCD_PEER_PORT + 1))" \
-  --cert-file="$PKI/etcd-server.crt" --key-file="$PKI/etcd-server.key" --trusted-ca-file="$PKI/etcd-ca.crt" --client-cert-auth \
-  --unsafe-no-fsync --log-level=warn
+start_etcd
 await etcd 30
-
-start kube-apiserver --bind-address=127.0.0.1 --secure-port="$APISERVER_PORT" --advertise-address="$ADVERTISE_IP" \
-  --etcd-servers="https://127.0.0.1:$ETCD_CLIENT_PORT" --etcd-cafile="$PKI/etcd-ca.crt" \
-  --etcd-certfile="$PKI/apiserver-etcd-client.crt" --etcd-keyfile="$PKI/apiserver-etcd-client.key" \
-  --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
-  --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
-  --kubelet-preferred-address-types=InternalIP,Hostname \
-  --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
-  --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
-  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
-  --requestheader-extra-headers-prefix=X-Remote-Extra- \
-  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-  --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-  --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC \
-  --enable-admission-plugins=NodeRestriction --allow-privileged=true --enable-bootstrap-token-auth=true
+start_apiserver
 await kube-apiserver 90
-
-start kube-controller-manager --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
-  --kubeconfig="$STATE/controller-manager.kubeconfig" \
-  --authentication-kubeconfig="$STATE/controller-manager.kubeconfig" --authorization-kubeconfig="$STATE/controller-manager.kubeconfig" \
-  --client-ca-file="$PKI/ca.crt" --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" \
-  --root-ca-file="$PKI/ca.crt" --service-account-private-key-file="$PKI/sa.key" --use-service-account-credentials=true \
-  --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
-  --controllers='*,bootstrapsigner,tokencleaner' --allocate-node-cidrs=false --service-cluster-ip-range="$SERVICE_CIDR" \
-  --leader-elect=false
-start kube-scheduler --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" \
-  --kubeconfig="$STATE/scheduler.kubeconfig" \
-  --authentication-kubeconfig="$STATE/scheduler.kubeconfig" --authorization-kubeconfig="$STATE/scheduler.kubeconfig" \
-  --leader-elect=false
-start kwok --kubeconfig="$STATE/kwok.kubeconfig" --manage-nodes-with-label-selector=type=kwok \
-  --cidr="$KWOK_POD_CIDR" --node-lease-duration-seconds=40 --server-address="127.0.0.1:$KWOK_PORT" \
-  -c "$CLUSTER_DIR/kwok/node-stages.yaml" -c "$CLUSTER_DIR/kwok/pod-stages.yaml"
+start_controller_manager
+start_scheduler
+start_kwok
 await kube-controller-manager 60
 await kube-scheduler 60
 await kwok 60
+control_plane_recipe >"$STATE/control-plane.recipe"
+kwok_recipe >"$STATE/kwok.recipe"
 ensure_nodes
 # Pods need their namespace's default ServiceAccount: wait for the controller that makes it.
 wait_until "default ServiceAccount" 30 kubectl_admin -n default get serviceaccount default || die "no default ServiceAccount (see $LOGS/kube-controller-manager.log)"
