@@ -116,9 +116,10 @@ start_kwok() {
     -c "$CLUSTER_DIR/kwok/node-stages.yaml" -c "$CLUSTER_DIR/kwok/pod-stages.yaml"
 }
 
-all_healthy() {
+# healthy NAME...: every one of them runs (by its pid file) and passes its health check.
+healthy() {
   local c
-  for c in "${COMPONENTS[@]}"; do
+  for c in "$@"; do
     component_running "$c" && component_healthy "$c" || return 1
   done
 }
@@ -128,25 +129,34 @@ control_plane_recipe() { cat "$BIN"/.stamps/{etcd,kube-apiserver,kube-controller
 kwok_recipe() { cat "$BIN/.stamps/kwok" "$CLUSTER_DIR"/kwok/*.yaml | sha256sum | cut -c1-16; }
 recorded() { cat "$STATE/$1.recipe" 2>/dev/null || true; }
 
-healthy=false
-if all_healthy; then healthy=true; fi
-# A cluster started before recipes were recorded is adopted as it is.
-if $healthy && [ ! -f "$STATE/control-plane.recipe" ]; then control_plane_recipe >"$STATE/control-plane.recipe"; fi
-if $healthy && [ "$(recorded control-plane)" = "$(control_plane_recipe)" ]; then
-  if [ "$(recorded kwok)" != "$(kwok_recipe)" ]; then
-    log "kwok stages or binary changed: restarting kwok only"
-    stop_components "" kwok
-    # The old kwok's node Leases would hold the new one off until they expire (40 s).
-    kubectl_admin -n kube-node-lease delete lease $(kubectl_admin get nodes -l type=kwok -o name | sed 's|^node/||') \
-      --ignore-not-found >/dev/null
-    start_kwok
-    await kwok 60
-    kwok_recipe >"$STATE/kwok.recipe"
+restart_kwok() {
+  stop_components "" kwok
+  # The old kwok's node Leases would hold the new one off until they expire (40 s).
+  kubectl_admin -n kube-node-lease delete lease $(kubectl_admin get nodes -l type=kwok -o name | sed 's|^node/||') \
+    --ignore-not-found >/dev/null
+  start_kwok
+  await kwok 60
+  kwok_recipe >"$STATE/kwok.recipe"
+}
+
+control_plane=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+if healthy "${control_plane[@]}"; then
+  # A cluster started before recipes were recorded is adopted as it is.
+  [ -f "$STATE/control-plane.recipe" ] || control_plane_recipe >"$STATE/control-plane.recipe"
+  if [ "$(recorded control-plane)" = "$(control_plane_recipe)" ]; then
+    if ! healthy kwok; then
+      log "kwok is down: restarting it"
+      restart_kwok
+    elif [ "$(recorded kwok)" != "$(kwok_recipe)" ]; then
+      log "kwok stages or binary changed: restarting kwok"
+      restart_kwok
+    fi
+    ensure_nodes
+    log "cluster already running and healthy (checked in $(since "$t0") s); logs in $LOGS"
+    echo "kubeconfig: $ADMIN_KUBECONFIG"
+    exit 0
   fi
-  ensure_nodes
-  log "cluster already running and healthy (checked in $(since "$t0") s); logs in $LOGS"
-  echo "kubeconfig: $ADMIN_KUBECONFIG"
-  exit 0
+  log "control-plane binaries changed"
 fi
 
 # Stale, partial or outdated: stop what we started (pid files), then anything still running our binaries.
