@@ -124,3 +124,10 @@ component_healthy() {
     kwok) curl -sf --max-time 2 "http://127.0.0.1:$KWOK_PORT/healthz" >/dev/null ;;
   esac
 }
+
+# One cluster-up or cluster-down at a time per machine: a second caller waits, then sees the first one's cluster.
+cluster_lock() {
+  mkdir -p "$STATE"
+  exec 8>"$STATE/.lock"
+  flock 8
+}

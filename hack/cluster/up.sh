@@ -6,6 +6,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 t0=$(now_ms)
+cluster_lock
 
 tb=$(now_ms)
 bash "$CLUSTER_DIR/build.sh"
@@ -45,7 +46,8 @@ ensure_nodes() {
 # start NAME ARGS...: run a component detached from this session, logging to $LOGS/NAME.log.
 start() {
   local name=$1; shift
-  ( exec setsid "$BIN/$name" "$@" >"$LOGS/$name.log" 2>&1 </dev/null ) &
+  # fd 8 is cluster_lock's: a daemon holding it would block every later cluster-up.
+  ( exec setsid "$BIN/$name" "$@" >"$LOGS/$name.log" 2>&1 </dev/null 8>&- ) &
   echo $! >"$PIDS/$name.pid"
   # The pid is the forked shell's until it has exec'd the binary.
   wait_until "$name exec" 3 component_running "$name" || die "$name did not start (see $LOGS/$name.log)"
