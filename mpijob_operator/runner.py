@@ -171,6 +171,9 @@ def runner_env(kubeconfig: str | None, extra_env: dict[str, str] | None = None) 
     venv_bin = os.path.dirname(sys.executable)
     if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
         env["PATH"] = venv_bin + os.pathsep + os.environ.get("PATH", "")
+    checkout = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".collections")
+    if not os.environ.get("ANSIBLE_COLLECTIONS_PATH") and os.path.isdir(checkout):
+        env["ANSIBLE_COLLECTIONS_PATH"] = checkout  # run from a checkout: its collections path (`make venv`)
     if kubeconfig:
         env["K8S_AUTH_KUBECONFIG"] = kubeconfig
         env["KUBECONFIG"] = kubeconfig

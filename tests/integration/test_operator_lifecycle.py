@@ -6,12 +6,12 @@ import time
 
 import pytest
 
+from tests.integration._fixtures.cluster import wait_for
 from tests.integration._fixtures.operator import (
     children,
     create_mpijob,
     delete_mpijob,
     event_reasons,
-    eventually,
     expected_children,
     get_mpijob,
     has_condition,
@@ -31,8 +31,8 @@ def test_created_running_succeeded(running_operator, api_client, namespace):
     started = time.monotonic()
     create_mpijob(api_client, namespace, new_mpijob("pi", workers=2))
     want = expected_children("pi", 2)
-    eventually(lambda: _without_launcher_pod(children(api_client, namespace, "pi")) == want, 30,
-               "every child of pi")
+    wait_for(lambda: _without_launcher_pod(children(api_client, namespace, "pi")) == want, 30,
+               what="every child of pi")
     children_after = time.monotonic() - started
     job = wait_condition(api_client, namespace, "pi", "Created", 10)
     assert job["status"]["conditions"][0]["reason"] == "MPIJobCreated"
@@ -42,7 +42,7 @@ def test_created_running_succeeded(running_operator, api_client, namespace):
     assert not has_condition(job, "Running")  # a finished job is not Running any more
     assert {"MPIJobCreated", "MPIJobSucceeded"} <= event_reasons(api_client, namespace, "pi")
     assert running_operator.metric("mpi_operator_jobs_created_total") == 1
-    eventually(lambda: running_operator.metric("mpi_operator_jobs_successful_total") == 1, 10, "success counted")
+    wait_for(lambda: running_operator.metric("mpi_operator_jobs_successful_total") == 1, 10, what="success counted")
     assert running_operator.metric("mpi_operator_jobs_failed_total") == 0
     assert running_operator.metric("mpi_operator_job_info", {"launcher": "pi-launcher", "namespace": namespace}) == 1
     assert running_operator.metric("mpi_operator_is_leader") == 1
@@ -63,7 +63,7 @@ def test_launcher_failure_fails_the_job(running_operator, api_client, namespace)
     assert not has_condition(job, "Succeeded")
     assert "MPIJobFailed" in event_reasons(api_client, namespace, "bad") or any(
         r.startswith("BackoffLimitExceeded") for r in event_reasons(api_client, namespace, "bad"))
-    eventually(lambda: running_operator.metric("mpi_operator_jobs_failed_total") == 1, 10, "failure counted")
+    wait_for(lambda: running_operator.metric("mpi_operator_jobs_failed_total") == 1, 10, what="failure counted")
     assert running_operator.metric("mpi_operator_jobs_successful_total") == 0
 
 
@@ -83,7 +83,7 @@ def test_wait_for_workers_ready_creates_the_launcher_after_the_workers(running_o
     # one worker never starts: the launcher must not be created
     create_mpijob(api_client, namespace, new_mpijob("held", workers=2, launcherCreationPolicy="WaitForWorkersReady",
                                                     worker_annotations={OUTCOME: "pending"}))
-    eventually(lambda: len(children(api_client, namespace, "held")["Worker"]) == 2, 30, "held's workers")
+    wait_for(lambda: len(children(api_client, namespace, "held")["Worker"]) == 2, 30, what="held's workers")
     create_mpijob(api_client, namespace, new_mpijob("ready", workers=2, launcherCreationPolicy="WaitForWorkersReady"))
     wait_condition(api_client, namespace, "ready", "Succeeded", 90)
     assert children(api_client, namespace, "held")["Job"] == []
@@ -97,13 +97,13 @@ def test_scaling_workers_up_and_down(running_operator, api_client, namespace):
     hostfile = _hostfile(api_client, namespace, "elastic")
     assert len(hostfile) == 2
     patch_mpijob(api_client, namespace, "elastic", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 4}}}})
-    eventually(lambda: children(api_client, namespace, "elastic")["Worker"] == [f"elastic-worker-{i}" for i in range(4)],
-               30, "4 workers")
-    eventually(lambda: len(_hostfile(api_client, namespace, "elastic")) == 4, 30, "hostfile with 4 workers")
+    wait_for(lambda: children(api_client, namespace, "elastic")["Worker"] == [f"elastic-worker-{i}" for i in range(4)],
+               30, what="4 workers")
+    wait_for(lambda: len(_hostfile(api_client, namespace, "elastic")) == 4, 30, what="hostfile with 4 workers")
     patch_mpijob(api_client, namespace, "elastic", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
-    eventually(lambda: children(api_client, namespace, "elastic")["Worker"] == ["elastic-worker-0"], 30,
-               "the highest workers removed")
-    eventually(lambda: len(_hostfile(api_client, namespace, "elastic")) == 1, 30, "hostfile with 1 worker")
+    wait_for(lambda: children(api_client, namespace, "elastic")["Worker"] == ["elastic-worker-0"], 30,
+               what="the highest workers removed")
+    wait_for(lambda: len(_hostfile(api_client, namespace, "elastic")) == 1, 30, what="hostfile with 1 worker")
 
 
 def _hostfile(api_client, namespace, name):
@@ -118,8 +118,8 @@ def test_clean_pod_policy(running_operator, api_client, namespace, policy, worke
     name = f"clean-{policy.lower()}"
     create_mpijob(api_client, namespace, new_mpijob(name, workers=2, runPolicy={"cleanPodPolicy": policy}))
     wait_condition(api_client, namespace, name, "Succeeded", 90)
-    eventually(lambda: len(children(api_client, namespace, name)["Worker"]) == workers_left, 30,
-               f"{workers_left} workers left under cleanPodPolicy {policy}")
+    wait_for(lambda: len(children(api_client, namespace, name)["Worker"]) == workers_left, 30,
+               what=f"{workers_left} workers left under cleanPodPolicy {policy}")
     time.sleep(1)
     assert len(children(api_client, namespace, name)["Worker"]) == workers_left
     # the launcher Job (and its completed pod) stays, as in Kubeflow, for its logs
@@ -129,11 +129,11 @@ def test_clean_pod_policy(running_operator, api_client, namespace, policy, worke
 def test_deleting_a_job_garbage_collects_its_children(running_operator, api_client, namespace):
     create_mpijob(api_client, namespace, new_mpijob("gone", workers=2, launcher_annotations={OUTCOME: "run"}))
     want = expected_children("gone", 2)
-    eventually(lambda: _without_launcher_pod(children(api_client, namespace, "gone")) == want, 30, "children")
+    wait_for(lambda: _without_launcher_pod(children(api_client, namespace, "gone")) == want, 30, what="children")
     delete_mpijob(api_client, namespace, "gone")
     empty = {k: [] for k in want}
-    eventually(lambda: _without_launcher_pod(children(api_client, namespace, "gone")) == empty, 60,
-               "children garbage-collected")
-    eventually(lambda: running_operator.metric("mpi_operator_job_info",
+    wait_for(lambda: _without_launcher_pod(children(api_client, namespace, "gone")) == empty, 60,
+               what="children garbage-collected")
+    wait_for(lambda: running_operator.metric("mpi_operator_job_info",
                                                {"launcher": "gone-launcher", "namespace": namespace}) is None,
-               20, "job_info series removed")
+               20, what="job_info series removed")

@@ -8,10 +8,10 @@ import time
 import pytest
 from kubernetes import client
 
+from tests.integration._fixtures.cluster import wait_for
 from tests.integration._fixtures.operator import (
     children,
     create_mpijob,
-    eventually,
     expected_children,
     get_mpijob,
     has_condition,
@@ -50,13 +50,13 @@ def test_killed_mid_batch_then_restarted_every_job_finishes_once(operator_factor
     for n in names:
         create_mpijob(api_client, namespace, new_mpijob(n, workers=2))
     # wait for a batch to have finished and another to be in flight, then kill everything at once
-    eventually(lambda: (first.metric("mpi_operator_batch_size_count") or 0) >= 1 and first.runs_in_flight() > 0,
-               60, "a run in flight after a finished one", interval=0.02)
+    wait_for(lambda: (first.metric("mpi_operator_batch_size_count") or 0) >= 1 and first.runs_in_flight() > 0,
+               60, what="a run in flight after a finished one", interval=0.02)
     first.kill_all()
     assert not _all_succeeded(api_client, namespace, names), "too late: every job had finished before the kill"
 
     operator_factory(*args, name="second")
-    eventually(lambda: _all_succeeded(api_client, namespace, names), 180, "every job Succeeded after the restart")
+    wait_for(lambda: _all_succeeded(api_client, namespace, names), 180, what="every job Succeeded after the restart")
     for n in names:
         found = children(api_client, namespace, n)
         assert {k: sorted(v) for k, v in found.items() if k != "LauncherPod"} == expected_children(n, 2), n
@@ -81,7 +81,7 @@ def test_two_replicas_one_leader_and_takeover(operator_factory, api_client, name
     a = operator_factory(*args, name="replica-a")
     b = operator_factory(*args, name="replica-b")
     ops = [a, b]
-    leader = eventually(lambda: _leaders(ops)[0] if len(_leaders(ops)) == 1 else None, 30, "one leader")
+    leader = wait_for(lambda: _leaders(ops)[0] if len(_leaders(ops)) == 1 else None, 30, what="one leader")
     follower = b if leader is a else a
     create_mpijob(api_client, namespace, new_mpijob("led", workers=1))
     wait_condition(api_client, namespace, "led", "Succeeded", 90)
@@ -93,7 +93,7 @@ def test_two_replicas_one_leader_and_takeover(operator_factory, api_client, name
 
     killed = time.monotonic()
     leader.kill_all()
-    eventually(lambda: follower.metric("mpi_operator_is_leader") == 1, 30, "the follower to take over",
+    wait_for(lambda: follower.metric("mpi_operator_is_leader") == 1, 30, what="the follower to take over",
                interval=0.2)
     takeover = time.monotonic() - killed
     assert takeover <= 15 + 2 + 3, f"takeover took {takeover:.1f}s"

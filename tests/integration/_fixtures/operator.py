@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.integration._fixtures.cluster import wait_for
+
 _ROOT = pathlib.Path(__file__).resolve().parents[3]
 _CRD = _ROOT / "roles/crds/files/mpijobs.kubeflow.org.yaml"
 GROUP, VERSION, PLURAL = "kubeflow.org", "v2beta1", "mpijobs"
@@ -269,19 +271,6 @@ def has_condition(job: dict[str, Any] | None, ctype: str, status: str = "True") 
     return c is not None and c.get("status") == status
 
 
-def eventually(pred: Callable[[], Any], timeout: float = 60, what: str = "condition",
-               interval: float = 0.2) -> Any:
-    """Polls `pred` until it returns something truthy (the test waits; the operator never polls)."""
-    end = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
-
-
 def wait_condition(api_client: Any, namespace: str, name: str, ctype: str, timeout: float = 60,
                    status: str = "True") -> dict[str, Any]:
     job: dict[str, Any] | None = None
@@ -292,7 +281,7 @@ def wait_condition(api_client: Any, namespace: str, name: str, ctype: str, timeo
         return has_condition(job, ctype, status)
 
     try:
-        eventually(check, timeout, f"{namespace}/{name} {ctype}={status}")
+        wait_for(check, timeout, what=f"{namespace}/{name} {ctype}={status}")
     except AssertionError as exc:
         raise AssertionError(f"{exc}; status: {(job or {}).get('status')}") from None
     assert job is not None
