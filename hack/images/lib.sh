@@ -77,12 +77,15 @@ image_label() {
   ctr -n "$ctr_ns" images ls "name==$1" 2>/dev/null | grep -o 'mpi.operator/recipe=[0-9a-f]*' | cut -d= -f2
 }
 
-# Imports image tar $2 as $1 unless containerd already has it from recipe hash $3.
+# Imports image tar $2 as $1 unless containerd already has it from recipe hash $3; also names it
+# <name>:<hash>, so a Deployment can pin one build and roll when it changes.
 import_image() {
   local ref=$1 tar=$2 hash=$3
-  if [ "$(image_label "$ref")" = "$hash" ]; then return 0; fi
-  local start=$SECONDS
-  ctr -n "$ctr_ns" images import "$tar" >/dev/null
-  ctr -n "$ctr_ns" images label "$ref" "mpi.operator/recipe=$hash" >/dev/null
-  log "imported $ref in $((SECONDS - start)) s"
+  if [ "$(image_label "$ref")" != "$hash" ]; then
+    local start=$SECONDS
+    ctr -n "$ctr_ns" images import "$tar" >/dev/null
+    ctr -n "$ctr_ns" images label "$ref" "mpi.operator/recipe=$hash" >/dev/null
+    log "imported $ref in $((SECONDS - start)) s"
+  fi
+  ctr -n "$ctr_ns" images tag --force "$ref" "${ref%:*}:$hash" >/dev/null
 }

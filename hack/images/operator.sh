@@ -21,9 +21,10 @@ hash=$( { cat "$context/Containerfile" "$images_dir/containerfile.py" "$images_d
 tar=$image_cache/mpi-operator-$hash.tar
 if [ ! -f "$tar" ]; then
   start=$SECONDS
+  build_log=$image_cache/mpi-operator-build.log
   python3 "$images_dir/containerfile.py" --file "$context/Containerfile" --context "$context" \
     --build-arg "BASE_IMAGE=$base_ref" --base-tar "$base_tar" --tag-of-base "$base_ref" --tag "$ref" --out "$tar" \
-    --cache "$image_cache/steps/mpi-operator" >&2
+    --cache "$image_cache/steps/mpi-operator" >"$build_log" 2>&1 || { tail -30 "$build_log" >&2; exit 1; }
   find "$image_cache" -maxdepth 1 -name "mpi-operator-*.tar" ! -name "mpi-operator-$hash.tar" -delete
   log "built $ref in $((SECONDS - start)) s ($(du -m "$tar" | cut -f1) MB)"
 fi

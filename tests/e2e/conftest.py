@@ -1,0 +1,216 @@
+"""End-to-end fixtures: the real node must be up (`make cluster-up` brings it up where the machine allows);
+the operator image is built from the Containerfile and installed in-cluster with playbooks/install.yml,
+watching one namespace (so operators other tests run elsewhere are left alone); MPIJobs from manifests/
+run there on real pods."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+import yaml
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MANIFESTS = pathlib.Path(__file__).parent / "manifests"
+CACHE = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
+NODE_NAME = os.environ.get("MPI_REAL_NODE_NAME", "mpi-real-node")
+OPERATOR_NAMESPACE = "mpi-operator-e2e"
+JOBS_NAMESPACE = "mpi-e2e"
+JOB_TIMEOUT_S = float(os.environ.get("MPI_E2E_JOB_TIMEOUT", "240"))
+REAL_NODE_SELECTOR = {"mpi.operator/real-node": "true"}
+REAL_NODE_TOLERATION = {"key": "mpi.operator/real-node", "operator": "Exists", "effect": "NoSchedule"}
+GROUP = "kubeflow.org"
+# What pi.c's rank 0 prints for every rank; and the seed's hello world.
+RANK_LINE = re.compile(r"^rank (\d+) of (\d+) on host (\S+)$", re.MULTILINE)
+HELLO_LINE = re.compile(r"^Hello world from processor (\S+), rank (\d+) out of (\d+) processors$", re.MULTILINE)
+
+
+def kubeconfig_path() -> str:
+    return os.environ.get("KUBECONFIG") or str(CACHE / "cluster/kubeconfig")
+
+
+def real_node_missing(api: client.ApiClient) -> str | None:
+    """Why the real node cannot run the e2e suite, or None when it can."""
+    try:
+        node = client.CoreV1Api(api).read_node(NODE_NAME, _request_timeout=5)
+    except ApiException as err:
+        if err.status == 404:
+            return f"no node {NODE_NAME}: `make cluster-up` brings it up where the machine allows (MPI_CLUSTER_REAL_NODE)"
+        return f"cannot read node {NODE_NAME}: {err.reason}"
+    except Exception as err:  # any connection failure means: no cluster
+        return f"no reachable cluster at {kubeconfig_path()}: {err.__class__.__name__}"
+    ready = [c for c in node.status.conditions or [] if c.type == "Ready"]
+    if not ready or ready[0].status != "True":
+        return f"node {NODE_NAME} is not Ready"
+    return None
+
+
+@pytest.fixture(scope="session")
+def api() -> client.ApiClient:
+    path = kubeconfig_path()
+    if not os.path.exists(path):
+        pytest.skip(f"real node e2e: no kubeconfig at {path} (run `make cluster-up`)")
+    api = config.new_client_from_config(config_file=path)
+    reason = real_node_missing(api)
+    if reason:
+        pytest.skip(f"real node e2e: {reason}")
+    return api
+
+
+def _ansible_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        KUBECONFIG=kubeconfig_path(),
+        K8S_AUTH_KUBECONFIG=kubeconfig_path(),
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
+        ANSIBLE_NOCOLOR="1",
+        PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
+    )
+    return env
+
+
+def _playbook(name: str, install_vars: dict, tmp: pathlib.Path) -> None:
+    vars_file = tmp / f"{name}.json"
+    vars_file.write_text(json.dumps(install_vars))
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(ROOT / "playbooks" / name),
+           "-e", f"@{vars_file}"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=_ansible_env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"{name} failed:\n{(proc.stdout + proc.stderr)[-6000:]}"
+
+
+def operator_image() -> tuple[str, str]:
+    """Builds (cached) and imports the operator image; returns (repository, tag), the tag naming this build."""
+    subprocess.run(["bash", str(ROOT / "hack/images/build.sh"), "operator"], check=True)
+    out = subprocess.run(["bash", str(ROOT / "hack/images/build.sh"), "--print", "operator"],
+                         check=True, capture_output=True, text=True).stdout.split()
+    ref, recipe_hash = out[0], out[2]
+    return ref.rsplit(":", 1)[0], recipe_hash
+
+
+@pytest.fixture(scope="session")
+def operator(api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The operator, in-cluster on the real node, installed by playbooks/install.yml and watching JOBS_NAMESPACE.
+    MPI_E2E_OPERATOR=external: an operator is already running (e.g. `make run`); nothing is installed."""
+    core = client.CoreV1Api(api)
+    try:
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=JOBS_NAMESPACE)))
+    except ApiException as err:
+        if err.status != 409:
+            raise
+    if os.environ.get("MPI_E2E_OPERATOR") == "external":
+        yield
+        return
+    repository, tag = operator_image()
+    install_vars = {
+        "mpi_operator_namespace_name": OPERATOR_NAMESPACE,
+        "mpi_operator_watch_namespace": JOBS_NAMESPACE,
+        "mpi_operator_image_repository": repository,
+        "mpi_operator_image_tag": tag,
+        "mpi_operator_image_pull_policy": "Never",
+        "mpi_operator_node_selector": REAL_NODE_SELECTOR,
+        "mpi_operator_tolerations": [REAL_NODE_TOLERATION],
+        "mpi_operator_wait_timeout": 180,
+    }
+    tmp = tmp_path_factory.mktemp("install")
+    started = time.monotonic()
+    _playbook("install.yml", install_vars, tmp)
+    print(f"\noperator {repository}:{tag} installed in-cluster in {time.monotonic() - started:.1f} s")
+    yield
+    if os.environ.get("MPI_E2E_KEEP_OPERATOR") != "1":
+        _playbook("uninstall.yml", install_vars, tmp)
+
+
+@dataclass
+class Outcome:
+    name: str
+    job: dict
+    seconds: float  # from create to the finished condition
+    launcher_log: str
+    launcher_exit_code: int | None
+
+    def condition(self, kind: str) -> dict | None:
+        found = [c for c in self.job.get("status", {}).get("conditions", []) if c["type"] == kind]
+        return found[0] if found and found[0]["status"] == "True" else None
+
+    def worker_hosts(self) -> list[str]:
+        replicas = self.job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
+        return [f"{self.name}-worker-{i}" for i in range(replicas)]
+
+    def rank_hosts(self) -> list[str]:
+        """The host of every rank the launcher reported, in rank order."""
+        ranks = {int(m[1]): m[3] for m in RANK_LINE.finditer(self.launcher_log)}
+        ranks |= {int(m[2]): m[1] for m in HELLO_LINE.finditer(self.launcher_log)}
+        return [ranks[r] for r in sorted(ranks)]
+
+
+class Jobs:
+    """Runs MPIJobs from manifests/ in JOBS_NAMESPACE under a unique name, and deletes them afterwards."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.custom = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
+        self.created: list[tuple[str, str]] = []
+
+    def run(self, manifest: str, timeout: float = JOB_TIMEOUT_S) -> Outcome:
+        job = yaml.safe_load((MANIFESTS / manifest).read_text())
+        version = job["apiVersion"].split("/")[1]
+        name = f"{job['metadata']['name']}-{uuid.uuid4().hex[:5]}"
+        job["metadata"] = {"name": name, "namespace": JOBS_NAMESPACE}
+        started = time.monotonic()
+        self.custom.create_namespaced_custom_object(GROUP, version, JOBS_NAMESPACE, "mpijobs", job)
+        self.created.append((version, name))
+        while True:
+            current = self.custom.get_namespaced_custom_object(GROUP, version, JOBS_NAMESPACE, "mpijobs", name)
+            conditions = {c["type"]: c["status"] for c in current.get("status", {}).get("conditions", [])}
+            if conditions.get("Succeeded") == "True" or conditions.get("Failed") == "True":
+                break
+            if time.monotonic() - started > timeout:
+                raise AssertionError(f"MPIJob {name} did not finish in {timeout:.0f} s: {current.get('status')}\n"
+                                     f"{self.describe(name)}")
+            time.sleep(0.25)
+        seconds = time.monotonic() - started
+        log, code = self.launcher(name)
+        return Outcome(name, current, seconds, log, code)
+
+    def launcher(self, name: str) -> tuple[str, int | None]:
+        """The log and exit code of the job's last launcher pod."""
+        selector = f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=launcher"
+        pods = self.core.list_namespaced_pod(JOBS_NAMESPACE, label_selector=selector).items
+        if not pods:
+            return "", None
+        pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
+        log = self.core.read_namespaced_pod_log(pod.metadata.name, JOBS_NAMESPACE)
+        states = [s.state.terminated for s in pod.status.container_statuses or [] if s.state.terminated]
+        return log, states[0].exit_code if states else None
+
+    def describe(self, name: str) -> str:
+        pods = self.core.list_namespaced_pod(JOBS_NAMESPACE, label_selector=f"training.kubeflow.org/job-name={name}")
+        return "\n".join(f"{p.metadata.name}: {p.status.phase} on {p.spec.node_name}" for p in pods.items)
+
+    def delete_all(self) -> None:
+        for version, name in self.created:
+            try:
+                self.custom.delete_namespaced_custom_object(GROUP, version, JOBS_NAMESPACE, "mpijobs", name,
+                                                            propagation_policy="Background")
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+
+
+@pytest.fixture
+def jobs(api: client.ApiClient, operator: None) -> Iterator[Jobs]:
+    runner = Jobs(api)
+    yield runner
+    runner.delete_all()

@@ -1,0 +1,50 @@
+"""MPIJobs on real pods: the launcher's exit status and output, and that the ranks ran on the workers."""
+
+import os
+import statistics
+
+import pytest
+
+pytestmark = [pytest.mark.realnode, pytest.mark.slow]
+
+
+@pytest.mark.parametrize("manifest", ["pi-openmpi4.yaml", "pi-openmpi5.yaml", "pi-mpich.yaml"])
+def test_pi_runs_two_ranks_on_each_worker(jobs, manifest):
+    outcome = jobs.run(manifest)
+    assert outcome.condition("Succeeded"), (outcome.job.get("status"), outcome.launcher_log)
+    assert outcome.launcher_exit_code == 0
+    assert "pi is approximately 3.14159265" in outcome.launcher_log, outcome.launcher_log
+    # 2 workers x 2 slots: every rank on a worker, two on each; none on the launcher.
+    workers = outcome.worker_hosts()
+    assert sorted(outcome.rank_hosts()) == sorted(workers * 2), outcome.launcher_log
+
+
+def test_v1_hello_world_of_the_seed_succeeds(jobs):
+    outcome = jobs.run("v1-helloworld.yaml")
+    assert outcome.condition("Succeeded"), (outcome.job.get("status"), outcome.launcher_log)
+    assert sorted(outcome.rank_hosts()) == outcome.worker_hosts(), outcome.launcher_log
+
+
+def test_failing_launcher_fails_the_job_with_its_reason(jobs):
+    outcome = jobs.run("fails.yaml")
+    failed = outcome.condition("Failed")
+    assert failed, outcome.job.get("status")
+    assert not outcome.condition("Succeeded")
+    assert failed["reason"].startswith("BackoffLimitExceeded"), failed
+    assert outcome.launcher_exit_code not in (None, 0)
+    # OpenMPI's own refusal, as the user would read it in the launcher's log.
+    assert "--allow-run-as-root" in outcome.launcher_log, outcome.launcher_log
+
+
+@pytest.mark.skipif(not os.environ.get("MPI_E2E_TIMING_RUNS"), reason="timing runs only with MPI_E2E_TIMING_RUNS=N")
+def test_time_from_create_to_succeeded(jobs, record_property):
+    runs = int(os.environ["MPI_E2E_TIMING_RUNS"])
+    seconds = []
+    for _ in range(runs):
+        outcome = jobs.run("pi-openmpi4.yaml")
+        assert outcome.condition("Succeeded"), outcome.job.get("status")
+        seconds.append(outcome.seconds)
+    median = statistics.median(seconds)
+    record_property("create_to_succeeded_median_s", median)
+    print(f"\ncreate -> Succeeded, 2 workers x 2 slots, {runs} runs: median {median:.1f} s, "
+          f"all {', '.join(f'{s:.1f}' for s in seconds)}")
