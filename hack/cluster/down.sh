@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Stop every process cluster-up started, by PID. Certificates and built binaries are kept.
+# Stop every process cluster-up started, by PID (and any other process running our binaries, whose pid file was
+# lost). Certificates and built binaries are kept.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cluster_lock
-stop_cluster
+stop_cluster --strays
 rm -rf "$ETCD_DATA"
 log "cluster stopped"

@@ -12,12 +12,14 @@ PIDS=$STATE/pids
 ETCD_DATA=$STATE/etcd
 ADMIN_KUBECONFIG=$STATE/kubeconfig
 # Loopback only, never the default ports, so a user's own cluster on this machine is left alone.
-APISERVER_PORT=16443
-ETCD_CLIENT_PORT=12379
-ETCD_PEER_PORT=12380
-KCM_PORT=16257
-SCHEDULER_PORT=16259
-KWOK_PORT=16280
+# MPI_CLUSTER_PORT_OFFSET (with its own MPI_OPERATOR_CACHE) runs a second, separate cluster: for testing these scripts.
+port_offset=${MPI_CLUSTER_PORT_OFFSET:-0}
+APISERVER_PORT=$((16443 + port_offset))
+ETCD_CLIENT_PORT=$((12379 + port_offset))
+ETCD_PEER_PORT=$((12380 + port_offset))
+KCM_PORT=$((16257 + port_offset))
+SCHEDULER_PORT=$((16259 + port_offset))
+KWOK_PORT=$((16280 + port_offset))
 SERVICE_CIDR=10.96.0.0/16
 # The address published in the kubernetes Service's endpoints (loopback is not a valid endpoint); nothing listens on it.
 ADVERTISE_IP=$(hostname -I 2>/dev/null | awk '{print $1}')

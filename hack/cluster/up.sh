@@ -132,7 +132,7 @@ kwok_recipe() { cat "$BIN/.stamps/kwok" "$CLUSTER_DIR"/kwok/*.yaml | sha256sum |
 recorded() { cat "$STATE/$1.recipe" 2>/dev/null || true; }
 
 restart_kwok() {
-  stop_components "" kwok
+  stop_components --strays kwok
   # The old kwok's node Leases would hold the new one off until they expire (40 s).
   kubectl_admin -n kube-node-lease delete lease $(kubectl_admin get nodes -l type=kwok -o name | sed 's|^node/||') \
     --ignore-not-found >/dev/null
