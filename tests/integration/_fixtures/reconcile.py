@@ -47,8 +47,10 @@ def run_reconcile(kubeconfig: str, jobs: list[dict[str, str]], *, check: bool = 
     started = time.monotonic()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=_ROOT)
     seconds = time.monotonic() - started
-    try:  # ad hoc output: "localhost | CHANGED => {...}"
-        result = json.loads(proc.stdout.split(" => ", 1)[1])
+    try:  # ad hoc output: "localhost | CHANGED => {...}" or "localhost | FAILED! => {...}"
+        head, body = proc.stdout.split(" => ", 1)
+        result = json.loads(body)
+        result.setdefault("failed", "FAILED" in head)
     except (ValueError, IndexError):
         raise AssertionError(f"ansible failed (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}") from None
     return ModuleRun(result, seconds)
