@@ -390,7 +390,10 @@ class Applier:
             return False
         if exc.status in (404, 409):  # vanished or changed under us: the next reconcile sees the new state
             self.result.retry = True
-            return a.action in ("patch", "event")
+            if a.action in ("patch", "event"):
+                return True
+            self.result.error = f"{a.action} {a.kind} {a.name}: {exc}"
+            return False
         self.result.error = f"{a.action} {a.kind} {a.name}: {exc}"
         if exc.status in (400, 422) and a.action == "create":
             # The API rejects what the template asks for: say so on the MPIJob, as Kubeflow does.

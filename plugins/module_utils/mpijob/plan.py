@@ -303,8 +303,10 @@ class _Planner:
             want = K.scheduling_directives(job, self.opts)
             tmpl = spec.get("template") or {}
             tspec = tmpl.get("spec") or {}
+            # Labels and annotations are merged into the Job's (Kueue may have added some); the rest is replaced.
+            meta = {k: want[k] for k in ("labels", "annotations") if want[k]}
             template = {
-                "metadata": {"labels": want["labels"] or None, "annotations": want["annotations"] or None},
+                "metadata": meta,
                 "spec": {
                     "nodeSelector": _replace_map(tspec.get("nodeSelector"), want["nodeSelector"]),
                     "tolerations": want["tolerations"],

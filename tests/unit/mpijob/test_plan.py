@@ -327,3 +327,15 @@ def test_ssh_keys_are_made_only_when_the_secret_is_missing() -> None:
     assert calls == []
     P.reconcile(obj, P.World(mpijob=obj), K.Options(), at(1), keys)
     assert calls == [1]
+
+
+def test_resume_merges_template_labels_and_keeps_other_annotations() -> None:
+    world = settle(manifest(runPolicy={"suspend": True}))
+    world.mpijob["spec"]["runPolicy"] = {"suspend": False}
+    world.mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["nodeSelector"] = {"zone": "b"}
+    world.launcher["spec"]["template"]["spec"]["nodeSelector"] = {"zone": "a", "pool": "x"}
+    resume = next(a for a in plan(world.mpijob, world, now=at(5)).actions if a.kind == "Job")
+    tmpl = resume.body["spec"]["template"]
+    assert "annotations" not in tmpl["metadata"]  # a merge patch with null would drop e.g. Kueue's annotations
+    assert tmpl["metadata"]["labels"]["training.kubeflow.org/job-role"] == "launcher"
+    assert tmpl["spec"]["nodeSelector"] == {"zone": "b", "pool": None}  # replaced, as Kubeflow does
