@@ -184,7 +184,9 @@ await kube-scheduler 60
 await kwok 60
 control_plane_recipe >"$STATE/control-plane.recipe"
 kwok_recipe >"$STATE/kwok.recipe"
+tn=$(now_ms)
 ensure_nodes
+log "$NODES kwok nodes Ready (+$(since "$tn") s)"
 # Pods need their namespace's default ServiceAccount: wait for the controller that makes it.
 wait_until "default ServiceAccount" 30 kubectl_admin -n default get serviceaccount default || die "no default ServiceAccount (see $LOGS/kube-controller-manager.log)"
 start_s=$(since "$ts")

@@ -389,3 +389,57 @@ def test_kubeconfig_script_prints_only_the_path(local_cluster: bool):
         ["bash", "hack/cluster/kubeconfig.sh"], cwd=root, capture_output=True, text=True, check=True
     ).stdout
     assert out == f"{local_kubeconfig_path()}\n"
+
+
+@pytest.mark.slow
+def test_cluster_up_recovers_from_a_killed_session(local_cluster: bool, tmp_path):
+    """A second, separate cluster (own state dir and ports, same binaries): cluster-up after a kill -9 and lost pid
+    files stops the leftovers and starts a working cluster; cluster-down leaves no process behind."""
+    if not local_cluster:
+        pytest.skip("needs the binaries of the local cluster")
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "bin").symlink_to(local_kubeconfig_path().parents[1] / "bin")
+    env = {**os.environ, "MPI_OPERATOR_CACHE": str(cache), "MPI_CLUSTER_PORT_OFFSET": "1000", "MPI_CLUSTER_NODES": "1"}
+    env.pop("KUBECONFIG", None)
+
+    def script(name: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", f"hack/cluster/{name}"], cwd=root, env=env, capture_output=True, text=True, timeout=300
+        )
+
+    def ours() -> set[int]:
+        prefix = str(cache / "bin") + "/"
+        found = set()
+        for proc in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{proc}/cmdline", "rb") as f:
+                    arg0 = f.read().split(b"\0", 1)[0].decode()
+            except (OSError, ValueError):
+                continue
+            if arg0.startswith(prefix):
+                found.add(int(proc))
+        return found
+
+    try:
+        first = script("up.sh")
+        assert first.returncode == 0, first.stderr
+        started = ours()
+        assert len(started) == 5, started
+        # A killed session: the API server dies, every pid file is lost, the rest keeps running.
+        pids = cache / "cluster" / "pids"
+        os.kill(int((pids / "kube-apiserver.pid").read_text()), 9)
+        for pid_file in pids.glob("*.pid"):
+            pid_file.unlink()
+        second = script("up.sh")
+        assert second.returncode == 0, second.stderr
+        assert "stopping stray etcd" in second.stderr
+        assert second.stdout.strip().splitlines()[-1] == f"kubeconfig: {cache / 'cluster' / 'kubeconfig'}"
+        assert not started & ours(), "leftovers of the killed session still run"
+        status = script("status.sh")
+        assert status.returncode == 0, status.stdout
+    finally:
+        down = script("down.sh")
+    assert down.returncode == 0, down.stderr
+    assert not ours(), "cluster-down left processes behind"
