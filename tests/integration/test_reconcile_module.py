@@ -392,3 +392,74 @@ def test_batch_of_fifty_jobs_in_one_call(reconcile, api_client, namespace, capsy
     assert writes == []
     # 5 creates + 1 status + 1 event per job plus the worker pods, and one LIST per kind: nothing per-job on reads
     assert first.result["api_calls"] <= 50 * (4 + 7) + 10
+
+
+def test_wait_for_workers_ready_is_honoured_after_resume(reconcile, api_client, namespace) -> None:
+    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    body["spec"].update(launcherCreationPolicy="WaitForWorkersReady")
+    body["spec"]["runPolicy"]["suspend"] = True
+    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
+        "annotations": {"kwok.mpi.operator/outcome": "run"}}
+    create_mpijob(api_client, namespace, body)
+    key = [{"namespace": namespace, "name": "openmpi-helloworld"}]
+    reconcile(key)
+    core, batch = _core(api_client)
+    launcher = batch.read_namespaced_job("openmpi-helloworld-launcher", namespace)
+    assert launcher.spec.suspend is True and core.list_namespaced_pod(namespace).items == []
+    assert condition(get_mpijob(api_client, namespace, "openmpi-helloworld"), "Suspended")["status"] == "True"
+
+    patch_mpijob(api_client, namespace, "openmpi-helloworld", {"spec": {"runPolicy": {"suspend": False}}})
+    reconcile(key)
+    # Kubeflow unsuspends here, before any worker exists (kubeflow/mpi-operator#615); we wait for Ready workers
+    assert batch.read_namespaced_job("openmpi-helloworld-launcher", namespace).spec.suspend is True
+    wait_for(lambda: all(any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+                         for p in core.list_namespaced_pod(namespace).items) and
+             len(core.list_namespaced_pod(namespace).items) == 2, 30, what="2 Ready workers")
+    reconcile(key)
+    assert batch.read_namespaced_job("openmpi-helloworld-launcher", namespace).spec.suspend is False
+    job = get_mpijob(api_client, namespace, "openmpi-helloworld")
+    assert condition(job, "Suspended")["reason"] == "MPIJobResumed"
+
+
+def test_gang_pod_group_without_deadlock(reconcile, api_client, namespace, podgroup_crd) -> None:
+    from kubernetes import client
+
+    for name, policy in (("atstartup", "AtStartup"), ("waits", "WaitForWorkersReady")):
+        body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+        body["metadata"]["name"] = name
+        body["spec"]["launcherCreationPolicy"] = policy
+        create_mpijob(api_client, namespace, body)
+    run = reconcile([{"namespace": namespace, "name": n} for n in ("atstartup", "waits")], gang_scheduling=podgroup_crd)
+    assert all(j["error"] is None for j in run.jobs), run.jobs
+    custom = client.CustomObjectsApi(api_client)
+    groups = {n: custom.get_namespaced_custom_object("scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", n)
+              for n in ("atstartup", "waits")}
+    assert groups["atstartup"]["spec"]["minMember"] == 3  # Kubeflow: workers + launcher
+    assert groups["atstartup"]["spec"]["minResources"] == {"cpu": "300m", "memory": "3Gi"}
+    assert groups["waits"]["spec"]["minMember"] == 2  # the launcher comes after the gang (kubeflow#608)
+    assert groups["waits"]["spec"]["minResources"] == {"cpu": "200m", "memory": "2Gi"}
+    core, _ = _core(api_client)
+    pod = core.read_namespaced_pod("waits-worker-0", namespace)
+    assert pod.spec.scheduler_name == podgroup_crd and pod.metadata.labels["scheduling.x-k8s.io/pod-group"] == "waits"
+
+
+def test_stale_status_write_is_a_conflict_to_retry(api_client, namespace, operator_crd, kubeconfig) -> None:
+    """The status goes through the status subresource with the resourceVersion that was read: a concurrent change
+    makes it a 409, reported as `retry`, and nothing is overwritten."""
+    from ansible_collections.mpi.operator.plugins.module_utils import kube
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import World
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import reconcile as plan_job
+
+    create_mpijob(api_client, namespace, _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE))
+    rest = kube.Rest(kube.api_client({"kubeconfig": kubeconfig}))
+    stale = get_mpijob(api_client, namespace, "openmpi-helloworld")
+    patch_mpijob(api_client, namespace, "openmpi-helloworld", {"metadata": {"labels": {"touched": "yes"}}})
+    from datetime import UTC, datetime
+
+    plan = plan_job(stale, World(mpijob=stale), Options(), datetime.now(UTC), kube.generate_ssh_keys)
+    status_only = type(plan)([a for a in plan.actions if a.action == "status"], plan.status)
+    result = kube.JobResult(namespace=namespace, name="openmpi-helloworld")
+    kube.Applier(rest, stale, result).apply(status_only)
+    assert result.retry and "409" in result.error
+    assert "status" not in get_mpijob(api_client, namespace, "openmpi-helloworld")

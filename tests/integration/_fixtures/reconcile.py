@@ -63,3 +63,36 @@ def reconcile(kubeconfig: str, operator_crd: None) -> Callable[..., ModuleRun]:
         return run_reconcile(kubeconfig, jobs, **kwargs)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def podgroup_crd(api_client: Any) -> str:
+    """The scheduler-plugins PodGroup API (scheduling.x-k8s.io/v1alpha1), schema-less, unless the cluster has it.
+    Returns the gang_scheduling value that selects it. Nothing schedules these pods: the tests look at objects."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    ext = client.ApiextensionsV1Api(api_client)
+    name = "podgroups.scheduling.x-k8s.io"
+    try:
+        ext.read_custom_resource_definition(name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        ext.create_custom_resource_definition({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name},
+            "spec": {"group": "scheduling.x-k8s.io", "scope": "Namespaced",
+                     "names": {"kind": "PodGroup", "plural": "podgroups", "singular": "podgroup", "listKind": "PodGroupList"},
+                     "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": {"type": "object",
+                                                                  "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    custom = client.CustomObjectsApi(api_client)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            custom.list_cluster_custom_object("scheduling.x-k8s.io", "v1alpha1", "podgroups", limit=1)
+            return "scheduler-plugins-scheduler"
+        except ApiException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
