@@ -22,7 +22,7 @@ SCHEDULER_PORT=$((16259 + port_offset))
 KWOK_PORT=$((16280 + port_offset))
 SERVICE_CIDR=10.96.0.0/16
 # The address published in the kubernetes Service's endpoints (loopback is not a valid endpoint); nothing listens on it.
-ADVERTISE_IP=$(hostname -I 2>/dev/null | awk '{print $1}')
+ADVERTISE_IP=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -m1 -E '^[0-9]+(\.[0-9]+){3}$' || true)
 ADVERTISE_IP=${ADVERTISE_IP:-10.0.2.15}
 KWOK_POD_CIDR=10.240.0.0/16
 NODES=${MPI_CLUSTER_NODES:-4}
