@@ -286,7 +286,10 @@ def priority_values(rest: Rest, mpijobs: list[dict], opts: K.Options) -> dict[st
                 names.add(pc)
     values = {}
     for pc in sorted(names):
-        found = rest.get(f"/apis/scheduling.k8s.io/v1/priorityclasses/{quote(pc)}")
+        try:
+            found = rest.get(f"/apis/scheduling.k8s.io/v1/priorityclasses/{quote(pc)}")
+        except ApiError:
+            continue  # as in Kubeflow, an unreadable PriorityClass counts as priority 0
         if found is not None:
             values[pc] = int(found.get("value") or 0)
     return values

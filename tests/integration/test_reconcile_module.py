@@ -463,3 +463,112 @@ def test_stale_status_write_is_a_conflict_to_retry(api_client, namespace, operat
     kube.Applier(rest, stale, result).apply(status_only)
     assert result.retry and "409" in result.error
     assert "status" not in get_mpijob(api_client, namespace, "openmpi-helloworld")
+
+
+# ---- differential test against the real Kubeflow MPI Operator -------------------------------------------------
+
+_SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "namespace")
+_JOB_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
+
+
+def _normal(obj: dict, namespace: str) -> dict:
+    """An object without what the API server makes unique (uids, times, generated names) and its namespace."""
+    import json
+    import re
+
+    obj = copy.deepcopy(obj)
+    obj.pop("status", None)
+    meta = obj["metadata"]
+    for key in _SERVER_FIELDS:
+        meta.pop(key, None)
+    for ref in meta.get("ownerReferences") or []:
+        ref.pop("uid", None)
+    for labels in (meta.get("labels") or {}, ((obj.get("spec") or {}).get("template") or {}).get("metadata", {}).get(
+            "labels") or {}):
+        for key in _JOB_LABELS:
+            labels.pop(key, None)
+    if obj.get("kind") == "Job":
+        obj["spec"].pop("selector", None)
+        for ref in obj["spec"]["template"]["metadata"].get("ownerReferences") or []:
+            ref.pop("uid", None)
+    text = json.dumps(obj, sort_keys=True).replace(namespace, "NS")
+    return json.loads(re.sub(r"kube-api-access-[a-z0-9]{5}", "kube-api-access", text))
+
+
+def _children_of(api_client: Any, namespace: str, name: str) -> dict[str, dict]:
+    core, batch = _core(api_client)
+    sel = f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=worker"
+    out = {
+        "Service": core.read_namespaced_service(name, namespace),
+        "ConfigMap": core.read_namespaced_config_map(f"{name}-config", namespace),
+        "Secret": core.read_namespaced_secret(f"{name}-ssh", namespace),
+        "Job": batch.read_namespaced_job(f"{name}-launcher", namespace),
+        **{p.metadata.name: p for p in core.list_namespaced_pod(namespace, label_selector=sel).items},
+    }
+    result = {}
+    for key, obj in out.items():
+        d = _dict(api_client, obj)
+        d.setdefault("kind", "Pod" if key.startswith(name) else key)
+        result[key] = _normal(d, namespace)
+    return result
+
+
+def _second_namespace(api_client: Any, base: str) -> str:
+    from kubernetes import client
+
+    core, _ = _core(api_client)
+    name = f"{base[:50]}-kf"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name,
+                                                                          labels={"mpi.operator/test": "true"})))
+    wait_for(lambda: core.list_namespaced_service_account(namespace=name).items, 30, what=f"ServiceAccount in {name}")
+    return name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["openmpi-v2beta1", "intel-launcher-as-worker", "mpich-non-root"])
+def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reconcile, api_client, namespace) -> None:
+    """The same manifest, one copy reconciled by the real Kubeflow MPI Operator (v0.8.2, built from the Go module
+    proxy), the other by mpijob_reconcile: the children are equal but for the documented differences."""
+    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE)
+    body["spec"]["slotsPerWorker"] = 2
+    if variant == "intel-launcher-as-worker":
+        body["spec"].update(mpiImplementation="Intel", runLauncherAsWorker=True)
+    elif variant == "mpich-non-root":
+        body["spec"].update(mpiImplementation="MPICH", sshAuthMountPath="/home/mpiuser/.ssh")
+        body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["restartPolicy"] = "Never"
+    name = body["metadata"]["name"]
+    kf_ns = _second_namespace(api_client, namespace)
+    core, batch = _core(api_client)
+    try:
+        create_mpijob(api_client, kf_ns, body)
+        create_mpijob(api_client, namespace, body)
+        proc = kubeflow_operator(kf_ns)
+        wait_for(lambda: proc.poll() is None and batch.list_namespaced_job(kf_ns).items and len(
+            core.list_namespaced_pod(kf_ns, label_selector="training.kubeflow.org/job-role=worker").items) == 2,
+            120, what="the Kubeflow operator's launcher Job and workers")
+        reconcile([{"namespace": namespace, "name": name}])
+        theirs, ours = _children_of(api_client, kf_ns, name), _children_of(api_client, namespace, name)
+        assert sorted(theirs) == sorted(ours)
+
+        # documented differences (docs/differences.md), undone before comparing
+        env = ours["Job"]["spec"]["template"]["spec"]["containers"][0]["env"]
+        ours["Job"]["spec"]["template"]["spec"]["containers"][0]["env"] = [e for e in env if e["name"] not in PRRTE]
+        script = ours["ConfigMap"]["data"]["discover_hosts.sh"]
+        ours["ConfigMap"]["data"]["discover_hosts.sh"] = "".join(
+            line.rsplit(":", 1)[0] + "\n" if line.startswith("echo ") else line + "\n" for line in script.splitlines())
+        for secret in (theirs["Secret"], ours["Secret"]):  # fresh random keys on each side
+            assert base64.b64decode(secret["data"]["ssh-privatekey"]).startswith(b"-----BEGIN EC PRIVATE KEY-----")
+            assert base64.b64decode(secret["data"]["ssh-publickey"]).startswith(b"ecdsa-sha2-nistp521 ")
+            secret["data"] = sorted(secret["data"])
+        for key in theirs:
+            assert ours[key] == theirs[key], f"{key} differs from the Kubeflow operator's"
+
+        theirs_job = get_mpijob(api_client, kf_ns, name)
+        ours_job = get_mpijob(api_client, namespace, name)
+        assert [(c["type"], c["status"], c["reason"]) for c in theirs_job["status"]["conditions"]] == \
+            [(c["type"], c["status"], c["reason"]) for c in ours_job["status"]["conditions"]]
+        ours_job["status"]["replicaStatuses"]["Worker"].pop("selector")  # ours fills it for `kubectl scale`
+        assert theirs_job["status"]["replicaStatuses"] == ours_job["status"]["replicaStatuses"]
+        assert event_reasons(api_client, kf_ns, name) == event_reasons(api_client, namespace, name)
+    finally:
+        core.delete_namespace(kf_ns, propagation_policy="Background")
