@@ -572,3 +572,17 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
         assert event_reasons(api_client, kf_ns, name) == event_reasons(api_client, namespace, name)
     finally:
         core.delete_namespace(kf_ns, propagation_policy="Background")
+
+
+def test_vanished_children_are_recreated(reconcile, api_client, namespace) -> None:
+    create_mpijob(api_client, namespace, _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE))
+    key = [{"namespace": namespace, "name": "openmpi-helloworld"}]
+    reconcile(key)
+    core, _ = _core(api_client)
+    core.delete_namespaced_config_map("openmpi-helloworld-config", namespace)
+    core.delete_namespaced_pod("openmpi-helloworld-worker-1", namespace, grace_period_seconds=0)
+    wait_for(lambda: not [p for p in core.list_namespaced_pod(namespace).items
+                          if p.metadata.name == "openmpi-helloworld-worker-1"], 30, what="worker-1 gone")
+    run = reconcile(key)
+    assert [(a["action"], a["kind"], a["name"]) for a in run.job("openmpi-helloworld")["actions"]] == [
+        ("create", "ConfigMap", "openmpi-helloworld-config"), ("create", "Pod", "openmpi-helloworld-worker-1")]
