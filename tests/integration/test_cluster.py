@@ -55,6 +55,10 @@ def _job(name: str, completions: int = 1, annotations: dict[str, str] | None = N
     )
 
 
+def _pods_summary(core: client.CoreV1Api, namespace: str) -> list[tuple[str, str | None, str | None]]:
+    return [(p.metadata.name, p.spec.node_name, p.status.phase) for p in core.list_namespaced_pod(namespace).items]
+
+
 def _job_condition(batch: client.BatchV1Api, name: str, namespace: str, kind: str) -> bool:
     status = batch.read_namespaced_job_status(name, namespace).status
     return any(c.type == kind and c.status == "True" for c in status.conditions or [])
@@ -214,11 +218,14 @@ def test_deployment_pods_run_on_kwok_nodes(api_client: client.ApiClient, namespa
             ),
         ),
     )
-    wait_for(
-        lambda: apps.read_namespaced_deployment_status("web", namespace).status.available_replicas == 3,
-        60,
-        what="3 available replicas",
-    )
+    try:
+        wait_for(
+            lambda: apps.read_namespaced_deployment_status("web", namespace).status.available_replicas == 3,
+            120,
+            what="3 available replicas",
+        )
+    except AssertionError as e:
+        raise AssertionError(f"{e}; pods: {_pods_summary(core, namespace)}") from None
     pods = core.list_namespaced_pod(namespace, label_selector="app=web").items
     assert len(pods) == 3
     for pod in pods:

@@ -74,7 +74,9 @@ def _start_local_cluster() -> str:
 def kubeconfig() -> str:
     """Path of a cluster-admin kubeconfig, also exported as KUBECONFIG and K8S_AUTH_KUBECONFIG for subprocesses."""
     user = os.environ.get("KUBECONFIG")
-    path = user if user and _reachable(None) else _start_local_cluster()
+    # The local cluster always goes through up.sh: it is quick when healthy, and repairs it when not.
+    ours = bool(user) and os.path.realpath(user) == os.path.realpath(local_kubeconfig_path())
+    path = user if user and not ours and _reachable(None) else _start_local_cluster()
     os.environ["KUBECONFIG"] = path
     os.environ["K8S_AUTH_KUBECONFIG"] = path
     return path
