@@ -6,6 +6,9 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 t0=$(now_ms)
+for tool in curl openssl flock setsid; do
+  command -v "$tool" >/dev/null || die "$tool is required (Debian: apt-get install curl openssl util-linux)"
+done
 cluster_lock
 
 tb=$(now_ms)
