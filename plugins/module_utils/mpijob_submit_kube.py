@@ -1,0 +1,201 @@
+"""The API half of the mpijob and mpijob_info modules, on top of module_utils/kube.py (its client and Rest):
+server-side apply, scale/suspend patches, deletion, the bounded wait, the launcher's log tail, the job's events.
+The decisions (what to apply, changed or not, phase) are in mpijob_submit.py.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from urllib.parse import quote
+
+from . import mpijob_submit as S
+from .kube import ApiError, Rest, Unreachable, collection, item
+from .mpijob import constants as C
+
+FIELD_MANAGER = "mpi.operator"
+# workers/suspend patches: a manifest applied later that sets those fields otherwise conflicts with FIELD_MANAGER.
+PATCH_FIELD_MANAGER = "mpi.operator-patch"
+_UNDECLARED = re.compile(r"\.(spec\S*?): field not declared in schema")
+LOG_TIMEOUT = 10.0  # a kubelet that cannot serve logs must not hold the task for the full request timeout
+
+
+class JobError(Exception):
+    """A failure to report as the task's message (bad input the API rejected, conflict, timeout)."""
+
+    def __init__(self, message: str, **result: object):
+        super().__init__(message)
+        self.result = result
+
+
+def job_path(api_version: str, namespace: str, name: str = "") -> str:
+    return item(api_version, C.KIND, namespace, name) if name else collection(api_version, C.KIND, namespace)
+
+
+def _explain(exc: ApiError, what: str) -> str:
+    if exc.status == 409 and "conflict" in exc.message.lower():
+        hint = (f" ({PATCH_FIELD_MANAGER} is the workers/suspend option of mpi.operator.mpijob)"
+                if PATCH_FIELD_MANAGER in exc.message else "")
+        return (f"{what}: {exc.message}. Another field manager changed these fields since{hint}: put the live value "
+                f"in the manifest, leave the field out, or set force: true to take it back")
+    unknown = _UNDECLARED.findall(exc.message)
+    if unknown:  # server-side apply's answer to a field the schema lacks, typically a typo
+        return f"{what}: the API server rejected the MPIJob: unknown field {', '.join(unknown)}"
+    if exc.status in (400, 422):
+        return f"{what}: the API server rejected the MPIJob: {exc.message}"
+    return f"{what}: {exc}"
+
+
+def _not_served(api_version: str) -> str:
+    return (f"the API server does not serve {api_version} MPIJobs: install the CRD (playbook mpi.operator.install, "
+            f"role mpi.operator.crds)")
+
+
+class Jobs:
+    """MPIJob reads and writes of one module run."""
+
+    def __init__(self, rest: Rest, check_mode: bool = False):
+        self.rest, self.check_mode = rest, check_mode
+
+    def _query(self, **extra: str) -> dict:
+        query = dict(extra)
+        if self.check_mode:
+            query["dryRun"] = "All"
+        return query
+
+    def get(self, namespace: str, name: str, api_version: str = C.API_VERSION) -> dict | None:
+        try:
+            return self.rest.get(job_path(api_version, namespace, name))
+        except ApiError as exc:
+            raise JobError(_explain(exc, f"reading MPIJob {namespace}/{name}")) from exc
+
+    def apply(self, manifest: dict, force: bool, dry_run: bool) -> dict:
+        """Server-side apply as FIELD_MANAGER; unknown fields are errors (fieldValidation=Strict)."""
+        meta = manifest["metadata"]
+        query = {"fieldManager": FIELD_MANAGER, "fieldValidation": "Strict"}
+        if force:
+            query["force"] = "true"
+        if dry_run:
+            query["dryRun"] = "All"
+        path = job_path(manifest["apiVersion"], meta["namespace"], meta["name"])
+        try:
+            return self.rest.request("PATCH", path, json.dumps(manifest), query=query,
+                                     content_type="application/apply-patch+yaml")
+        except ApiError as exc:
+            if exc.status == 404:  # apply creates missing objects: a 404 is the kind, not the object
+                raise JobError(f"applying MPIJob {S.ref(manifest)}: {_not_served(manifest['apiVersion'])}") from exc
+            raise JobError(_explain(exc, f"applying MPIJob {S.ref(manifest)}")) from exc
+
+    def patch(self, job: dict, patch: dict) -> dict:
+        meta = job["metadata"]
+        path = job_path(job["apiVersion"], meta["namespace"], meta["name"])
+        try:
+            return self.rest.request("PATCH", path, patch, content_type="application/merge-patch+json",
+                                     query=self._query(fieldManager=PATCH_FIELD_MANAGER, fieldValidation="Strict"))
+        except ApiError as exc:
+            raise JobError(_explain(exc, f"patching MPIJob {S.ref(job)}")) from exc
+
+    def delete(self, job: dict) -> None:
+        """Deletes the job; its children go with it (ownerReferences, foreground: the job is gone last)."""
+        meta = job["metadata"]
+        body = {"propagationPolicy": "Foreground", "preconditions": {"uid": meta["uid"]}}
+        if self.check_mode:
+            body["dryRun"] = ["All"]  # with a body, the API server ignores the query's dryRun
+        try:
+            self.rest.request("DELETE", job_path(job["apiVersion"], meta["namespace"], meta["name"]), body)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise JobError(_explain(exc, f"deleting MPIJob {S.ref(job)}")) from exc
+
+    def list(self, namespace: str | None, selectors: list[str]) -> list[dict]:
+        path = job_path(C.API_VERSION, namespace) if namespace else f"/apis/{C.API_VERSION}/{C.PLURAL}"
+        try:
+            return self.rest.list(path, ",".join(selectors))
+        except ApiError as exc:
+            raise JobError(_explain(exc, "listing MPIJobs")) from exc
+
+    def wait(self, job: dict, done: Callable[[dict | None], bool], timeout: float, sleep: float,
+             what: str) -> dict | None:
+        """Polls the job until `done(job)`; JobError with the last progress line on timeout."""
+        meta = job["metadata"]
+        deadline = time.monotonic() + timeout
+        current: dict | None = job
+        while not done(current):
+            if time.monotonic() >= deadline:
+                last = S.summary(current, datetime.now(UTC))["progress"] if current else "gone"
+                raise JobError(f"timed out after {timeout:g}s waiting for MPIJob {S.ref(job)} {what}; now: {last}",
+                               result=current)
+            time.sleep(min(sleep, max(0.0, deadline - time.monotonic())))
+            try:
+                current = self.rest.get(job_path(job["apiVersion"], meta["namespace"], meta["name"]))
+            except (ApiError, Unreachable):
+                continue  # a blip of the API server is not the end of the wait; the deadline is
+        return current
+
+    def launcher_log(self, job: dict, lines: int) -> tuple[list[str], str]:
+        """(last `lines` lines of the newest launcher pod's log (all when lines <= 0), a note when there are none)."""
+        meta = job["metadata"]
+        selector = f"{C.JOB_NAME_LABEL}={meta['name']},{C.JOB_ROLE_LABEL}={C.ROLE_LAUNCHER}"
+        try:
+            pods = self.rest.list(collection("v1", "Pod", meta["namespace"]), selector)
+        except ApiError as exc:
+            return [], f"launcher pods unreadable: {exc}"
+        pod = S.newest_launcher_pod(pods)
+        if pod is None:
+            return [], "no launcher pod (yet)"
+        name = pod["metadata"]["name"]
+        containers = (pod.get("spec") or {}).get("containers") or [{}]
+        main = (job.get("spec") or {}).get("mainContainer") or containers[0].get("name")
+        query = {"container": main}
+        if lines > 0:
+            query["tailLines"] = str(lines)
+        path = f"{collection('v1', 'Pod', meta['namespace'])}/{quote(name)}/log"
+        try:
+            text = self._text(path, query)
+        except (ApiError, Unreachable) as exc:
+            return [], f"launcher log unavailable: pod {name}: {exc}"
+        log = S.tail(text, lines)
+        return log, "" if log else f"launcher pod {name} has an empty log"
+
+    def _text(self, path: str, query: dict) -> str:
+        """A plain-text GET (Rest parses JSON)."""
+        client = self.rest.client
+        params = client.param_serialize(method="GET", resource_path=path, query_params=list(query.items()),
+                                        header_params={"Accept": "*/*"}, auth_settings=["BearerToken"])
+        self.rest.calls += 1
+        try:
+            resp = client.call_api(*params, _request_timeout=LOG_TIMEOUT)
+        except Exception as exc:  # urllib3 errors: the kubelet or the API server did not answer
+            raise Unreachable(str(exc)) from exc
+        data = resp.read().decode(errors="replace")
+        if resp.status >= 400:
+            try:
+                body = json.loads(data)
+            except ValueError:
+                body = {"message": data[:300]}
+            raise ApiError(resp.status, resp.reason or "", body)
+        return data
+
+    def events(self, job: dict, limit: int = 20) -> list[dict]:
+        """The job's most recent events, oldest first."""
+        meta = job["metadata"]
+        selector = f"involvedObject.kind={C.KIND},involvedObject.name={meta['name']}"
+        try:
+            found = self.rest.request("GET", collection("v1", "Event", meta["namespace"]),
+                                      query={"fieldSelector": selector}).get("items") or []
+        except ApiError:
+            return []
+        uid = meta.get("uid")
+        found = [e for e in found if not uid or (e.get("involvedObject") or {}).get("uid") in (None, "", uid)]
+        events = [{
+            "type": e.get("type"),
+            "reason": e.get("reason"),
+            "message": e.get("message"),
+            "count": e.get("count") or 1,
+            "last_timestamp": e.get("lastTimestamp") or e.get("eventTime") or (e.get("metadata") or {}).get(
+                "creationTimestamp"),
+        } for e in found]
+        events.sort(key=lambda e: e["last_timestamp"] or "")
+        return events[-limit:]

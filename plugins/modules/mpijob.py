@@ -1,0 +1,529 @@
+#!/usr/bin/python
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see galaxy.yml)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: mpijob
+short_description: Submit, scale, suspend, wait for and delete kubeflow.org MPIJobs
+version_added: 0.1.0
+author:
+  - mpi.operator contributors
+description:
+  - Creates or updates an MPIJob by server-side apply (field manager C(mpi.operator)) from a full manifest
+    (O(definition) or O(src), C(kubeflow.org/v2beta1) or the legacy C(kubeflow.org/v1)), or from a short form
+    (O(name), O(image), O(command), O(workers), ...) that becomes a C(kubeflow.org/v2beta1) MPIJob.
+  - With only O(name) and O(workers) and/or O(suspend), scales or suspends/resumes an existing job; only those
+    fields are patched, nothing else of the job is touched.
+  - Reports C(changed) only when the job would differ (the comparison is the API server's own dry run, defaults
+    included), so re-running the same task is a no-op.
+  - Unknown fields are rejected by the API server (field validation C(Strict)), naming the field, e.g.
+    C(unknown field "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.request").
+  - With O(wait), waits until the job has finished (or is Running, or Suspended, see O(wait_for)) and fails the task
+    when the job failed, with the reason and the last lines of the launcher's log in the message.
+  - The MPI operator must be running for a job to make progress; this module only talks to the API server.
+extends_documentation_fragment:
+  - mpi.operator.auth
+options:
+  state:
+    description:
+      - V(present) creates or updates the job; V(absent) deletes it, and the API server's garbage collector
+        deletes its children (launcher Job, worker Pods, Service, ConfigMap, Secret) with it.
+    type: str
+    choices: [present, absent]
+    default: present
+  name:
+    description:
+      - Name of the MPIJob. Required unless O(definition) or O(src) names it.
+    type: str
+  namespace:
+    description:
+      - Namespace of the MPIJob. Used when the manifest names none; V(default) when neither does.
+    type: str
+  definition:
+    description:
+      - The MPIJob as a dict (one object), C(kubeflow.org/v2beta1) or C(kubeflow.org/v1).
+      - Mutually exclusive with O(src) and with the short form options.
+    type: dict
+    aliases: [resource_definition]
+  src:
+    description:
+      - Path of a YAML file holding one MPIJob, read on the host the module runs on (usually the controller,
+        with C(connection=local)).
+    type: path
+  image:
+    description:
+      - Short form. The container image of the launcher and the workers. Setting it selects the short form.
+    type: str
+  command:
+    description:
+      - Short form. The launcher's command, e.g. V([mpirun, -n, "4", /opt/mpi/pi]). A string is split like a shell
+        would split it. The workers get no command, so the operator starts C(sshd) in them.
+    type: raw
+  workers:
+    description:
+      - Number of worker replicas. In the short form the default is 1.
+      - With a manifest it overrides C(spec.mpiReplicaSpecs.Worker.replicas).
+      - Alone (with O(name)), it scales an existing job by patching that one field.
+    type: int
+  slots_per_worker:
+    description:
+      - Short form. MPI slots (processes) per worker in the hostfile; 1 when not given.
+    type: int
+  resources:
+    description:
+      - "Short form. Resources of each worker container. Plain quantities (V({cpu: 1, memory: 2Gi})) are used as
+        both requests and limits; V({requests: {...}, limits: {...}}) is taken as written."
+    type: dict
+  launcher_resources:
+    description:
+      - Short form. Resources of the launcher container, in the same forms as O(resources).
+    type: dict
+  mpi_implementation:
+    description:
+      - Short form. The MPI implementation of the image; V(OpenMPI) when not given.
+    type: str
+    choices: [OpenMPI, Intel, MPICH]
+  env:
+    description:
+      - Short form. Environment variables of the launcher and worker containers.
+    type: dict
+  labels:
+    description:
+      - Short form. Labels of the MPIJob.
+    type: dict
+  clean_pod_policy:
+    description:
+      - Short form. Which pods to delete when the job finishes; V(Running) when not given.
+    type: str
+    choices: [All, Running, None]
+  suspend:
+    description:
+      - V(true) suspends the job (running pods are deleted, the launcher Job is suspended), V(false) resumes it.
+      - With a manifest it overrides C(spec.runPolicy.suspend); alone (with O(name)) it patches that one field.
+    type: bool
+  force:
+    description:
+      - Take over fields that another field manager owns instead of failing with a conflict (server-side apply
+        C(force)).
+    type: bool
+    default: false
+  wait:
+    description:
+      - Wait until the job reaches O(wait_for); with O(state=absent), until the job and its children are gone.
+    type: bool
+    default: false
+  wait_for:
+    description:
+      - What O(wait) waits for. V(Succeeded) waits until the job has finished, succeeded or failed. V(Running) waits
+        until it runs (or has already finished). V(Suspended) waits until it is suspended.
+      - Defaults to V(Suspended) when the job is suspended, else V(Succeeded).
+    type: str
+    choices: [Succeeded, Running, Suspended]
+  wait_timeout:
+    description:
+      - Seconds to wait before failing the task with a timeout (the job keeps running).
+    type: int
+    default: 600
+  wait_sleep:
+    description:
+      - Seconds between two looks at the job while waiting.
+    type: int
+    default: 2
+  fail_on_job_failure:
+    description:
+      - Fail the task when the waited-for job failed. With V(false) the task succeeds and RV(summary.phase) says
+        V(Failed).
+    type: bool
+    default: true
+  log_lines:
+    description:
+      - How many of the last lines of the launcher's log to return (and to show when the job failed); V(0) returns
+        none.
+    type: int
+    default: 20
+attributes:
+  check_mode:
+    support: full
+    description: Every write is sent as a server-side dry run; the result shows the job as it would be.
+  diff_mode:
+    support: full
+    description: Returns the job before and after (without status and server bookkeeping such as managedFields).
+  idempotent:
+    support: full
+    description: C(changed) only when the job's metadata or spec would change.
+notes:
+  - Simulated pods (the local kwok cluster) and some kubelets serve no logs; RV(launcher_log) is then empty and
+    RV(launcher_log_note) says why.
+  - After O(workers) scaled a job, re-applying a manifest with another replica count conflicts with that change
+    only if the manifest was applied by another field manager; O(force) settles it.
+seealso:
+  - module: mpi.operator.mpijob_info
+"""
+
+EXAMPLES = r"""
+- name: Run the pi example from a file, wait for it, fail when it fails
+  mpi.operator.mpijob:
+    src: examples/v2beta1/pi.yaml
+    namespace: default
+    wait: true
+    wait_timeout: 900
+  register: pi
+
+- name: Show how it went
+  ansible.builtin.debug:
+    msg: "{{ pi.summary.progress }}: {{ pi.launcher_log | join('\n') }}"
+
+- name: The same without writing a manifest (the short form)
+  mpi.operator.mpijob:
+    name: pi
+    namespace: default
+    image: mpioperator/mpi-pi:openmpi
+    command: mpirun -n 4 /home/mpiuser/pi
+    workers: 2
+    slots_per_worker: 2
+    resources: {cpu: 1, memory: 1Gi}
+
+- name: Submit an inline manifest and only wait until it runs
+  mpi.operator.mpijob:
+    definition:
+      apiVersion: kubeflow.org/v2beta1
+      kind: MPIJob
+      metadata: {name: hello, namespace: default}
+      spec:
+        mpiReplicaSpecs:
+          Launcher:
+            replicas: 1
+            template:
+              spec:
+                containers: [{name: launcher, image: mpioperator/mpi-pi:openmpi, command: [mpirun, hostname]}]
+          Worker:
+            replicas: 2
+            template:
+              spec:
+                containers: [{name: worker, image: mpioperator/mpi-pi:openmpi}]
+    wait: true
+    wait_for: Running
+
+- name: Scale a running elastic job to 3 workers
+  mpi.operator.mpijob:
+    name: tensorflow-mnist-elastic
+    namespace: default
+    workers: 3
+
+- name: Suspend a job (its pods go away), then resume it
+  mpi.operator.mpijob:
+    name: pi
+    namespace: default
+    suspend: "{{ item }}"
+  loop: [true, false]
+
+- name: Know whether the job would change (a GitOps drift check), without changing it
+  mpi.operator.mpijob:
+    src: examples/v2beta1/pi.yaml
+  check_mode: true
+  diff: true
+  register: drift
+
+- name: Delete the job and its children, and wait until they are gone
+  mpi.operator.mpijob:
+    name: pi
+    namespace: default
+    state: absent
+    wait: true
+"""
+
+RETURN = r"""
+result:
+  description: The MPIJob as the API server has it after the task (in check mode, as it would be); null when absent.
+  returned: always
+  type: dict
+  sample: {apiVersion: kubeflow.org/v2beta1, kind: MPIJob, metadata: {name: pi, namespace: default}, spec: {}, status: {}}
+conditions:
+  description: The job's status conditions (Created, Running, Suspended, Succeeded, Failed).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{type: Created, status: "True", reason: MPIJobCreated, message: MPIJob default/pi is created.}]
+summary:
+  description: The job's status at a glance; null when the job does not exist.
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: Name of the job.
+      type: str
+    namespace:
+      description: Namespace of the job.
+      type: str
+    phase:
+      description: From the conditions, V(Pending) (no condition yet), V(Created), V(Running), V(Suspended),
+        V(Succeeded) or V(Failed).
+      type: str
+      sample: Running
+    reason:
+      description: Reason of the condition that gave the phase.
+      type: str
+      sample: MPIJobRunning
+    message:
+      description: Message of the condition that gave the phase.
+      type: str
+    workers:
+      description: Desired worker replicas.
+      type: int
+    workers_running:
+      description: Worker pods running (C(status.replicaStatuses.Worker.active)).
+      type: int
+    workers_failed:
+      description: Worker pods failed.
+      type: int
+    launcher_active:
+      description: Launcher pods running.
+      type: int
+    launcher_failed:
+      description: Launcher pods failed (retries count).
+      type: int
+    suspended:
+      description: Whether C(spec.runPolicy.suspend) is set.
+      type: bool
+    start_time:
+      description: C(status.startTime).
+      type: str
+    completion_time:
+      description: C(status.completionTime).
+      type: str
+    elapsed_seconds:
+      description: Seconds since the job started (until it finished, for a finished job).
+      type: int
+    finished:
+      description: Whether the job Succeeded or Failed.
+      type: bool
+    progress:
+      description: One line for humans.
+      type: str
+      sample: "default/pi: Running, workers 2/2 running, 14s elapsed"
+launcher_log:
+  description: The last O(log_lines) lines of the newest launcher pod's log.
+  returned: always
+  type: list
+  elements: str
+  sample: ["Rank 0 on host pi-worker-0", "pi is approximately 3.1410034896"]
+launcher_log_note:
+  description: Why RV(launcher_log) is empty (no launcher pod yet, the kubelet serves no logs, ...); empty otherwise.
+  returned: always
+  type: str
+method:
+  description: What was done, V(created), V(applied), V(patched), V(deleted) or V(unchanged).
+  returned: always
+  type: str
+diff:
+  description: The job before and after, without status and server bookkeeping.
+  returned: when diff mode is on and something changed
+  type: dict
+  contains:
+    before:
+      description: The job before the task; empty when it did not exist.
+      type: dict
+    after:
+      description: The job after the task; empty when deleted.
+      type: dict
+api_calls:
+  description: Number of API requests made.
+  returned: always
+  type: int
+"""
+
+from datetime import UTC, datetime  # noqa: E402
+
+import yaml  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit as S  # noqa: E402
+from ansible_collections.mpi.operator.plugins.module_utils.kube import AUTH_ARG_SPEC, Unreachable, connect  # noqa: E402
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C  # noqa: E402
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob_submit_kube import JobError, Jobs  # noqa: E402
+
+
+def argspec() -> dict:
+    spec = dict(
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        name=dict(type="str"),
+        namespace=dict(type="str"),
+        definition=dict(type="dict", aliases=["resource_definition"]),
+        src=dict(type="path"),
+        image=dict(type="str"),
+        command=dict(type="raw"),
+        workers=dict(type="int"),
+        slots_per_worker=dict(type="int"),
+        resources=dict(type="dict"),
+        launcher_resources=dict(type="dict"),
+        mpi_implementation=dict(type="str", choices=list(C.MPI_IMPLEMENTATIONS)),
+        env=dict(type="dict"),
+        labels=dict(type="dict"),
+        clean_pod_policy=dict(type="str", choices=list(C.CLEAN_POD_POLICIES)),
+        suspend=dict(type="bool"),
+        force=dict(type="bool", default=False),
+        wait=dict(type="bool", default=False),
+        wait_for=dict(type="str", choices=["Succeeded", "Running", "Suspended"]),
+        wait_timeout=dict(type="int", default=600),
+        wait_sleep=dict(type="int", default=2),
+        fail_on_job_failure=dict(type="bool", default=True),
+        log_lines=dict(type="int", default=20),
+    )
+    spec.update({k: dict(v) for k, v in AUTH_ARG_SPEC.items()})
+    return spec
+
+
+def read_src(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            docs = [d for d in yaml.safe_load_all(f) if d]
+    except (OSError, yaml.YAMLError) as exc:
+        raise S.SubmitError(f"src: cannot read {path}: {exc}") from exc
+    jobs = [d for d in docs if isinstance(d, dict) and d.get("kind") == C.KIND]
+    if len(jobs) != 1:
+        raise S.SubmitError(f"src: {path} must hold exactly one MPIJob, found {len(jobs)}")
+    return jobs[0]
+
+
+def wanted(params: dict, job: dict | None) -> str:
+    if params["wait_for"]:
+        return params["wait_for"]
+    return C.SUSPENDED if job is not None and S.is_suspended(job) else C.SUCCEEDED
+
+
+def reached(job: dict | None, wait_for: str) -> bool:
+    if job is None:
+        return False
+    phase = S.job_phase(job)
+    return phase == C.SUSPENDED if wait_for == C.SUSPENDED else S.reached(phase, wait_for)
+
+
+class Run:
+    """One task: the job it is about, what was done, what to return."""
+
+    def __init__(self, module: AnsibleModule, jobs: Jobs):
+        self.module, self.jobs, self.params = module, jobs, module.params
+        self.before: dict | None = None
+        self.after: dict | None = None
+        self.method = "unchanged"
+
+    def present(self) -> None:
+        p = self.params
+        definition = p["definition"] if p["definition"] is not None else (read_src(p["src"]) if p["src"] else None)
+        manifest = S.desired_manifest(p, definition)
+        if manifest is None:
+            self.scale_or_suspend()
+            return
+        meta = manifest["metadata"]
+        self.before = self.jobs.get(meta["namespace"], meta["name"], manifest["apiVersion"])
+        would_be = self.jobs.apply(manifest, p["force"], dry_run=True)
+        if not S.differs(self.before, would_be):
+            self.after = self.before
+            return
+        self.method = "created" if self.before is None else "applied"
+        self.after = would_be if self.module.check_mode else self.jobs.apply(manifest, p["force"], dry_run=False)
+
+    def scale_or_suspend(self) -> None:
+        p = self.params
+        if not p["name"]:
+            raise S.SubmitError("name: required (or give definition, src, or the short form image and command)")
+        if p["workers"] is None and p["suspend"] is None:
+            raise S.SubmitError("nothing to do: give definition, src, the short form (image, command), workers or suspend")
+        namespace = p["namespace"] or "default"
+        self.before = self.jobs.get(namespace, p["name"])
+        if self.before is None:
+            raise S.SubmitError(f"MPIJob {namespace}/{p['name']} does not exist: to create it, give definition, src "
+                                "or the short form (image, command)")
+        patch = S.job_patch(self.before, p["workers"], p["suspend"])
+        if patch is None:
+            self.after = self.before
+            return
+        self.method = "patched"
+        self.after = self.jobs.patch(self.before, patch)
+
+    def absent(self) -> None:
+        p = self.params
+        definition = p["definition"] if p["definition"] is not None else (read_src(p["src"]) if p["src"] else None)
+        meta = (definition or {}).get("metadata") or {}
+        name, namespace = meta.get("name") or p["name"], meta.get("namespace") or p["namespace"] or "default"
+        if not name:
+            raise S.SubmitError("name: required to delete a job (or give definition or src)")
+        self.before = self.jobs.get(namespace, name)
+        if self.before is None:
+            return
+        self.method = "deleted"
+        self.jobs.delete(self.before)
+        if p["wait"] and not self.module.check_mode:
+            self.jobs.wait(self.before, lambda job: job is None, p["wait_timeout"], p["wait_sleep"],
+                           "and its children to be deleted")
+        if not self.module.check_mode:
+            self.after = None
+
+    def wait(self) -> None:
+        p = self.params
+        if not p["wait"] or p["state"] == "absent" or self.after is None or self.module.check_mode:
+            return
+        target = wanted(p, self.after)
+        self.after = self.jobs.wait(self.after, lambda job: reached(job, target), p["wait_timeout"], p["wait_sleep"],
+                                    f"to be {target}")
+        if self.after is None:
+            raise JobError(f"MPIJob {S.ref(self.before or {})} was deleted while waiting for it")
+
+    def result(self) -> dict:
+        if self.params["state"] == "absent":
+            job = self.before if self.module.check_mode else None
+        else:
+            job = self.after if self.after is not None else self.before
+        out = {
+            "changed": self.method != "unchanged",
+            "method": self.method,
+            "result": job,
+            "conditions": ((job or {}).get("status") or {}).get("conditions") or [],
+            "summary": S.summary(job, datetime.now(UTC)) if job else None,
+            "launcher_log": [],
+            "launcher_log_note": "",
+        }
+        if job is not None and self.params["log_lines"] > 0 and out["summary"]["phase"] not in (S.PENDING,):
+            out["launcher_log"], out["launcher_log_note"] = self.jobs.launcher_log(job, self.params["log_lines"])
+        if self.module._diff and out["changed"]:
+            after = None if self.method == "deleted" else self.after
+            out["diff"] = {"before": S.comparable(self.before) or {}, "after": S.comparable(after) or {}}
+        return out
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=argspec(),
+        mutually_exclusive=[("definition", "src")],
+        supports_check_mode=True,
+    )
+    rest = connect(module)
+    run = None
+    try:
+        run = Run(module, Jobs(rest, module.check_mode))
+        if module.params["state"] == "absent":
+            run.absent()
+        else:
+            run.present()
+        run.wait()
+        out = run.result()
+    except S.SubmitError as exc:
+        module.fail_json(msg=str(exc))
+    except JobError as exc:
+        if run is not None and "result" in exc.result:
+            run.after = exc.result["result"]  # the job as last seen by the wait
+        partial = run.result() if run is not None else {}
+        module.fail_json(msg=str(exc), api_calls=rest.calls, **partial)
+    except Unreachable as exc:
+        module.fail_json(msg=f"Kubernetes API server unreachable: {exc}")
+    summary = out["summary"]
+    if (module.params["wait"] and module.params["fail_on_job_failure"] and summary
+            and summary["phase"] == C.FAILED and not module.check_mode):
+        module.fail_json(msg=S.failure_message(summary, out["launcher_log"], out["launcher_log_note"]),
+                         api_calls=rest.calls, **out)
+    module.exit_json(api_calls=rest.calls, **out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+#!/usr/bin/python
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see galaxy.yml)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: mpijob_info
+short_description: Status, launcher logs and events of kubeflow.org MPIJobs
+version_added: 0.1.0
+author:
+  - mpi.operator contributors
+description:
+  - Reads one MPIJob (O(name)) or a list (by O(namespace) and O(label_selectors)) and returns each with a status
+    summary (phase, workers running, elapsed time), optionally the launcher's log and the job's recent events.
+  - Never changes anything.
+extends_documentation_fragment:
+  - mpi.operator.auth
+options:
+  name:
+    description:
+      - Name of one MPIJob. Without it, every MPIJob of O(namespace) (of all namespaces when O(namespace) is not
+        given) that matches O(label_selectors).
+    type: str
+  namespace:
+    description:
+      - Namespace of the jobs. With O(name), V(default) when not given.
+    type: str
+  label_selectors:
+    description:
+      - Label selectors the jobs must match, e.g. V(team=ml) or V(tier in (batch, train)); all must match.
+    type: list
+    elements: str
+    default: []
+  launcher_log:
+    description:
+      - V(tail) returns the last O(log_lines) lines of each job's launcher log, V(all) the whole log, V(none) no log.
+    type: str
+    choices: [none, tail, all]
+    default: none
+  log_lines:
+    description:
+      - Lines of the launcher log to return with O(launcher_log=tail).
+    type: int
+    default: 20
+  events:
+    description:
+      - Return the jobs' recent events (the operator's Created, Running, Succeeded, Failed, ... events).
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+notes:
+  - Simulated pods (the local kwok cluster) and some kubelets serve no logs; C(launcher_log) is then empty and
+    C(launcher_log_note) says why.
+seealso:
+  - module: mpi.operator.mpijob
+"""
+
+EXAMPLES = r"""
+- name: How is pi doing?
+  mpi.operator.mpijob_info:
+    name: pi
+    namespace: default
+    launcher_log: tail
+    events: true
+  register: pi
+
+- name: Print its progress line and log
+  ansible.builtin.debug:
+    msg: "{{ pi.jobs[0].summary.progress }} {{ pi.jobs[0].launcher_log }}"
+  when: pi.jobs | length > 0
+
+- name: Every job of the team that failed
+  mpi.operator.mpijob_info:
+    namespace: team-a
+    label_selectors: [team=ml]
+  register: all_jobs
+
+- name: List them
+  ansible.builtin.debug:
+    msg: "{{ all_jobs.jobs | map(attribute='summary') | selectattr('phase', 'eq', 'Failed') | map(attribute='name') }}"
+
+- name: Wait, showing progress, until the job has finished
+  mpi.operator.mpijob_info:
+    name: pi
+    namespace: default
+  register: info
+  until: info.jobs | length == 0 or info.jobs[0].summary.finished
+  retries: 60
+  delay: 5
+"""
+
+RETURN = r"""
+jobs:
+  description: The jobs found, sorted by namespace and name; empty when none (or O(name) does not exist).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    mpijob:
+      description: The MPIJob object as the API server has it.
+      type: dict
+    conditions:
+      description: The job's status conditions.
+      type: list
+      elements: dict
+    summary:
+      description: The job's status at a glance (the same as the mpi.operator.mpijob module's C(summary)).
+      type: dict
+      contains:
+        name:
+          description: Name of the job.
+          type: str
+        namespace:
+          description: Namespace of the job.
+          type: str
+        phase:
+          description: V(Pending), V(Created), V(Running), V(Suspended), V(Succeeded) or V(Failed), from the conditions.
+          type: str
+        reason:
+          description: Reason of the condition that gave the phase.
+          type: str
+        message:
+          description: Message of the condition that gave the phase.
+          type: str
+        workers:
+          description: Desired worker replicas.
+          type: int
+        workers_running:
+          description: Worker pods running.
+          type: int
+        workers_failed:
+          description: Worker pods failed.
+          type: int
+        launcher_active:
+          description: Launcher pods running.
+          type: int
+        launcher_failed:
+          description: Launcher pods failed.
+          type: int
+        suspended:
+          description: Whether C(spec.runPolicy.suspend) is set.
+          type: bool
+        start_time:
+          description: C(status.startTime).
+          type: str
+        completion_time:
+          description: C(status.completionTime).
+          type: str
+        elapsed_seconds:
+          description: Seconds since the job started (until it finished, for a finished job).
+          type: int
+        finished:
+          description: Whether the job Succeeded or Failed.
+          type: bool
+        progress:
+          description: One line for humans.
+          type: str
+          sample: "default/pi: Running, workers 2/2 running, 14s elapsed"
+    launcher_log:
+      description: Lines of the newest launcher pod's log (with O(launcher_log=tail) or V(all)).
+      type: list
+      elements: str
+    launcher_log_note:
+      description: Why C(launcher_log) is empty although a log was asked for; empty otherwise.
+      type: str
+    events:
+      description: The job's most recent events, oldest first (with O(events)).
+      type: list
+      elements: dict
+      sample: [{type: Normal, reason: MPIJobCreated, message: MPIJob default/pi is created., count: 1,
+                last_timestamp: "2026-01-01T12:00:00Z"}]
+api_calls:
+  description: Number of API requests made.
+  returned: always
+  type: int
+"""
+
+from datetime import UTC, datetime  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit as S  # noqa: E402
+from ansible_collections.mpi.operator.plugins.module_utils.kube import AUTH_ARG_SPEC, Unreachable, connect  # noqa: E402
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob_submit_kube import JobError, Jobs  # noqa: E402
+
+
+def argspec() -> dict:
+    spec = dict(
+        name=dict(type="str"),
+        namespace=dict(type="str"),
+        label_selectors=dict(type="list", elements="str", default=[]),
+        launcher_log=dict(type="str", choices=["none", "tail", "all"], default="none"),
+        log_lines=dict(type="int", default=20),
+        events=dict(type="bool", default=False),
+    )
+    spec.update({k: dict(v) for k, v in AUTH_ARG_SPEC.items()})
+    return spec
+
+
+def describe(jobs: Jobs, job: dict, params: dict, now: datetime) -> dict:
+    entry = {
+        "mpijob": job,
+        "conditions": (job.get("status") or {}).get("conditions") or [],
+        "summary": S.summary(job, now),
+        "launcher_log": [],
+        "launcher_log_note": "",
+    }
+    if params["launcher_log"] != "none":
+        lines = params["log_lines"] if params["launcher_log"] == "tail" else 0
+        entry["launcher_log"], entry["launcher_log_note"] = jobs.launcher_log(job, lines)
+    if params["events"]:
+        entry["events"] = jobs.events(job)
+    return entry
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    p = module.params
+    rest = connect(module)
+    try:
+        jobs = Jobs(rest)
+        if p["name"]:
+            one = jobs.get(p["namespace"] or "default", p["name"])
+            found = [one] if one is not None else []
+        else:
+            found = jobs.list(p["namespace"], p["label_selectors"])
+        found.sort(key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"]))
+        now = datetime.now(UTC)
+        result = [describe(jobs, job, p, now) for job in found]
+    except JobError as exc:
+        module.fail_json(msg=str(exc))
+    except Unreachable as exc:
+        module.fail_json(msg=f"Kubernetes API server unreachable: {exc}")
+    module.exit_json(changed=False, jobs=result, api_calls=rest.calls)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""mpi.operator.mpijob and mpijob_info as users run them (ansible-playbook) against the local cluster, with the real
+operator process driving the jobs on simulated (kwok) nodes."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.integration._fixtures.cluster import wait_for
+from tests.integration._fixtures.operator import children, expected_children, get_mpijob
+from tests.integration._fixtures.submit import example_manifest
+
+pytestmark = [pytest.mark.cluster]
+
+OUTCOME = "kwok.mpi.operator/outcome"  # docs/local-cluster.md: how a simulated pod ends
+
+
+def mpijob(task: str = "submit", /, **params):
+    """A task of the mpijob module; failures are kept (ignore_errors) so each test asserts on them."""
+    return {"name": task, "mpi.operator.mpijob": params, "register": "r", "ignore_errors": True}
+
+
+def short_form(namespace: str, name: str = "pi", **extra):
+    return {"name": name, "namespace": namespace, "image": "localhost/mpi-openmpi4:local",
+            "command": "mpirun -n 2 /opt/mpi/pi", **extra}
+
+
+def long_running(namespace: str, name: str, workers: int = 2) -> dict:
+    """local/pi.yaml with a launcher that keeps running on the simulated nodes (instead of succeeding in 2 s)."""
+    definition = example_manifest("local/pi.yaml", namespace=namespace, name=name)
+    specs = definition["spec"]["mpiReplicaSpecs"]
+    specs["Worker"]["replicas"] = workers
+    specs["Launcher"]["template"]["metadata"] = {"annotations": {OUTCOME: "run"}}
+    return definition
+
+
+def workers_of(api_client, namespace: str, name: str) -> list[str]:
+    return children(api_client, namespace, name)["Worker"]
+
+
+def test_submit_wait_succeeded_then_rerun_is_unchanged(ansible_play, running_operator, api_client, namespace):
+    definition = example_manifest("local/pi.yaml", namespace=namespace)
+    started = time.monotonic()
+    run = ansible_play([mpijob(definition=definition, wait=True, wait_timeout=120)])
+    took = time.monotonic() - started
+    r = run["submit"]
+    assert "submit" not in run.failed, r.get("msg")
+    assert r["changed"] and r["method"] == "created"
+    assert r["summary"]["phase"] == "Succeeded" and r["summary"]["finished"]
+    assert {c["type"] for c in r["conditions"]} >= {"Created", "Succeeded"}
+    assert r["result"]["metadata"]["name"] == "pi"
+    # simulated pods have no log: empty, and the note says why instead of failing the task
+    assert r["launcher_log"] or r["launcher_log_note"]
+    assert took < 60, f"submit and wait took {took:.1f}s"
+
+    again = ansible_play([mpijob(definition=definition), mpijob("short form", **short_form(namespace, "pi-short")),
+                          mpijob("short form again", **short_form(namespace, "pi-short"))], diff=True)
+    assert not again["submit"]["changed"] and again["submit"]["method"] == "unchanged"
+    assert "diff" not in again["submit"]
+    assert again["short form"]["changed"] and not again["short form again"]["changed"]
+
+
+def test_failing_job_fails_the_task_with_the_launchers_reason(ansible_play, running_operator, namespace):
+    definition = example_manifest("local/failing.yaml", namespace=namespace)
+    run = ansible_play([
+        mpijob(definition=definition, wait=True, wait_timeout=120),
+        mpijob("tolerated", definition=definition, wait=True, wait_timeout=120, fail_on_job_failure=False),
+    ])
+    assert "submit" in run.failed
+    msg = run["submit"]["msg"]
+    assert msg.startswith(f"MPIJob {namespace}/failing failed: BackoffLimitExceeded"), msg
+    assert "launcher log" in msg  # the tail, or the note why there is none
+    assert run["submit"]["summary"]["phase"] == "Failed"
+    assert "tolerated" not in run.failed and run["tolerated"]["summary"]["phase"] == "Failed"
+    assert not run["tolerated"]["changed"]
+
+
+def test_scale_from_2_to_3_workers(ansible_play, running_operator, api_client, namespace):
+    run = ansible_play([mpijob(definition=long_running(namespace, "elastic"), wait=True, wait_for="Running",
+                               wait_timeout=60)])
+    assert run["submit"]["summary"]["workers_running"] == 2, run["submit"].get("msg")
+    assert workers_of(api_client, namespace, "elastic") == ["elastic-worker-0", "elastic-worker-1"]
+
+    run = ansible_play([mpijob("scale", name="elastic", namespace=namespace, workers=3),
+                        mpijob("scale again", name="elastic", namespace=namespace, workers=3)])
+    assert run["scale"]["changed"] and run["scale"]["method"] == "patched"
+    assert run["scale"]["result"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 3
+    assert not run["scale again"]["changed"]
+    want = [f"elastic-worker-{i}" for i in range(3)]
+    wait_for(lambda: workers_of(api_client, namespace, "elastic") == want, 30, what="a third worker")
+    # the rest of the job is left as it was
+    after = get_mpijob(api_client, namespace, "elastic")
+    assert after["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"]["annotations"] == {OUTCOME: "run"}
+
+
+def test_suspend_and_resume(ansible_play, running_operator, api_client, namespace):
+    run = ansible_play([mpijob(definition=long_running(namespace, "pausable"), wait=True, wait_for="Running",
+                               wait_timeout=60)])
+    assert run["submit"]["summary"]["phase"] == "Running", run["submit"].get("msg")
+
+    run = ansible_play([mpijob("suspend", name="pausable", namespace=namespace, suspend=True, wait=True,
+                               wait_timeout=60)])
+    assert run["suspend"]["changed"] and run["suspend"]["summary"]["phase"] == "Suspended", run["suspend"].get("msg")
+    wait_for(lambda: workers_of(api_client, namespace, "pausable") == [], 30, what="workers deleted while suspended")
+
+    run = ansible_play([mpijob("resume", name="pausable", namespace=namespace, suspend=False, wait=True,
+                               wait_timeout=60)])
+    assert run["resume"]["changed"] and run["resume"]["summary"]["phase"] == "Running", run["resume"].get("msg")
+    assert not run["resume"]["summary"]["suspended"]
+
+
+def test_absent_deletes_the_job_and_its_children(ansible_play, running_operator, api_client, namespace):
+    run = ansible_play([mpijob(definition=long_running(namespace, "gone"), wait=True, wait_for="Running",
+                               wait_timeout=60)])
+    assert run["submit"]["summary"]["phase"] == "Running", run["submit"].get("msg")
+    assert {k: v for k, v in children(api_client, namespace, "gone").items() if k != "LauncherPod"} == \
+        expected_children("gone", 2)
+
+    run = ansible_play([mpijob("delete", name="gone", namespace=namespace, state="absent", wait=True,
+                               wait_timeout=60),
+                        mpijob("delete again", name="gone", namespace=namespace, state="absent")])
+    assert run["delete"]["changed"] and run["delete"]["method"] == "deleted", run["delete"].get("msg")
+    assert not run["delete again"]["changed"]
+    assert get_mpijob(api_client, namespace, "gone") is None
+    wait_for(lambda: not any(children(api_client, namespace, "gone").values()), 30, what="every child deleted")
+
+
+def test_check_mode_changes_nothing(ansible_play, running_operator, api_client, namespace):
+    job = short_form(namespace, "dry", workers=2)
+    run = ansible_play([mpijob(**job)], check=True, diff=True)
+    r = run["submit"]
+    assert r["changed"] and r["method"] == "created" and r["result"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
+    assert r["diff"]["before"] == {} and r["diff"]["after"]["metadata"]["name"] == "dry"
+    assert get_mpijob(api_client, namespace, "dry") is None
+
+    ansible_play([mpijob(**job)])
+    before = get_mpijob(api_client, namespace, "dry")
+    run = ansible_play([mpijob("scale", name="dry", namespace=namespace, workers=5),
+                        mpijob("resubmit bigger", **{**job, "workers": 4}),
+                        mpijob("delete", name="dry", namespace=namespace, state="absent")], check=True, diff=True)
+    assert all(run[t]["changed"] for t in ("scale", "resubmit bigger", "delete")), run.stdout[-3000:]
+    diff = run["resubmit bigger"]["diff"]
+    assert diff["before"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
+    assert diff["after"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 4
+    after = get_mpijob(api_client, namespace, "dry")
+    assert after is not None and not after["metadata"].get("deletionTimestamp")
+    # the operator writes status meanwhile; the spec is what check mode must not touch
+    assert (after["spec"], after["metadata"]["generation"]) == (before["spec"], before["metadata"]["generation"])
+
+
+def test_typo_in_the_manifest_is_rejected_naming_the_field(ansible_play, running_operator, namespace):
+    definition = example_manifest("v1/openmpi-helloworld.yaml", namespace=namespace)
+    launcher = definition["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["resources"]["request"] = launcher["resources"].pop("requests")  # the seed's typo
+    run = ansible_play([mpijob(definition=definition)])
+    assert "submit" in run.failed
+    msg = run["submit"]["msg"]
+    assert "unknown field" in msg and 'containers[name="openmpi-helloworld"].resources.request' in msg, msg
+
+
+def test_v1_manifest_runs_and_info_reports_it(ansible_play, running_operator, namespace):
+    definition = example_manifest("local/openmpi-helloworld.yaml", namespace=namespace, labels={"team": "ml"})
+    run = ansible_play([
+        mpijob(definition=definition, wait=True, wait_timeout=120),
+        {"name": "info", "mpi.operator.mpijob_info": {"namespace": namespace, "label_selectors": ["team=ml"],
+                                                       "launcher_log": "tail", "events": True}, "register": "i"},
+        {"name": "missing", "mpi.operator.mpijob_info": {"namespace": namespace, "name": "nope"}, "register": "m"},
+    ])
+    assert run["submit"]["summary"]["phase"] == "Succeeded", run["submit"].get("msg")
+    assert run["submit"]["result"]["apiVersion"] == "kubeflow.org/v1"
+    jobs = run["info"]["jobs"]
+    assert [j["summary"]["name"] for j in jobs] == ["openmpi-helloworld"]
+    assert jobs[0]["summary"]["phase"] == "Succeeded" and not run["info"]["changed"]
+    assert {"MPIJobCreated", "MPIJobSucceeded"} <= {e["reason"] for e in jobs[0]["events"]}
+    assert jobs[0]["launcher_log"] or jobs[0]["launcher_log_note"]
+    assert run["missing"]["jobs"] == []
