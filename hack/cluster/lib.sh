@@ -26,7 +26,7 @@ ADVERTISE_IP=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -m1 -E '^[0-9]+(\.[0
 ADVERTISE_IP=${ADVERTISE_IP:-10.0.2.15}
 KWOK_POD_CIDR=10.240.0.0/16
 NODES=${MPI_CLUSTER_NODES:-4}
-# Start order; cluster-down stops them in reverse.
+# In start order (cluster-down stops etcd last).
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 
 log() { printf '[cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }

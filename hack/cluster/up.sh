@@ -9,6 +9,7 @@ t0=$(now_ms)
 for tool in curl openssl flock setsid; do
   command -v "$tool" >/dev/null || die "$tool is required (Debian: apt-get install curl openssl util-linux)"
 done
+[[ $NODES =~ ^[0-9]+$ ]] && [ "$NODES" -ge 1 ] && [ "$NODES" -le 200 ] || die "MPI_CLUSTER_NODES must be 1..200, got '$NODES'"
 cluster_lock
 
 tb=$(now_ms)
@@ -38,7 +39,6 @@ NODE
 
 # Make the kwok nodes match MPI_CLUSTER_NODES (create missing ones, delete extra ones) and wait until all are Ready.
 ensure_nodes() {
-  [[ $NODES =~ ^[0-9]+$ ]] && [ "$NODES" -ge 1 ] && [ "$NODES" -le 200 ] || die "MPI_CLUSTER_NODES must be 1..200, got '$NODES'"
   nodes_manifest | kubectl_admin apply -f - >/dev/null
   local extra
   extra=$(kubectl_admin get nodes -l type=kwok -o name | awk -F- -v n="$NODES" '$NF + 0 >= n')
