@@ -29,14 +29,15 @@ def _gone(read) -> bool:
     return False
 
 
-def _container(name: str = "main") -> client.V1Container:
-    return client.V1Container(name=name, image="registry.invalid/mpi-test:never-pulled")
+# Real images, so the same tests pass on a cluster of your own; kwok's nodes never pull them.
+RUNS = client.V1Container(name="main", image="registry.k8s.io/pause:3.10")
+FINISHES = client.V1Container(name="main", image="registry.k8s.io/e2e-test-images/busybox:1.36.1-1", command=["true"])
 
 
 def _pod(name: str, annotations: dict[str, str] | None = None) -> client.V1Pod:
     return client.V1Pod(
         metadata=client.V1ObjectMeta(name=name, annotations=annotations),
-        spec=client.V1PodSpec(containers=[_container()], restart_policy="Never"),
+        spec=client.V1PodSpec(containers=[RUNS], restart_policy="Never"),
     )
 
 
@@ -48,7 +49,7 @@ def _job(name: str, completions: int = 1, annotations: dict[str, str] | None = N
             parallelism=completions,
             template=client.V1PodTemplateSpec(
                 metadata=client.V1ObjectMeta(annotations=annotations),
-                spec=client.V1PodSpec(containers=[_container()], restart_policy="Never"),
+                spec=client.V1PodSpec(containers=[FINISHES], restart_policy="Never"),
             ),
             **spec,
         ),
@@ -213,7 +214,7 @@ def test_deployment_pods_run_on_kwok_nodes(api_client: client.ApiClient, namespa
                 selector=client.V1LabelSelector(match_labels=labels),
                 template=client.V1PodTemplateSpec(
                     metadata=client.V1ObjectMeta(labels=labels),
-                    spec=client.V1PodSpec(containers=[_container()]),
+                    spec=client.V1PodSpec(containers=[RUNS]),
                 ),
             ),
         ),
@@ -255,7 +256,7 @@ def test_deleting_an_owner_collects_its_dependents(api_client: client.ApiClient,
         namespace,
         client.V1Pod(
             metadata=client.V1ObjectMeta(name="dependent-pod", owner_references=[ref]),
-            spec=client.V1PodSpec(containers=[_container()]),
+            spec=client.V1PodSpec(containers=[RUNS]),
         ),
     )
     core.delete_namespaced_config_map("owner", namespace, propagation_policy="Background")
