@@ -4,6 +4,7 @@ simulated (kwok) nodes with the pod outcomes tests can ask for (docs/local-clust
 from __future__ import annotations
 
 import os
+import pathlib
 import subprocess
 import uuid
 
@@ -15,6 +16,7 @@ from tests.integration._fixtures.cluster import local_kubeconfig_path, wait_for
 
 pytestmark = pytest.mark.cluster
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUTCOME = "kwok.mpi.operator/outcome"
 OUTCOME_AFTER = "kwok.mpi.operator/outcome-after"
 
@@ -84,8 +86,7 @@ def test_server_version_is_pinned(api_client: client.ApiClient, local_cluster: b
 
 
 def _versions() -> dict[str, str]:
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "hack", "cluster", "versions.env")
-    with open(path, encoding="utf-8") as f:
+    with open(ROOT / "hack" / "cluster" / "versions.env", encoding="utf-8") as f:
         return dict(line.strip().split("=", 1) for line in f if line.strip() and not line.startswith("#"))
 
 
@@ -392,9 +393,8 @@ def test_kwok_pod_outcomes(api_client: client.ApiClient, namespace: str, local_c
 def test_kubeconfig_script_prints_only_the_path(local_cluster: bool):
     if not local_cluster:
         pytest.skip("checks the local cluster's scripts")
-    root = os.path.join(os.path.dirname(__file__), "..", "..")
     out = subprocess.run(
-        ["bash", "hack/cluster/kubeconfig.sh"], cwd=root, capture_output=True, text=True, check=True
+        ["bash", "hack/cluster/kubeconfig.sh"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
     assert out == f"{local_kubeconfig_path()}\n"
 
@@ -405,7 +405,6 @@ def test_cluster_up_recovers_from_a_killed_session(local_cluster: bool, tmp_path
     files stops the leftovers and starts a working cluster; cluster-down leaves no process behind."""
     if not local_cluster:
         pytest.skip("needs the binaries of the local cluster")
-    root = os.path.join(os.path.dirname(__file__), "..", "..")
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "bin").symlink_to(local_kubeconfig_path().parents[1] / "bin")
@@ -414,7 +413,7 @@ def test_cluster_up_recovers_from_a_killed_session(local_cluster: bool, tmp_path
 
     def script(name: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["bash", f"hack/cluster/{name}"], cwd=root, env=env, capture_output=True, text=True, timeout=300
+            ["bash", f"hack/cluster/{name}"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
         )
 
     def ours() -> set[int]:
