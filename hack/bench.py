@@ -69,6 +69,8 @@ class Tracker:
         self.children: dict[tuple[str, str], set[str]] = {}
         self.all_children: dict[tuple[str, str], float] = {}
         self.running: dict[tuple[str, str], float] = {}
+        self.pod_phases: dict[tuple[str, str], dict[str, str]] = {}
+        self.pods_up: dict[tuple[str, str], float] = {}
         self.stop = threading.Event()
         self.threads: list[threading.Thread] = []
 
@@ -134,6 +136,8 @@ class Tracker:
             return
         if kind == "Pod":
             job = (meta.get("labels") or {}).get("training.kubeflow.org/job-name")
+            if job:
+                self.pod_seen((ns, job), meta["name"], meta.get("labels") or {}, obj, now)
         else:
             job = (meta.get("labels") or {}).get("app")
         if not job:
@@ -144,6 +148,20 @@ class Tracker:
             got.add(f"{kind}/{meta['name']}")
             if key not in self.all_children and self.expected(job) <= got:
                 self.all_children[key] = now
+
+
+    def pod_seen(self, key: tuple[str, str], name: str, labels: dict[str, str], obj: dict[str, Any], now: float) -> None:
+        """The cluster's share: every worker Running and the launcher pod started (Running or done)."""
+        role = labels.get("training.kubeflow.org/job-role", "")
+        phase = (obj.get("status") or {}).get("phase", "")
+        with self.lock:
+            phases = self.pod_phases.setdefault(key, {})
+            phases[f"{role}/{name}"] = phase
+            workers = [p for n, p in phases.items() if n.startswith("worker/")]
+            launcher = [p for n, p in phases.items() if n.startswith("launcher/")]
+            if (key not in self.pods_up and len(workers) >= self.workers and all(p == "Running" for p in workers)
+                    and any(p in ("Running", "Succeeded") for p in launcher)):
+                self.pods_up[key] = now
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -282,6 +300,7 @@ def main() -> int:
         after = counters()
         to_children = [tracker.all_children[k] - tracker.created[k] for k in keys if k in tracker.all_children]
         to_running = [tracker.running[k] - tracker.created[k] for k in keys if k in tracker.running]
+        to_pods_up = [tracker.pods_up[k] - tracker.created[k] for k in keys if k in tracker.pods_up]
         runs = after["runs"] - before["runs"]
         reconciles = after["reconciles"] - before["reconciles"]
         mean_batch = (after["batched"] - before["batched"]) / runs if runs else float("nan")
@@ -303,7 +322,8 @@ def main() -> int:
     print(row.format("single job, idle: create -> all children", f"{single_children:.2f} s"))
     print(row.format("single job, idle: create -> Running", f"{single_running:.2f} s"))
     print(row.format(f"{JOBS} jobs created (client, 16 threads)", f"{created_all:.1f} s"))
-    for label, values in (("create -> all children", to_children), ("create -> Running", to_running)):
+    for label, values in (("create -> all children", to_children), ("create -> pods up (cluster side)", to_pods_up),
+                          ("create -> Running", to_running)):
         print(row.format(f"{label}: p50", f"{percentile(values, 50):.1f} s"))
         print(row.format(f"{label}: p95", f"{percentile(values, 95):.1f} s"))
         print(row.format(f"{label}: max", f"{max(values) if values else float('nan'):.1f} s"))
@@ -312,6 +332,7 @@ def main() -> int:
     print(row.format("reconciles/s", f"{reconciles / wall:.1f}"))
     print(row.format("ansible-runner runs", f"{runs:.0f}"))
     print(row.format("mean batch size (jobs per run)", f"{mean_batch:.1f}"))
+    print(row.format("load average (1 min) at the end", f"{os.getloadavg()[0]:.1f}"))
     print(row.format("operator peak RSS (VmHWM, Python process)", f"{peak / 1024:.0f} MiB"))
     print(row.format("peak RSS incl. runner subprocesses (sampled)", f"{rss_peak_tree / 1024:.0f} MiB"))
     ok = len(to_running) == JOBS

@@ -12,8 +12,42 @@ from .log import job_fields
 from .metrics import Metrics, has_launcher, new_transitions
 from .queue import Key, WorkQueue
 from .runner import BatchRunner, JobResult, RunOutcome
+from .watch import Change
 
 log = logging.getLogger("mpijob_operator.controller")
+
+
+# Kinds only the operator writes: a MODIFIED event after our patch is our own echo.
+OWN_CONTENT_KINDS = ("Service", "ConfigMap", "Secret")
+EXPECTATION_WINDOW = 15.0  # seconds an echo of our own write may take to arrive after its run
+
+
+def echoes(actions: list[dict]) -> set[tuple[str, str, str]]:
+    """The watch events the run's own writes will cause, which need no new reconcile. Pure.
+
+    A created object's ADDED event, and a patched Service/ConfigMap/Secret's MODIFIED event. Never DELETED
+    events (the hostfile depends on which pods are gone) nor pod/Job updates (others write those too)."""
+    out = set()
+    for a in actions:
+        kind, name, verb = a.get("kind"), a.get("name"), a.get("action")
+        if verb == "create":
+            out.add((kind, name, "ADDED"))
+        elif verb in ("patch", "update") and kind in OWN_CONTENT_KINDS:
+            out.add((kind, name, "MODIFIED"))
+    return out
+
+
+def unexplained(changes: list[Change], expected: set[tuple[str, str, str]]) -> list[Change]:
+    """The changes seen during a run that its own writes do not explain (each echo explains one event). Pure."""
+    left = set(expected)
+    out = []
+    for c in changes:
+        mark = (c.kind, c.name, c.event)
+        if mark in left:
+            left.discard(mark)
+        else:
+            out.append(c)
+    return out
 
 
 @dataclass(frozen=True)
@@ -46,9 +80,24 @@ class Controller:
         self.workers: list[threading.Thread] = []
         self._counted: set[tuple[str, str]] = set()  # (uid, condition type) already counted
         self._lock = threading.Lock()
+        self._in_flight: set[Key] = set()
+        self._seen_in_flight: dict[Key, list[Change]] = {}  # child events during the job's run
+        self._echoes: dict[Key, tuple[float, set[tuple[str, str, str]]]] = {}  # late echoes still expected
         self.crashed: str | None = None
 
-    def enqueue(self, key: Key, source: str = "") -> None:
+    def enqueue(self, key: Key, change: Change | None = None) -> None:
+        """An event about `key`. Echoes of the job's own run are dropped: each would cost a whole no-op
+        reconcile (a run's creates come back as ADDED events, during the run or just after it)."""
+        if change is not None and change.kind != "MPIJob":
+            with self._lock:
+                if key in self._in_flight:
+                    self._seen_in_flight.setdefault(key, []).append(change)
+                    return
+                deadline, expected = self._echoes.get(key, (0.0, set()))
+                mark = (change.kind, change.name, change.event)
+                if mark in expected and time.monotonic() < deadline:
+                    expected.discard(mark)
+                    return
         self.queue.add(key)
 
     def start(self) -> None:
@@ -79,6 +128,8 @@ class Controller:
 
     def run_batch(self, runner: BatchRunner, batch: list[tuple[Key, float]]) -> RunOutcome:
         keys = [k for k, _ in batch]
+        with self._lock:
+            self._in_flight.update(keys)
         wall_start = time.time()
         self.metrics.batch_size.observe(len(keys))
         outcome = runner.run(keys)
@@ -89,6 +140,7 @@ class Controller:
         done_at = time.monotonic()
         for key, first_queued in batch:
             result = outcome.jobs[key]
+            again = self._settle_echoes(key, result)
             self.metrics.reconcile_latency.observe(max(0.0, done_at - first_queued))
             self.record(result, wall_start)
             decision = decide(result)
@@ -99,6 +151,8 @@ class Controller:
                             extra=job_fields(*key))
                 continue
             self.queue.done(key)
+            if again:
+                self.queue.add(key)
             if decision.forget:
                 self.queue.forget(key)
                 self.metrics.reconciles.labels(result="deleted").inc()
@@ -113,9 +167,27 @@ class Controller:
                 self.queue.add_after(key, decision.requeue_after)
             if result.actions:
                 log.info("reconciled", extra={**job_fields(*key), "actions": _summary(result.actions)})
+        with self._lock:
+            now = time.monotonic()
+            self._echoes = {k: v for k, v in self._echoes.items() if v[0] > now}
         self.metrics.queue_depth.set(self.queue.depth())
         self.metrics.queue_waiting.set(self.queue.waiting())
         return outcome
+
+    def _settle_echoes(self, key: Key, result: JobResult) -> bool:
+        """Ends the job's run for event bookkeeping; True if an event during it needs another reconcile."""
+        expected = echoes(result.actions)
+        with self._lock:
+            self._in_flight.discard(key)
+            changes = self._seen_in_flight.pop(key, [])
+            left = unexplained(changes, expected)
+            explained = {(c.kind, c.name, c.event) for c in changes} - {(c.kind, c.name, c.event) for c in left}
+            late = expected - explained
+            if late and not result.deleted:
+                self._echoes[key] = (time.monotonic() + EXPECTATION_WINDOW, late)
+            else:
+                self._echoes.pop(key, None)
+        return bool(left)
 
     def record(self, result: JobResult, run_started: float) -> None:
         """Kubeflow's metrics from what the module reported."""

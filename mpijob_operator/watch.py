@@ -7,6 +7,7 @@ handled as plain JSON dicts: the client's model deserialisation is the slow part
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import threading
@@ -25,15 +26,74 @@ JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 OPERATOR_LABEL = "training.kubeflow.org/operator-name=mpi-operator"
 
 
+def _deleting(obj: dict[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha1(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def mpijob_fingerprint(obj: dict[str, Any]) -> Any:
+    """The spec (generation) and deletion: a status-only write (ours) is not a reason to reconcile."""
+    return ((obj.get("metadata") or {}).get("generation"), _deleting(obj))
+
+
+def pod_fingerprint(obj: dict[str, Any]) -> Any:
+    """What the job's status and hostfile depend on: phase, readiness, eviction, deletion."""
+    status = obj.get("status") or {}
+    ready = next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    return (status.get("phase"), ready, status.get("reason"), _deleting(obj))
+
+
+def job_fingerprint(obj: dict[str, Any]) -> Any:
+    status = obj.get("status") or {}
+    conditions = sorted((c.get("type"), c.get("status"), c.get("reason")) for c in status.get("conditions") or [])
+    counts = tuple(status.get(k) for k in ("active", "ready", "succeeded", "failed"))
+    return ((obj.get("spec") or {}).get("suspend"), tuple(conditions), counts, _deleting(obj))
+
+
+def content_fingerprint(obj: dict[str, Any]) -> Any:
+    """Services, ConfigMaps, Secrets: their content and owner (drift from what the module wrote)."""
+    meta = obj.get("metadata") or {}
+    content = {k: obj.get(k) for k in ("spec", "data", "binaryData", "type")}
+    return (_digest(content), _digest(meta.get("ownerReferences")), _digest(meta.get("labels")), _deleting(obj))
+
+
+class Relevance:
+    """Drops events that change nothing a reconcile looks at (a pod being bound, our own status write).
+
+    Keeps one small fingerprint per object uid; DELETED and relist events always count."""
+
+    def __init__(self, fingerprint: Callable[[dict[str, Any]], Any]):
+        self.fingerprint = fingerprint
+        self.seen: dict[str, Any] = {}
+
+    def __call__(self, kind: str, obj: dict[str, Any]) -> bool:
+        uid = (obj.get("metadata") or {}).get("uid") or ""
+        if kind == "DELETED":
+            self.seen.pop(uid, None)
+            return True
+        fp = self.fingerprint(obj)
+        changed = self.seen.get(uid, _UNSEEN) != fp
+        self.seen[uid] = fp
+        return changed or kind == "LIST"
+
+
+_UNSEEN = object()
+
+
 @dataclass(frozen=True)
 class Resource:
     """A watched resource: where to list it and how to map its objects to MPIJob keys."""
 
     name: str  # e.g. "pods"
+    kind: str  # e.g. "Pod": the kind the reconcile module names in its actions
     path: str  # API path of the collection, without the namespace part: "/api/v1", "pods"
     plural: str
     label_selector: str | None
     to_keys: Callable[[dict[str, Any]], list[Key]]
+    fingerprint: Callable[[dict[str, Any]], Any]
 
     def url(self, namespace: str) -> str:
         if namespace:
@@ -76,13 +136,23 @@ def pod_keys(obj: dict[str, Any]) -> list[Key]:
 def resources(child_selector: str | None = None) -> list[Resource]:
     """MPIJobs and every kind of child the reconcile module creates."""
     return [
-        Resource("mpijobs", f"/apis/{GROUP}/{VERSION}", PLURAL, None, mpijob_keys),
-        Resource("pods", "/api/v1", "pods", OPERATOR_LABEL, pod_keys),
-        Resource("jobs", "/apis/batch/v1", "jobs", child_selector, owner_keys),
-        Resource("services", "/api/v1", "services", child_selector, owner_keys),
-        Resource("configmaps", "/api/v1", "configmaps", child_selector, owner_keys),
-        Resource("secrets", "/api/v1", "secrets", child_selector, owner_keys),
+        Resource("mpijobs", "MPIJob", f"/apis/{GROUP}/{VERSION}", PLURAL, None, mpijob_keys, mpijob_fingerprint),
+        Resource("pods", "Pod", "/api/v1", "pods", OPERATOR_LABEL, pod_keys, pod_fingerprint),
+        Resource("jobs", "Job", "/apis/batch/v1", "jobs", child_selector, owner_keys, job_fingerprint),
+        Resource("services", "Service", "/api/v1", "services", child_selector, owner_keys, content_fingerprint),
+        Resource("configmaps", "ConfigMap", "/api/v1", "configmaps", child_selector, owner_keys,
+                 content_fingerprint),
+        Resource("secrets", "Secret", "/api/v1", "secrets", child_selector, owner_keys, content_fingerprint),
     ]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One watch event about a job's object: its kind and name, and ADDED / MODIFIED / DELETED / LIST."""
+
+    kind: str
+    name: str
+    event: str
 
 
 class WatchState:
@@ -126,7 +196,7 @@ class Watcher(threading.Thread):
         api_client: Any,
         resource: Resource,
         namespace: str,
-        enqueue: Callable[[Key, str], None],
+        enqueue: Callable[[Key, Change], None],
         *,
         on_synced: Callable[[str], None] | None = None,
         on_event: Callable[[str], None] | None = None,
@@ -145,6 +215,7 @@ class Watcher(threading.Thread):
         self.watch_timeout = watch_timeout
         self.page_size = page_size
         self.state = WatchState()
+        self.relevant = Relevance(resource.fingerprint)
         self._stop = threading.Event()
         self._response: Any = None
         self.error_backoff = 0.0
@@ -214,12 +285,16 @@ class Watcher(threading.Thread):
 
     # -- loop --------------------------------------------------------------------------------
     def dispatch(self, obj: dict[str, Any], kind: str) -> None:
-        for key in self.resource.to_keys(obj):
-            self.enqueue(key, self.resource.name)
         self.on_event(self.resource.name)
+        if not self.relevant(kind, obj):
+            return
+        name = (obj.get("metadata") or {}).get("name", "")
+        for key in self.resource.to_keys(obj):
+            self.enqueue(key, Change(self.resource.kind, name, kind))
 
     def relist(self) -> None:
         items, rv = self.list_all()
+        self.relevant.seen.clear()  # forget objects deleted while we were not watching
         for obj in items:
             self.dispatch(obj, "LIST")
         self.state.listed(rv)

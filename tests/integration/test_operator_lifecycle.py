@@ -27,9 +27,14 @@ def _without_launcher_pod(found: dict[str, list[str]]) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in found.items() if k != "LauncherPod"}
 
 
+OUTCOME = "kwok.mpi.operator/outcome"  # docs/local-cluster.md: how a simulated pod ends
+OUTCOME_AFTER = "kwok.mpi.operator/outcome-after"
+
+
 def test_created_running_succeeded(running_operator, api_client, namespace):
     started = time.monotonic()
-    create_mpijob(api_client, namespace, new_mpijob("pi", workers=2))
+    # the launcher runs 8 s: long enough to be seen Running together with the workers
+    create_mpijob(api_client, namespace, new_mpijob("pi", workers=2, launcher_annotations={OUTCOME_AFTER: "8s"}))
     want = expected_children("pi", 2)
     wait_for(lambda: _without_launcher_pod(children(api_client, namespace, "pi")) == want, 30,
                what="every child of pi")
@@ -50,9 +55,6 @@ def test_created_running_succeeded(running_operator, api_client, namespace):
     assert running_operator.get("/healthz")[0] == 200
     # the target is 3 s on an idle operator; `make bench` measures it, this only catches a regression
     assert children_after < 10, f"children took {children_after:.1f}s"
-
-
-OUTCOME = "kwok.mpi.operator/outcome"  # docs/local-cluster.md: how a simulated pod ends
 
 
 def test_launcher_failure_fails_the_job(running_operator, api_client, namespace):

@@ -1,10 +1,11 @@
 """What the loop does with each job's result: requeue, back off, forget, count."""
 from prometheus_client import CollectorRegistry
 
-from mpijob_operator.controller import Controller, Decision, decide
+from mpijob_operator.controller import Controller, Decision, decide, echoes, unexplained
 from mpijob_operator.metrics import Metrics
 from mpijob_operator.queue import WorkQueue
 from mpijob_operator.runner import JobResult, RunOutcome
+from mpijob_operator.watch import Change
 
 A, B = ("ns", "a"), ("ns", "b")
 
@@ -95,3 +96,50 @@ def test_workers_run_batches_until_shutdown():
     q.shutdown()
     assert c.join(5)
     assert runner.calls == [[A, B]]
+
+
+def test_a_runs_own_creates_and_patches_are_echoes_but_deletes_and_pod_updates_are_not():
+    actions = [{"action": "create", "kind": "Pod", "name": "a-worker-0"},
+               {"action": "patch", "kind": "ConfigMap", "name": "a-config"},
+               {"action": "patch", "kind": "Job", "name": "a-launcher"},
+               {"action": "delete", "kind": "Pod", "name": "a-worker-3"},
+               {"action": "status", "kind": "MPIJob", "name": "a"}]
+    assert echoes(actions) == {("Pod", "a-worker-0", "ADDED"), ("ConfigMap", "a-config", "MODIFIED")}
+    seen = [Change("Pod", "a-worker-0", "ADDED"), Change("Pod", "a-worker-0", "MODIFIED"),
+            Change("ConfigMap", "a-config", "MODIFIED"), Change("Pod", "a-worker-3", "DELETED")]
+    assert unexplained(seen, echoes(actions)) == [Change("Pod", "a-worker-0", "MODIFIED"),
+                                                   Change("Pod", "a-worker-3", "DELETED")]
+
+
+def test_echoes_during_and_after_a_run_cost_no_extra_reconcile():
+    created = result("a", status={"conditions": []},
+                     actions=[{"action": "create", "kind": "Pod", "name": "a-worker-0"},
+                              {"action": "create", "kind": "Secret", "name": "a-ssh"}])
+
+    class EchoingRunner(FakeRunner):
+        def run(self, keys):
+            c.enqueue(A, Change("Pod", "a-worker-0", "ADDED"))  # arrives while the run is in flight
+            return super().run(keys)
+
+    c, q, _ = controller({})
+    runner = EchoingRunner({A: created})
+    q.add(A)
+    c.run_batch(runner, q.take_ready(10))
+    assert q.depth() == 0
+    c.enqueue(A, Change("Secret", "a-ssh", "ADDED"))  # arrives just after the run
+    assert q.depth() == 0
+    c.enqueue(A, Change("Pod", "a-worker-0", "MODIFIED"))  # the pod starts: that is news
+    assert q.depth() == 1
+
+
+def test_an_unexplained_event_during_a_run_requeues_the_job_once():
+    class BusyRunner(FakeRunner):
+        def run(self, keys):
+            c.enqueue(A, Change("Pod", "a-worker-1", "MODIFIED"))
+            c.enqueue(A, Change("Pod", "a-worker-1", "DELETED"))
+            return super().run(keys)
+
+    c, q, _ = controller({})
+    q.add(A)
+    c.run_batch(BusyRunner({A: result("a", status={})}), q.take_ready(10))
+    assert [k for k, _ in q.take_ready(10)] == [A]

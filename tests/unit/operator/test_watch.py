@@ -2,10 +2,15 @@
 import pytest
 
 from mpijob_operator.watch import (
+    Relevance,
     WatchError,
     WatchState,
+    content_fingerprint,
+    job_fingerprint,
+    mpijob_fingerprint,
     mpijob_keys,
     owner_keys,
+    pod_fingerprint,
     pod_keys,
     resources,
 )
@@ -71,3 +76,44 @@ def test_other_watch_errors_raise():
     s = WatchState()
     with pytest.raises(WatchError, match="500"):
         s.event({"type": "ERROR", "object": {"code": 500, "reason": "InternalError", "message": "boom"}})
+
+
+def pod(phase, ready="True", uid="p1", deleting=False, node=None):
+    meta = {"uid": uid, "name": "pi-worker-0"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": meta, "spec": {"nodeName": node},
+            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}]}}
+
+
+def test_pod_events_count_only_when_what_the_status_reads_changes():
+    relevant = Relevance(pod_fingerprint)
+    assert relevant("ADDED", pod("Pending", "False"))
+    assert not relevant("MODIFIED", pod("Pending", "False", node="n1"))  # bound to a node: nothing to do
+    assert relevant("MODIFIED", pod("Running", "False", node="n1"))
+    assert relevant("MODIFIED", pod("Running", "True", node="n1"))
+    assert not relevant("MODIFIED", pod("Running", "True", node="n1"))
+    assert relevant("MODIFIED", pod("Running", "True", deleting=True))
+    assert relevant("DELETED", pod("Running", "True", deleting=True))
+    assert relevant("LIST", pod("Running", "True"))  # a relist always counts
+
+
+def test_a_status_only_write_to_an_mpijob_is_not_a_reason_to_reconcile():
+    relevant = Relevance(mpijob_fingerprint)
+    job = {"metadata": {"uid": "j", "generation": 1}, "status": {}}
+    assert relevant("ADDED", job)
+    assert not relevant("MODIFIED", {**job, "status": {"conditions": [{"type": "Created"}]}})
+    assert relevant("MODIFIED", {"metadata": {"uid": "j", "generation": 2}})  # spec edit: scale, suspend ...
+    assert relevant("MODIFIED", {"metadata": {"uid": "j", "generation": 2, "deletionTimestamp": "x"}})
+
+
+def test_launcher_job_and_content_fingerprints():
+    relevant = Relevance(job_fingerprint)
+    job = {"metadata": {"uid": "l"}, "spec": {"suspend": False}, "status": {}}
+    assert relevant("ADDED", job)
+    assert not relevant("MODIFIED", {**job, "metadata": {"uid": "l", "annotations": {"x": "y"}}})
+    assert relevant("MODIFIED", {**job, "status": {"conditions": [{"type": "Complete", "status": "True"}]}})
+    cm = Relevance(content_fingerprint)
+    assert cm("ADDED", {"metadata": {"uid": "c"}, "data": {"hostfile": "a"}})
+    assert not cm("MODIFIED", {"metadata": {"uid": "c", "resourceVersion": "9"}, "data": {"hostfile": "a"}})
+    assert cm("MODIFIED", {"metadata": {"uid": "c"}, "data": {"hostfile": "b"}})
