@@ -241,7 +241,7 @@ def test_lifecycle_cleanup_and_ttl(loop, api_client, namespace) -> None:
     """kwok runs the workers and completes the launcher: Running, Succeeded, cleanPodPolicy All (launcher pods
     too), then ttlSecondsAfterFinished deletes the MPIJob itself."""
     body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
-    body["spec"]["runPolicy"] = {"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 3}
+    body["spec"]["runPolicy"] = {"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 20}
     create_mpijob(api_client, namespace, body)
     name = body["metadata"]["name"]
     job = loop(namespace, name, lambda j, _: condition(j, "Succeeded") is not None)
@@ -252,7 +252,7 @@ def test_lifecycle_cleanup_and_ttl(loop, api_client, namespace) -> None:
         return not [p for p in core.list_namespaced_pod(namespace).items if not p.metadata.deletion_timestamp]
     loop(namespace, name, pods_gone, timeout=30)
     assert "MPIJobSucceeded" in event_reasons(api_client, namespace, name)
-    loop(namespace, name, lambda j, run: j is None and run.job(name)["deleted"], timeout=30)
+    loop(namespace, name, lambda j, run: j is None and run.job(name)["deleted"], timeout=60)
 
 
 def test_failed_worker_shows_in_conditions(loop, api_client, namespace) -> None:
