@@ -248,14 +248,34 @@ def newest_launcher_pod(pods: list[dict]) -> dict | None:
     return max(launchers, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
 
 
+def launcher_exit(pod: dict, container: str | None) -> str:
+    """How the launcher's MPI container ended ("Error, exit code 3"), or why the pod failed; "" while it runs."""
+    status = pod.get("status") or {}
+    for cs in status.get("containerStatuses") or []:
+        if container and cs.get("name") != container:
+            continue
+        term = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated")
+        if term:
+            text = f"{term.get('reason') or 'Error'}, exit code {term.get('exitCode')}"
+            return f"{text}: {term['message'].strip()}" if term.get("message") else text
+        break
+    if status.get("phase") == "Failed":
+        return ": ".join(part for part in (status.get("reason") or "Failed", status.get("message") or "") if part)
+    return ""
+
+
 def tail(text: str, lines: int) -> list[str]:
     """The last `lines` lines of a log (all of them when lines <= 0)."""
     all_lines = text.splitlines()
     return all_lines if lines <= 0 else all_lines[-lines:]
 
 
-def failure_message(s: dict, log: list[str], log_note: str) -> str:
+def failure_message(s: dict, launcher: dict) -> str:
+    """The task's message for a failed job: the condition, how the launcher ended, the log tail (or why none)."""
     msg = f"MPIJob {s['namespace']}/{s['name']} failed: {s['reason'] or 'Failed'}: {s['message'] or 'no message'}"
+    if launcher.get("exit"):
+        msg += f"\nlauncher pod {launcher['pod']}: {launcher['exit']}"
+    log, log_note = launcher.get("log") or [], launcher.get("note") or ""
     if log:
         msg += f"\nlauncher log (last {len(log)} lines):\n" + "\n".join(log)
     elif log_note:

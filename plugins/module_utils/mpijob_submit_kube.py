@@ -134,30 +134,40 @@ class Jobs:
                 continue  # a blip of the API server is not the end of the wait; the deadline is
         return current
 
-    def launcher_log(self, job: dict, lines: int) -> tuple[list[str], str]:
-        """(last `lines` lines of the newest launcher pod's log (all when lines <= 0), a note when there are none)."""
+    def launcher(self, job: dict, lines: int) -> dict:
+        """The newest launcher pod: {pod, exit, log (its last `lines` lines, all when lines <= 0), note (why no log)}.
+
+        `lines` None reads no log."""
         meta = job["metadata"]
+        found = {"pod": "", "exit": "", "log": [], "note": ""}
         selector = f"{C.JOB_NAME_LABEL}={meta['name']},{C.JOB_ROLE_LABEL}={C.ROLE_LAUNCHER}"
         try:
             pods = self.rest.list(collection("v1", "Pod", meta["namespace"]), selector)
         except ApiError as exc:
-            return [], f"launcher pods unreadable: {exc}"
+            found["note"] = f"launcher pods unreadable: {exc}"
+            return found
         pod = S.newest_launcher_pod(pods)
         if pod is None:
-            return [], "no launcher pod (yet)"
-        name = pod["metadata"]["name"]
+            found["note"] = "no launcher pod (yet, or any more)"
+            return found
+        name = found["pod"] = pod["metadata"]["name"]
         containers = (pod.get("spec") or {}).get("containers") or [{}]
         main = (job.get("spec") or {}).get("mainContainer") or containers[0].get("name")
+        found["exit"] = S.launcher_exit(pod, main)
+        if lines is None:
+            return found
         query = {"container": main}
         if lines > 0:
             query["tailLines"] = str(lines)
         path = f"{collection('v1', 'Pod', meta['namespace'])}/{quote(name)}/log"
         try:
-            text = self._text(path, query)
+            found["log"] = S.tail(self._text(path, query), lines)
         except (ApiError, Unreachable) as exc:
-            return [], f"launcher log unavailable: pod {name}: {exc}"
-        log = S.tail(text, lines)
-        return log, "" if log else f"launcher pod {name} has an empty log"
+            found["note"] = f"launcher log unavailable: pod {name}: {exc}"
+            return found
+        if not found["log"]:
+            found["note"] = f"launcher pod {name} has an empty log"
+        return found
 
     def _text(self, path: str, query: dict) -> str:
         """A plain-text GET (Rest parses JSON)."""

@@ -302,6 +302,25 @@ summary:
       description: One line for humans.
       type: str
       sample: "default/pi: Running, workers 2/2 running, 14s elapsed"
+launcher:
+  description: The newest launcher pod and how it ended.
+  returned: always
+  type: dict
+  contains:
+    pod:
+      description: Name of the newest launcher pod; empty when there is none.
+      type: str
+    exit:
+      description: How its MPI container ended, or why the pod failed; empty while it runs.
+      type: str
+      sample: "Error, exit code 3"
+    log:
+      description: The same as RV(launcher_log).
+      type: list
+      elements: str
+    note:
+      description: The same as RV(launcher_log_note).
+      type: str
 launcher_log:
   description: The last O(log_lines) lines of the newest launcher pod's log.
   returned: always
@@ -481,11 +500,11 @@ class Run:
             "result": job,
             "conditions": ((job or {}).get("status") or {}).get("conditions") or [],
             "summary": S.summary(job, datetime.now(UTC)) if job else None,
-            "launcher_log": [],
-            "launcher_log_note": "",
+            "launcher": {"pod": "", "exit": "", "log": [], "note": ""},
         }
-        if job is not None and self.params["log_lines"] > 0 and out["summary"]["phase"] not in (S.PENDING,):
-            out["launcher_log"], out["launcher_log_note"] = self.jobs.launcher_log(job, self.params["log_lines"])
+        if job is not None and out["summary"]["phase"] != S.PENDING:
+            out["launcher"] = self.jobs.launcher(job, self.params["log_lines"] or None)
+        out["launcher_log"], out["launcher_log_note"] = out["launcher"]["log"], out["launcher"]["note"]
         if self.module._diff and out["changed"]:
             after = None if self.method == "deleted" else self.after
             out["diff"] = {"before": S.comparable(self.before) or {}, "after": S.comparable(after) or {}}
@@ -520,7 +539,7 @@ def main() -> None:
     summary = out["summary"]
     if (module.params["wait"] and module.params["fail_on_job_failure"] and summary
             and summary["phase"] == C.FAILED and not module.check_mode):
-        module.fail_json(msg=S.failure_message(summary, out["launcher_log"], out["launcher_log_note"]),
+        module.fail_json(msg=S.failure_message(summary, out["launcher"]),
                          api_calls=rest.calls, **out)
     module.exit_json(api_calls=rest.calls, **out)
 

@@ -163,6 +163,18 @@ jobs:
           description: One line for humans.
           type: str
           sample: "default/pi: Running, workers 2/2 running, 14s elapsed"
+    launcher:
+      description: The newest launcher pod and how it ended; empty unless O(launcher_log) asks for a log or the job
+        failed.
+      type: dict
+      contains:
+        pod:
+          description: Name of the newest launcher pod; empty when there is none.
+          type: str
+        exit:
+          description: How its MPI container ended, or why the pod failed; empty while it runs.
+          type: str
+          sample: "Error, exit code 3"
     launcher_log:
       description: Lines of the newest launcher pod's log (with O(launcher_log=tail) or V(all)).
       type: list
@@ -188,6 +200,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit as S  # noqa: E402
 from ansible_collections.mpi.operator.plugins.module_utils.kube import AUTH_ARG_SPEC, Unreachable, connect  # noqa: E402
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C  # noqa: E402
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob_submit_kube import JobError, Jobs  # noqa: E402
 
 
@@ -209,12 +222,13 @@ def describe(jobs: Jobs, job: dict, params: dict, now: datetime) -> dict:
         "mpijob": job,
         "conditions": (job.get("status") or {}).get("conditions") or [],
         "summary": S.summary(job, now),
-        "launcher_log": [],
-        "launcher_log_note": "",
     }
-    if params["launcher_log"] != "none":
-        lines = params["log_lines"] if params["launcher_log"] == "tail" else 0
-        entry["launcher_log"], entry["launcher_log_note"] = jobs.launcher_log(job, lines)
+    wanted = {"none": None, "tail": params["log_lines"], "all": 0}[params["launcher_log"]]
+    # one more request per job: only for a log, or to say how a failed job's launcher ended
+    asked = wanted is not None or entry["summary"]["phase"] == C.FAILED
+    entry["launcher"] = jobs.launcher(job, wanted) if asked else {}
+    entry["launcher_log"] = entry["launcher"].get("log") or []
+    entry["launcher_log_note"] = entry["launcher"].get("note") or ""
     if params["events"]:
         entry["events"] = jobs.events(job)
     return entry

@@ -164,10 +164,31 @@ def test_summary_of_failed_job_stops_the_clock_and_says_why():
     s = S.summary(j, NOW)
     assert s["finished"] and s["elapsed_seconds"] == 5
     assert s["progress"].endswith("(BackoffLimitExceeded: Job has reached the specified backoff limit)")
-    msg = S.failure_message(s, ["a", "boom"], "")
+    msg = S.failure_message(s, {"pod": "pi-launcher-x", "exit": "Error, exit code 3", "log": ["a", "boom"]})
     assert msg.startswith("MPIJob ns/pi failed: BackoffLimitExceeded: Job has reached")
+    assert "\nlauncher pod pi-launcher-x: Error, exit code 3\n" in msg
     assert msg.endswith("launcher log (last 2 lines):\na\nboom")
-    assert S.failure_message(s, [], "launcher log unavailable: x").endswith("(launcher log unavailable: x)")
+    msg = S.failure_message(s, {"pod": "", "exit": "", "log": [], "note": "launcher log unavailable: x"})
+    assert msg.endswith("Job has reached the specified backoff limit\n(launcher log unavailable: x)")
+
+
+def launcher_pod(phase="Running", statuses=(), reason=None, message=None):
+    status = {"phase": phase, "containerStatuses": list(statuses)}
+    if reason:
+        status.update(reason=reason, message=message)
+    return {"metadata": {"name": "pi-launcher-x"}, "status": status}
+
+
+def test_launcher_exit():
+    term = {"name": "mpi-launcher", "state": {"terminated": {"reason": "Error", "exitCode": 3}}}
+    sidecar = {"name": "side", "state": {"terminated": {"reason": "Completed", "exitCode": 0}}}
+    assert S.launcher_exit(launcher_pod("Failed", [sidecar, term]), "mpi-launcher") == "Error, exit code 3"
+    oom = {"name": "m", "state": {"waiting": {}}, "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137,
+                                                                              "message": "out of memory\n"}}}
+    assert S.launcher_exit(launcher_pod("Running", [oom]), "m") == "OOMKilled, exit code 137: out of memory"
+    assert S.launcher_exit(launcher_pod("Failed", reason="DeadlineExceeded", message="too long"), "m") == (
+        "DeadlineExceeded: too long")
+    assert S.launcher_exit(launcher_pod("Running", [{"name": "m", "state": {"running": {}}}]), "m") == ""
 
 
 def test_summary_without_status_is_pending_from_creation():
