@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -183,7 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     log.info("starting", extra={"identity": cfg.identity, "work_dir": cfg.work_dir,
                                 "leader_elect": cfg.leader_elect})
-    return op.run()
+    try:
+        return op.run()
+    finally:
+        if cfg.temporary_work_dir:
+            shutil.rmtree(cfg.work_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ class Config:
     rotate_artifacts: int
     identity: str
     watch_timeout: int
+    temporary_work_dir: bool = False  # made for this process: removed at exit
 
 
 def parser() -> argparse.ArgumentParser:
@@ -117,4 +118,5 @@ def parse(argv: list[str] | None = None) -> Config:
         rotate_artifacts=a.rotate_artifacts,
         identity=identity(),
         watch_timeout=a.watch_timeout,
+        temporary_work_dir=not a.work_dir and not in_cluster(),
     )
