@@ -163,7 +163,9 @@ class Operator:
         for w in self.watchers:
             w.stop()
         self.queue.shutdown()
-        if not self.controller.join(self.cfg.runner_timeout + 5):
+        # after losing the lease another replica acts: do not finish runs, exit at once (like client-go)
+        grace = 0 if self.exit_code else self.cfg.runner_timeout + 5
+        if not self.controller.join(grace):
             log.warning("runs still in flight at exit")
         if self.elector is not None:
             self.elector.stop(release=self.exit_code == 0)
