@@ -30,6 +30,10 @@ class JobError(Exception):
         self.result = result
 
 
+class Conflict(JobError):
+    """Server-side apply met fields another field manager changed (a drift from the manifest)."""
+
+
 def job_path(api_version: str, namespace: str, name: str = "") -> str:
     return item(api_version, C.KIND, namespace, name) if name else collection(api_version, C.KIND, namespace)
 
@@ -86,7 +90,8 @@ class Jobs:
         except ApiError as exc:
             if exc.status == 404:  # apply creates missing objects: a 404 is the kind, not the object
                 raise JobError(f"applying MPIJob {S.ref(manifest)}: {_not_served(manifest['apiVersion'])}") from exc
-            raise JobError(_explain(exc, f"applying MPIJob {S.ref(manifest)}")) from exc
+            error = Conflict if exc.status == 409 else JobError
+            raise error(_explain(exc, f"applying MPIJob {S.ref(manifest)}")) from exc
 
     def patch(self, job: dict, patch: dict) -> dict:
         meta = job["metadata"]

@@ -153,10 +153,13 @@ attributes:
     support: full
     description: C(changed) only when the job's metadata or spec would change.
 notes:
+  - A field that another field manager changed since the last apply (C(kubectl scale), C(kubectl patch), an
+    autoscaler) is a conflict. The task fails naming the field and the manager unless O(force) is set; in check
+    mode it shows the drift as a diff and warns instead.
   - Simulated pods (the local kwok cluster) and some kubelets serve no logs; RV(launcher_log) is then empty and
     RV(launcher_log_note) says why.
-  - After O(workers) scaled a job, re-applying a manifest with another replica count conflicts with that change
-    only if the manifest was applied by another field manager; O(force) settles it.
+  - O(workers) and O(suspend) alone patch as field manager C(mpi.operator-patch), so re-applying a manifest that
+    says otherwise is such a conflict, by design (the manifest and the cluster disagree).
 seealso:
   - module: mpi.operator.mpijob_info
 """
@@ -360,7 +363,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit as S  # noqa: E402
 from ansible_collections.mpi.operator.plugins.module_utils.kube import AUTH_ARG_SPEC, Unreachable, connect  # noqa: E402
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C  # noqa: E402
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob_submit_kube import JobError, Jobs  # noqa: E402
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob_submit_kube import Conflict, JobError, Jobs  # noqa: E402
 
 
 def argspec() -> dict:
@@ -436,7 +439,14 @@ class Run:
             return
         meta = manifest["metadata"]
         self.before = self.jobs.get(meta["namespace"], meta["name"], manifest["apiVersion"])
-        would_be = self.jobs.apply(manifest, p["force"], dry_run=True)
+        try:
+            would_be = self.jobs.apply(manifest, p["force"], dry_run=True)
+        except Conflict as exc:
+            if not self.module.check_mode:
+                raise
+            # a preview shows the drift as a diff; the real run fails on it unless force is set
+            self.module.warn(f"{exc}. Without check mode this task fails.")
+            would_be = self.jobs.apply(manifest, True, dry_run=True)
         if not S.differs(self.before, would_be):
             self.after = self.before
             return

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.operator import children, expected_children, get_mpijob
+from tests.integration._fixtures.operator import children, expected_children, get_mpijob, patch_mpijob
 from tests.integration._fixtures.submit import example_manifest
 
 pytestmark = [pytest.mark.cluster]
@@ -125,7 +125,7 @@ def test_absent_deletes_the_job_and_its_children(ansible_play, running_operator,
     wait_for(lambda: not any(children(api_client, namespace, "gone").values()), 30, what="every child deleted")
 
 
-def test_check_mode_changes_nothing(ansible_play, running_operator, api_client, namespace):
+def test_check_mode_changes_nothing(ansible_play, operator_crd, api_client, namespace):
     job = short_form(namespace, "dry", workers=2)
     run = ansible_play([mpijob(**job)], check=True, diff=True)
     r = run["submit"]
@@ -148,7 +148,7 @@ def test_check_mode_changes_nothing(ansible_play, running_operator, api_client, 
     assert (after["spec"], after["metadata"]["generation"]) == (before["spec"], before["metadata"]["generation"])
 
 
-def test_typo_in_the_manifest_is_rejected_naming_the_field(ansible_play, running_operator, namespace):
+def test_typo_in_the_manifest_is_rejected_naming_the_field(ansible_play, operator_crd, namespace):
     definition = example_manifest("v1/openmpi-helloworld.yaml", namespace=namespace)
     launcher = definition["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
     launcher["resources"]["request"] = launcher["resources"].pop("requests")  # the seed's typo
@@ -174,3 +174,24 @@ def test_v1_manifest_runs_and_info_reports_it(ansible_play, running_operator, na
     assert {"MPIJobCreated", "MPIJobSucceeded"} <= {e["reason"] for e in jobs[0]["events"]}
     assert jobs[0]["launcher_log"] or jobs[0]["launcher_log_note"]
     assert run["missing"]["jobs"] == []
+
+
+def test_drift_is_a_diff_in_check_mode_and_a_conflict_otherwise(ansible_play, operator_crd, api_client, namespace):
+    definition = example_manifest("local/pi.yaml", namespace=namespace)
+    assert ansible_play([mpijob(definition=definition)])["submit"]["changed"]
+    # someone scales the job by hand: the cluster no longer matches the manifest
+    patch_mpijob(api_client, namespace, "pi", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 3}}}})
+
+    run = ansible_play([mpijob("preview", definition=definition)], check=True, diff=True)
+    preview = run["preview"]
+    assert "preview" not in run.failed and preview["changed"]
+    assert preview["diff"]["before"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 3
+    assert preview["diff"]["after"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
+    assert any("conflict" in w and "Worker.replicas" in w for w in preview.get("warnings", [])), preview
+
+    run = ansible_play([mpijob("apply", definition=definition), mpijob("force", definition=definition, force=True)])
+    assert "apply" in run.failed
+    assert "conflict" in run["apply"]["msg"] and ".spec.mpiReplicaSpecs.Worker.replicas" in run["apply"]["msg"]
+    assert "force: true" in run["apply"]["msg"]
+    assert run["force"]["changed"] and run["force"]["result"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
+    assert get_mpijob(api_client, namespace, "pi")["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
