@@ -4,7 +4,8 @@
 2. one MPIJob on an idle operator: creation -> all children, and -> Running;
 3. BENCH_JOBS MPIJobs x BENCH_WORKERS workers created at once: the same latencies (p50/p95/max), wall time,
    reconciles/s, ansible-runner runs and mean batch size, and the operator's peak RSS.
-The operator runs as a subprocess (all namespaces, no leader election); times are taken by this script's
+The operator runs as a subprocess, no leader election, watching only the bench's namespace (all namespaces with
+BENCH_ALL_NAMESPACES=1); times are taken by this script's
 own watches, from just before each create call to the first event that shows the object or condition.
 """
 from __future__ import annotations
@@ -29,7 +30,14 @@ from kubernetes import client, config  # noqa: E402
 from kubernetes.client.exceptions import ApiException  # noqa: E402
 
 from mpijob_operator.runner import BatchRunner  # noqa: E402
-from tests.integration._fixtures.operator import GROUP, PLURAL, VERSION, OperatorProcess, install_crd  # noqa: E402
+from tests.integration._fixtures.operator import (  # noqa: E402
+    GROUP,
+    PLURAL,
+    VERSION,
+    OperatorProcess,
+    install_crd,
+    new_mpijob,
+)
 
 JOBS = int(os.environ.get("BENCH_JOBS", "200"))
 WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
@@ -39,23 +47,8 @@ PREFIX = "bench-"
 
 
 def mpijob(name: str, workers: int) -> dict[str, Any]:
-    def template(role: str) -> dict[str, Any]:
-        return {"spec": {"containers": [{"name": role, "image": "mpioperator/mpi-pi:openmpi",
-                                         "command": ["sleep", "3600"] if role == "worker" else ["mpirun", "true"]}]}}
-
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "MPIJob",
-        "metadata": {"name": name},
-        "spec": {
-            "slotsPerWorker": 1,
-            "runPolicy": {"cleanPodPolicy": "Running"},
-            "mpiReplicaSpecs": {
-                "Launcher": {"replicas": 1, "template": template("launcher")},
-                "Worker": {"replicas": workers, "template": template("worker")},
-            },
-        },
-    }
+    """The benchmark's job: the integration tests' small MPIJob, workers removed once it succeeds."""
+    return new_mpijob(name, workers, runPolicy={"cleanPodPolicy": "Running"})
 
 
 class Tracker:
@@ -241,7 +234,12 @@ def main() -> int:
 
     baseline = runner_baseline()
     work = pathlib.Path(tempfile.mkdtemp(prefix="mpi-operator-bench-"))
-    op = OperatorProcess(kubeconfig, work, ["--no-leader-elect", *OPERATOR_ARGS], name="bench-operator").start()
+    # one namespace, watched alone: a shared cluster's other MPIJobs are none of the bench's business
+    ns = f"{PREFIX}{uuid.uuid4().hex[:6]}"
+    create_namespace(core, ns)
+    scope = [] if os.environ.get("BENCH_ALL_NAMESPACES") else ["--namespace", ns]
+    op = OperatorProcess(kubeconfig, work, ["--no-leader-elect", *scope, *OPERATOR_ARGS],
+                         name="bench-operator").start()
     tracker = Tracker(api, WORKERS)
     rss_peak_tree = 0
     sampling = threading.Event()
@@ -259,8 +257,7 @@ def main() -> int:
         time.sleep(1)
 
         # -- one job, idle operator ----------------------------------------------------------
-        ns1 = f"{PREFIX}single-{uuid.uuid4().hex[:6]}"
-        create_namespace(core, ns1)
+        ns1 = ns
         key1 = (ns1, "single")
         tracker.created[key1] = time.time()
         custom.create_namespaced_custom_object(GROUP, VERSION, ns1, PLURAL, mpijob("single", WORKERS))
@@ -278,8 +275,6 @@ def main() -> int:
                 "batched": op.metric("mpi_operator_batch_size_sum") or 0,
             }
 
-        ns = f"{PREFIX}bulk-{uuid.uuid4().hex[:6]}"
-        create_namespace(core, ns)
         before = counters()
         keys = [(ns, f"job-{i:04d}") for i in range(JOBS)]
         start = time.time()
@@ -317,7 +312,7 @@ def main() -> int:
     row = "| {:<44} | {:>10} |"
     print()
     print(f"## make bench: {JOBS} MPIJobs x {WORKERS} workers, operator flags: "
-          f"{' '.join(OPERATOR_ARGS) or '(defaults)'}")
+          f"{' '.join(['--no-leader-elect', *scope, *OPERATOR_ARGS])}")
     print()
     print(row.format("measure", "value"))
     print(row.format("-" * 44, "-" * 10))

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 import yaml
 
+from mpijob_operator.watch import GROUP, PLURAL, VERSION
 from tests.integration._fixtures.cluster import wait_for
 
 _ROOT = pathlib.Path(__file__).resolve().parents[3]
 _CRD = _ROOT / "roles/crds/files/mpijobs.kubeflow.org.yaml"
-GROUP, VERSION, PLURAL = "kubeflow.org", "v2beta1", "mpijobs"
 
 
 def _free_port() -> int:
