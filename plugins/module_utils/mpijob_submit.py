@@ -94,7 +94,7 @@ def desired_manifest(params: dict, definition: dict | None) -> dict | None:
     """The full MPIJob to apply, or None when the module only patches an existing job (`workers`/`suspend`).
 
     `definition` comes from the `definition` or `src` option; the short form is used when `image` is set.
-    `workers` and `suspend` are laid over either; `name`/`namespace` fill in what the manifest leaves out.
+    `workers` and `suspend` are laid over either; `name` replaces the manifest's, `namespace` fills in a missing one.
     """
     if definition is not None:
         if any(params.get(key) is not None for key in SHORT_FORM_KEYS):
@@ -108,12 +108,13 @@ def desired_manifest(params: dict, definition: dict | None) -> dict | None:
         manifest["kind"] = C.KIND
         meta = manifest.setdefault("metadata", {}) or {}
         manifest["metadata"] = meta
-        for key in ("name", "namespace"):
-            if params.get(key) and meta.get(key) and params[key] != meta[key]:
-                raise SubmitError(f"{key}: {params[key]!r} differs from metadata.{key} {meta[key]!r} of the definition")
-            if not meta.get(key) and params.get(key):
-                meta[key] = params[key]
-        meta.setdefault("namespace", "default")
+        if params.get("name"):
+            meta["name"] = params["name"]  # e.g. one manifest run under several names
+        if params.get("namespace") and meta.get("namespace") and params["namespace"] != meta["namespace"]:
+            # as kubectl apply -n: a job is not moved to another namespace behind the manifest's back
+            raise SubmitError(f"namespace: {params['namespace']!r} differs from metadata.namespace "
+                              f"{meta['namespace']!r} of the definition")
+        meta["namespace"] = meta.get("namespace") or params.get("namespace") or "default"
         if params.get("workers") is not None:
             workers = manifest.setdefault("spec", {}).setdefault("mpiReplicaSpecs", {}).setdefault(C.WORKER, {})
             workers["replicas"] = params["workers"]
@@ -199,7 +200,8 @@ def summary(job: dict, now: datetime) -> dict:
     worker = replicas.get(C.WORKER) or {}
     launcher = replicas.get(C.LAUNCHER) or {}
     meta = job.get("metadata") or {}
-    start = parse_time(status.get("startTime")) or parse_time(meta.get("creationTimestamp"))
+    # since submission: startTime is unset while pending and reset by a resume
+    start = parse_time(meta.get("creationTimestamp")) or parse_time(status.get("startTime"))
     end = parse_time(status.get("completionTime")) if phase in FINISHED else None
     elapsed = int(((end or now) - start).total_seconds()) if start else 0
     result = {

@@ -34,11 +34,13 @@ options:
     default: present
   name:
     description:
-      - Name of the MPIJob. Required unless O(definition) or O(src) names it.
+      - Name of the MPIJob. Required unless O(definition) or O(src) names it; replaces the manifest's name (one
+        manifest can run under several names).
     type: str
   namespace:
     description:
-      - Namespace of the MPIJob. Used when the manifest names none; V(default) when neither does.
+      - Namespace of the MPIJob. Used when the manifest names none (a different one is an error, as with
+        C(kubectl apply -n)); V(default) when neither does.
     type: str
   definition:
     description:
@@ -296,7 +298,7 @@ summary:
       description: C(status.completionTime).
       type: str
     elapsed_seconds:
-      description: Seconds since the job started (until it finished, for a finished job).
+      description: Seconds since the job was created (until it finished, for a finished job).
       type: int
     finished:
       description: Whether the job Succeeded or Failed.
@@ -475,7 +477,7 @@ class Run:
         p = self.params
         definition = p["definition"] if p["definition"] is not None else (read_src(p["src"]) if p["src"] else None)
         meta = (definition or {}).get("metadata") or {}
-        name, namespace = meta.get("name") or p["name"], meta.get("namespace") or p["namespace"] or "default"
+        name, namespace = p["name"] or meta.get("name"), meta.get("namespace") or p["namespace"] or "default"
         if not name:
             raise S.SubmitError("name: required to delete a job (or give definition or src)")
         self.before = self.jobs.get(namespace, name)

@@ -154,7 +154,7 @@ jobs:
           description: C(status.completionTime).
           type: str
         elapsed_seconds:
-          description: Seconds since the job started (until it finished, for a finished job).
+          description: Seconds since the job was created (until it finished, for a finished job).
           type: int
         finished:
           description: Whether the job Succeeded or Failed.

@@ -80,10 +80,12 @@ def test_definition_overlay_workers_suspend_and_namespace():
     assert m["spec"]["runPolicy"]["suspend"] is False
     assert definition["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2  # the input is not modified
     assert S.desired_manifest({}, definition)["metadata"]["namespace"] == "default"
+    renamed = S.desired_manifest({"name": "mnist-3f2a", "namespace": "ml"}, m)
+    assert renamed["metadata"] == {"name": "mnist-3f2a", "namespace": "ml"}
 
 
 @pytest.mark.parametrize("params, definition, needle", [
-    ({"name": "other"}, {"metadata": {"name": "pi"}}, "name: 'other' differs from metadata.name 'pi'"),
+    ({"namespace": "b"}, {"metadata": {"name": "pi", "namespace": "a"}}, "namespace: 'b' differs from metadata.na"),
     ({"image": "x"}, {"metadata": {"name": "pi"}}, "cannot be combined"),
     ({}, {"kind": "Job", "metadata": {"name": "pi"}}, "kind must be MPIJob"),
     ({}, ["a"], "must be a dict"),
@@ -154,8 +156,8 @@ def test_summary_counts_elapsed_and_progress_line():
     s = S.summary(j, NOW)
     assert (s["phase"], s["workers"], s["workers_running"], s["workers_failed"], s["launcher_active"]) == (
         "Running", 3, 2, 1, 1)
-    assert s["elapsed_seconds"] == 20 and not s["finished"]
-    assert s["progress"] == "ns/pi: Running, workers 2/3 running, 1 failed, 20s elapsed"
+    assert s["elapsed_seconds"] == 30 and not s["finished"]  # since creation, not since startTime
+    assert s["progress"] == "ns/pi: Running, workers 2/3 running, 1 failed, 30s elapsed"
 
 
 def test_summary_of_failed_job_stops_the_clock_and_says_why():
