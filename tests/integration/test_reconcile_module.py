@@ -495,7 +495,9 @@ def _normal(obj: dict, namespace: str) -> dict:
     return json.loads(re.sub(r"kube-api-access-[a-z0-9]{5}", "kube-api-access", text))
 
 
-def _children_of(api_client: Any, namespace: str, name: str) -> dict[str, dict]:
+def _children_of(api_client: Any, namespace: str, name: str, gang: str = "") -> dict[str, dict]:
+    from kubernetes import client
+
     core, batch = _core(api_client)
     sel = f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=worker"
     out = {
@@ -510,6 +512,10 @@ def _children_of(api_client: Any, namespace: str, name: str) -> dict[str, dict]:
         d = _dict(api_client, obj)
         d.setdefault("kind", "Pod" if key.startswith(name) else key)
         result[key] = _normal(d, namespace)
+    if gang:
+        group = client.CustomObjectsApi(api_client).get_namespaced_custom_object(
+            "scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", name)
+        result["PodGroup"] = _normal(group, namespace)
     return result
 
 
@@ -525,8 +531,10 @@ def _second_namespace(api_client: Any, base: str) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", ["openmpi-v2beta1", "intel-launcher-as-worker", "mpich-non-root"])
-def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reconcile, api_client, namespace) -> None:
+@pytest.mark.parametrize("variant", ["openmpi-v2beta1", "intel-launcher-as-worker", "mpich-non-root",
+                                     "gang-scheduler-plugins"])
+def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reconcile, api_client, namespace,
+                                                request) -> None:
     """The same manifest, one copy reconciled by the real Kubeflow MPI Operator (v0.8.2, built from the Go module
     proxy), the other by mpijob_reconcile: the children are equal but for the documented differences."""
     body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE)
@@ -536,18 +544,19 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
     elif variant == "mpich-non-root":
         body["spec"].update(mpiImplementation="MPICH", sshAuthMountPath="/home/mpiuser/.ssh")
         body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["restartPolicy"] = "Never"
+    gang = request.getfixturevalue("podgroup_crd") if variant.startswith("gang") else ""
     name = body["metadata"]["name"]
     kf_ns = _second_namespace(api_client, namespace)
     core, batch = _core(api_client)
     try:
         create_mpijob(api_client, kf_ns, body)
         create_mpijob(api_client, namespace, body)
-        proc = kubeflow_operator(kf_ns)
+        proc = kubeflow_operator(kf_ns, *(["--gang-scheduling", gang] if gang else []))
         wait_for(lambda: proc.poll() is None and batch.list_namespaced_job(kf_ns).items and len(
             core.list_namespaced_pod(kf_ns, label_selector="training.kubeflow.org/job-role=worker").items) == 2,
             120, what="the Kubeflow operator's launcher Job and workers")
-        reconcile([{"namespace": namespace, "name": name}])
-        theirs, ours = _children_of(api_client, kf_ns, name), _children_of(api_client, namespace, name)
+        reconcile([{"namespace": namespace, "name": name}], gang_scheduling=gang)
+        theirs, ours = _children_of(api_client, kf_ns, name, gang), _children_of(api_client, namespace, name, gang)
         assert sorted(theirs) == sorted(ours)
 
         # documented differences (docs/differences.md), undone before comparing

@@ -137,9 +137,10 @@ def kubeflow_operator(kubeconfig: str, operator_crd: None, tmp_path: Any):
         pytest.skip("no Go toolchain to build the Kubeflow MPI Operator")
     procs: list[subprocess.Popen] = []
 
-    def start(namespace: str) -> subprocess.Popen:
+    def start(namespace: str, *args: str) -> subprocess.Popen:
         log = open(tmp_path / f"kubeflow-{namespace}.log", "wb")  # noqa: SIM115 (closed with the process)
-        proc = subprocess.Popen([binary, "--namespace", namespace, "--lock-namespace", namespace, "--threadiness", "1"],
+        proc = subprocess.Popen([binary, "--namespace", namespace, "--lock-namespace", namespace, "--threadiness", "1",
+                                 *args],
                                 env=dict(os.environ, KUBECONFIG=kubeconfig), stdout=log, stderr=subprocess.STDOUT)
         procs.append(proc)
         return proc
