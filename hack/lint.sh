@@ -12,7 +12,7 @@ py_dirs=()
 for d in plugins tests hack mpijob_operator; do [ -d "$d" ] && py_dirs+=("$d"); done
 step ruff ruff check "${py_dirs[@]}"
 step yamllint yamllint -s .
-step ansible-lint ansible-lint --offline -q
+step ansible-lint ansible-lint --offline -q --nocolor
 # Every module must document itself well enough for ansible-doc to render it.
 modules=()
 for f in plugins/modules/*.py; do [ -e "$f" ] && modules+=("mpi.operator.$(basename "$f" .py)"); done
