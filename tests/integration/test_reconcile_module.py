@@ -595,3 +595,35 @@ def test_vanished_children_are_recreated(reconcile, api_client, namespace) -> No
     run = reconcile(key)
     assert [(a["action"], a["kind"], a["name"]) for a in run.job("openmpi-helloworld")["actions"]] == [
         ("create", "ConfigMap", "openmpi-helloworld-config"), ("create", "Pod", "openmpi-helloworld-worker-1")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("outcome", ["succeed", "fail"])
+def test_same_conditions_as_the_kubeflow_operator(outcome, kubeflow_operator, loop, api_client, namespace) -> None:
+    """kwok runs the workers and ends the launcher; both operators end with the same conditions and reasons."""
+    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    body["spec"]["runPolicy"] = {"backoffLimit": 0}
+    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
+        "annotations": {"kwok.mpi.operator/outcome": outcome}}
+    name = body["metadata"]["name"]
+    kf_ns = _second_namespace(api_client, namespace)
+    core, _ = _core(api_client)
+    finished = ("Succeeded" if outcome == "succeed" else "Failed")
+    try:
+        create_mpijob(api_client, kf_ns, body)
+        create_mpijob(api_client, namespace, body)
+        kubeflow_operator(kf_ns)
+        ours = loop(namespace, name, lambda j, _: (condition(j, finished) or {}).get("status") == "True", timeout=90)
+        theirs = wait_for(lambda: (j := get_mpijob(api_client, kf_ns, name)) and
+                          (condition(j, finished) or {}).get("status") == "True" and j, 90, what="Kubeflow finished")
+
+        def summary(job: dict) -> list[tuple[str, str, str]]:
+            return sorted((c["type"], c["status"], c["reason"]) for c in job["status"]["conditions"])
+
+        assert summary(ours) == summary(theirs)
+        assert ours["status"]["replicaStatuses"]["Launcher"] == theirs["status"]["replicaStatuses"]["Launcher"]
+        assert bool(ours["status"].get("completionTime")) and bool(theirs["status"].get("completionTime"))
+        expected = {"MPIJobCreated", "MPIJobSucceeded"} if outcome == "succeed" else {"MPIJobCreated"}
+        assert expected <= event_reasons(api_client, namespace, name) & event_reasons(api_client, kf_ns, name)
+    finally:
+        core.delete_namespace(kf_ns, propagation_policy="Background")
