@@ -621,6 +621,8 @@ def test_same_conditions_as_the_kubeflow_operator(outcome, kubeflow_operator, lo
             return sorted((c["type"], c["status"], c["reason"]) for c in job["status"]["conditions"])
 
         assert summary(ours) == summary(theirs)
+        if outcome == "fail":
+            assert condition(ours, "Failed")["reason"].startswith("BackoffLimitExceeded/")
         assert ours["status"]["replicaStatuses"]["Launcher"] == theirs["status"]["replicaStatuses"]["Launcher"]
         assert bool(ours["status"].get("completionTime")) and bool(theirs["status"].get("completionTime"))
         expected = {"MPIJobCreated", "MPIJobSucceeded"} if outcome == "succeed" else {"MPIJobCreated"}
