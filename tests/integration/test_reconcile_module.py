@@ -532,7 +532,7 @@ def _second_namespace(api_client: Any, base: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["openmpi-v2beta1", "intel-launcher-as-worker", "mpich-non-root",
-                                     "gang-scheduler-plugins"])
+                                     "gang-scheduler-plugins", "host-network-cluster-domain"])
 def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reconcile, api_client, namespace,
                                                 request) -> None:
     """The same manifest, one copy reconciled by the real Kubeflow MPI Operator (v0.8.2, built from the Go module
@@ -544,6 +544,10 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
     elif variant == "mpich-non-root":
         body["spec"].update(mpiImplementation="MPICH", sshAuthMountPath="/home/mpiuser/.ssh")
         body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["restartPolicy"] = "Never"
+    elif variant == "host-network-cluster-domain":
+        for replica in body["spec"]["mpiReplicaSpecs"].values():
+            replica["template"]["spec"]["hostNetwork"] = True
+    domain = "cluster.local" if variant == "host-network-cluster-domain" else ""
     gang = request.getfixturevalue("podgroup_crd") if variant.startswith("gang") else ""
     name = body["metadata"]["name"]
     kf_ns = _second_namespace(api_client, namespace)
@@ -551,11 +555,12 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
     try:
         create_mpijob(api_client, kf_ns, body)
         create_mpijob(api_client, namespace, body)
-        proc = kubeflow_operator(kf_ns, *(["--gang-scheduling", gang] if gang else []))
+        proc = kubeflow_operator(kf_ns, *(["--gang-scheduling", gang] if gang else []),
+                                 *(["--cluster-domain", domain] if domain else []))
         wait_for(lambda: proc.poll() is None and batch.list_namespaced_job(kf_ns).items and len(
             core.list_namespaced_pod(kf_ns, label_selector="training.kubeflow.org/job-role=worker").items) == 2,
             120, what="the Kubeflow operator's launcher Job and workers")
-        reconcile([{"namespace": namespace, "name": name}], gang_scheduling=gang)
+        reconcile([{"namespace": namespace, "name": name}], gang_scheduling=gang, cluster_domain=domain)
         theirs, ours = _children_of(api_client, kf_ns, name, gang), _children_of(api_client, namespace, name, gang)
         assert sorted(theirs) == sorted(ours)
 
