@@ -54,7 +54,7 @@ def test_created_running_succeeded(running_operator, api_client, namespace):
     assert running_operator.metric("mpi_operator_runner_duration_seconds_count") >= 1
     assert running_operator.get("/healthz")[0] == 200
     # the target is 3 s on an idle operator; `make bench` measures it, this only catches a regression
-    assert children_after < 10, f"children took {children_after:.1f}s"
+    assert children_after < 15, f"children took {children_after:.1f}s"
 
 
 def test_launcher_failure_fails_the_job(running_operator, api_client, namespace):
