@@ -2,17 +2,20 @@
 # Builds the local images without Docker or a registry, caches each as a `docker save` tar keyed by
 # the hash of its recipe, and imports it into containerd (namespace k8s.io) when containerd runs and
 # lacks that build. Images: localhost/<name>:${MPI_IMAGE_TAG:-local}.
-# usage: hack/images/build.sh [--no-import|--print] [pause|openmpi4|openmpi5|mpich|python|operator ...]
-#   (default: pause openmpi4 openmpi5 mpich operator); --print: build only, print "<ref> <tar> <recipe hash>" per image.
+# usage: hack/images/build.sh [--no-import] [--print] [pause|openmpi4|openmpi5|mpich|python|operator ...]
+#   (default: pause openmpi4 openmpi5 mpich operator); --print: print "<ref> <tar> <recipe hash>" per image.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { log "needs root (debootstrap, chroot)"; exit 1; }
 
 import=1 print=0
-case ${1:-} in
-  --no-import) import=0; shift ;;
-  --print) import=0 print=1; shift ;;
-esac
+while [ $# -gt 0 ]; do
+  case $1 in
+    --no-import) import=0; shift ;;
+    --print) print=1; shift ;;
+    *) break ;;
+  esac
+done
 names=("$@")
 [ "${#names[@]}" -gt 0 ] || names=(pause openmpi4 openmpi5 mpich operator)
 

@@ -5,7 +5,7 @@
 # copy hack/venv.sh took out of the ansible wheel. Prints "<ref> <tar> <hash>" like build.sh's recipes.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-read -r base_ref base_tar _ < <(bash "$images_dir/build.sh" --print python)
+read -r base_ref base_tar _ < <(bash "$images_dir/build.sh" --no-import --print python)
 kc=$(ls -d "$cache"/kubernetes.core-from-ansible-*/ansible_collections/kubernetes/core 2>/dev/null | tail -1)
 [ -n "$kc" ] || { log "no kubernetes.core in $cache: run hack/venv.sh first"; exit 1; }
 context=$root_dir

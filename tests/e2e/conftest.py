@@ -92,9 +92,8 @@ def _playbook(name: str, install_vars: dict, tmp: pathlib.Path) -> None:
 
 def operator_image() -> tuple[str, str]:
     """Builds (cached) and imports the operator image; returns (repository, tag), the tag naming this build."""
-    subprocess.run(["bash", str(ROOT / "hack/images/build.sh"), "operator"], check=True)
     out = subprocess.run(["bash", str(ROOT / "hack/images/build.sh"), "--print", "operator"],
-                         check=True, capture_output=True, text=True).stdout.split()
+                         check=True, stdout=subprocess.PIPE, text=True).stdout.split()
     ref, recipe_hash = out[0], out[2]
     return ref.rsplit(":", 1)[0], recipe_hash
 
