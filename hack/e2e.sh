@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# make e2e: the end-to-end suite on the real node (tests/e2e). Brings the local cluster and the real node up
+# when they are not (both idempotent), installs the operator in-cluster with playbooks/install.yml, runs the
+# MPIJobs of tests/e2e/manifests, and times create -> Succeeded over MPI_E2E_TIMING_RUNS (default 5) runs.
+# Extra arguments go to pytest (e.g. -k mpich). MPI_E2E_KEEP_OPERATOR=1 leaves the operator installed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bash hack/venv.sh
+export PATH=$root/.venv/bin:$PATH ANSIBLE_CONFIG=$root/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$root/.collections
+bash hack/cluster/up.sh
+MPI_CLUSTER_REAL_NODE=${MPI_CLUSTER_REAL_NODE:-1} bash hack/node/up.sh
+export MPI_E2E_TIMING_RUNS=${MPI_E2E_TIMING_RUNS:-5}
+# Here a missing real node is an error, not a skip.
+export MPI_E2E_REQUIRE=1
+set +e
+.venv/bin/python -m pytest tests/e2e -m realnode -q -s -p no:cacheprovider "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then echo "pytest collected no e2e tests: failing" >&2; exit 1; fi
+exit "$rc"
