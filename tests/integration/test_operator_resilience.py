@@ -112,3 +112,20 @@ def test_cluster_wide_mode(operator_factory, api_client, namespace):
     create_mpijob(api_client, namespace, new_mpijob("wide", workers=1))
     wait_condition(api_client, namespace, "wide", "Succeeded", 90)
     assert op.get("/readyz")[0] == 200
+
+
+def test_sigterm_lets_the_runs_in_flight_finish(operator_factory, api_client, namespace):
+    op = operator_factory("--namespace", namespace, "--no-leader-elect", name="graceful")
+    names = [f"g{i}" for i in range(3)]
+    for n in names:
+        create_mpijob(api_client, namespace, new_mpijob(n, workers=1))
+    wait_for(lambda: op.runs_in_flight() > 0, 60, what="a run in flight", interval=0.02)
+    op.signal(signal.SIGTERM)
+    assert op.wait(120) == 0
+    assert "shutting down" in op.logs()
+    # the run that was in flight completed: every job it held got its Created condition and its children
+    created = [n for n in names if has_condition(get_mpijob(api_client, namespace, n), "Created")]
+    assert created, "the run in flight was abandoned"
+    for n in created:
+        found = children(api_client, namespace, n)
+        assert found["Job"] == [f"{n}-launcher"] and len(found["Worker"]) == 1, n
