@@ -327,6 +327,10 @@ class Watcher(threading.Thread):
 
     def stop(self) -> None:
         self._stop.set()
+        self.stop_current_watch()
+
+    def stop_current_watch(self) -> None:
+        """Ends the open watch request; the loop then resumes from `state.resource_version`."""
         resp = self._response
         if resp is not None:
             with contextlib.suppress(Exception):  # it may be closing already

@@ -1,0 +1,50 @@
+"""The loop's watches against a real API server: list then watch, resume after the server ends a watch,
+relist on 410 Gone."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from mpijob_operator.kube import api_client as operator_client
+from mpijob_operator.watch import Watcher, resources
+from tests.integration._fixtures.cluster import wait_for
+from tests.integration._fixtures.operator import create_mpijob, new_mpijob
+
+pytestmark = [pytest.mark.cluster]
+
+
+def _mpijobs():
+    return next(r for r in resources("app") if r.name == "mpijobs")
+
+
+def test_watch_lists_resumes_and_relists_on_gone(kubeconfig, operator_crd, api_client, namespace):
+    api = operator_client(kubeconfig, 50, 100)
+    seen: list[tuple[str, str]] = []
+    restarts: list[str] = []
+    lock = threading.Lock()
+
+    def enqueue(key, change):
+        with lock:
+            seen.append((key[1], change.event))
+
+    create_mpijob(api_client, namespace, new_mpijob("before", workers=1))
+    w = Watcher(api, _mpijobs(), namespace, enqueue, on_restart=lambda _n, why: restarts.append(why),
+                watch_timeout=2)  # the server ends each watch after 2 s: the watcher must resume
+    w.start()
+    try:
+        wait_for(lambda: ("before", "LIST") in seen, 20, what="the initial list")
+        wait_for(lambda: w.state.resource_version is not None and w.state.synced, 10, what="synced")
+        threading.Event().wait(5)  # at least two server-side watch timeouts
+        create_mpijob(api_client, namespace, new_mpijob("after", workers=1))
+        wait_for(lambda: ("after", "ADDED") in seen, 20, what="the ADDED event after resuming")
+        assert "gone" not in restarts and seen.count(("before", "LIST")) == 1  # resumed, never relisted
+
+        # a resourceVersion older than the watch cache: the server answers 410 Gone and the watcher relists
+        listed = seen.count(("before", "LIST"))
+        w.state.resource_version = "1"
+        w.stop_current_watch()
+        wait_for(lambda: seen.count(("before", "LIST")) > listed, 30, what="a relist after 410 Gone")
+        assert "gone" in restarts
+    finally:
+        w.stop()
