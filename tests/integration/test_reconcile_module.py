@@ -515,8 +515,8 @@ def _children_of(api_client: Any, namespace: str, name: str, gang: str = "") -> 
         d.setdefault("kind", "Pod" if key.startswith(name) else key)
         result[key] = _normal(d, namespace)
     if gang:
-        group = client.CustomObjectsApi(api_client).get_namespaced_custom_object(
-            "scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", name)
+        api = ("scheduling.volcano.sh", "v1beta1") if gang == "volcano" else ("scheduling.x-k8s.io", "v1alpha1")
+        group = client.CustomObjectsApi(api_client).get_namespaced_custom_object(*api, namespace, "podgroups", name)
         result["PodGroup"] = _normal(group, namespace)
     return result
 
@@ -534,7 +534,7 @@ def _second_namespace(api_client: Any, base: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["openmpi-v2beta1", "intel-launcher-as-worker", "mpich-non-root",
-                                     "gang-scheduler-plugins", "host-network-cluster-domain"])
+                                     "gang-scheduler-plugins", "gang-volcano", "host-network-cluster-domain"])
 def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reconcile, api_client, namespace,
                                                 request) -> None:
     """The same manifest, one copy reconciled by the real Kubeflow MPI Operator (v0.8.2, built from the Go module
@@ -550,7 +550,12 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
         for replica in body["spec"]["mpiReplicaSpecs"].values():
             replica["template"]["spec"]["hostNetwork"] = True
     domain = "cluster.local" if variant == "host-network-cluster-domain" else ""
-    gang = request.getfixturevalue("podgroup_crd") if variant.startswith("gang") else ""
+    gang = ""
+    if variant == "gang-scheduler-plugins":
+        gang = request.getfixturevalue("podgroup_crd")
+    elif variant == "gang-volcano":
+        gang = request.getfixturevalue("volcano_podgroup_crd")
+        body["spec"]["runPolicy"]["schedulingPolicy"] = {"queue": "research"}
     name = body["metadata"]["name"]
     kf_ns = _second_namespace(api_client, namespace)
     core, batch = _core(api_client)

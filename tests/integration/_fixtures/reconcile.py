@@ -65,15 +65,13 @@ def reconcile(kubeconfig: str, operator_crd: None) -> Callable[..., ModuleRun]:
     return run
 
 
-@pytest.fixture(scope="session")
-def podgroup_crd(api_client: Any) -> str:
-    """The scheduler-plugins PodGroup API (scheduling.x-k8s.io/v1alpha1), schema-less, unless the cluster has it.
-    Returns the gang_scheduling value that selects it. Nothing schedules these pods: the tests look at objects."""
+def _podgroup_api(api_client: Any, group: str, version: str) -> None:
+    """A schema-less PodGroup API of a gang scheduler, unless the cluster serves it already."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     ext = client.ApiextensionsV1Api(api_client)
-    name = "podgroups.scheduling.x-k8s.io"
+    name = f"podgroups.{group}"
     try:
         ext.read_custom_resource_definition(name)
     except ApiException as exc:
@@ -81,21 +79,36 @@ def podgroup_crd(api_client: Any) -> str:
             raise
         ext.create_custom_resource_definition({
             "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name},
-            "spec": {"group": "scheduling.x-k8s.io", "scope": "Namespaced",
+            "spec": {"group": group, "scope": "Namespaced",
                      "names": {"kind": "PodGroup", "plural": "podgroups", "singular": "podgroup", "listKind": "PodGroupList"},
-                     "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                     "versions": [{"name": version, "served": True, "storage": True,
                                    "schema": {"openAPIV3Schema": {"type": "object",
                                                                   "x-kubernetes-preserve-unknown-fields": True}}}]}})
     custom = client.CustomObjectsApi(api_client)
     deadline = time.monotonic() + 30
     while True:
         try:
-            custom.list_cluster_custom_object("scheduling.x-k8s.io", "v1alpha1", "podgroups", limit=1)
-            return "scheduler-plugins-scheduler"
+            custom.list_cluster_custom_object(group, version, "podgroups", limit=1)
+            return
         except ApiException:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.3)
+
+
+@pytest.fixture(scope="session")
+def podgroup_crd(api_client: Any) -> str:
+    """scheduler-plugins' PodGroup API; returns the gang_scheduling value that selects it. Nothing schedules these
+    pods: the tests look at the objects."""
+    _podgroup_api(api_client, "scheduling.x-k8s.io", "v1alpha1")
+    return "scheduler-plugins-scheduler"
+
+
+@pytest.fixture(scope="session")
+def volcano_podgroup_crd(api_client: Any) -> str:
+    """Volcano's PodGroup API; returns the gang_scheduling value that selects it."""
+    _podgroup_api(api_client, "scheduling.volcano.sh", "v1beta1")
+    return "volcano"
 
 
 KUBEFLOW_VERSION = "v0.8.2"  # the Kubeflow MPI Operator release the contract is taken from
