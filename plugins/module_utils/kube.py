@@ -494,12 +494,3 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
     finally:
         pool.shutdown(wait=True)
     return [unique[(j["namespace"], j["name"])] for j in jobs]
-
-
-def probe(rest: Rest) -> None:
-    """Fails with Unreachable unless the API server answers."""
-    try:
-        rest.request("GET", "/version")
-    except ApiError as exc:
-        if exc.status >= 500:
-            raise Unreachable(f"the API server answers {exc}") from exc

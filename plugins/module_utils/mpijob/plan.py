@@ -175,11 +175,11 @@ class _Planner:
     def workers_by_index(self) -> dict[int, dict]:
         return S.indexed_workers(self.job, self.worker_pods)
 
-    def finish(self, status: dict, requeue: float | None = None, deletes_job: bool = False) -> Plan:
+    def result(self, status: dict, requeue: float | None = None) -> Plan:
         if status != self.old_status:
             self.actions.append(Action("status", C.KIND, self.job.name, body=status))
         self.actions.extend(_event(e) for e in self.events)
-        return Plan(self.actions, status, requeue_after=requeue, deletes_job=deletes_job)
+        return Plan(self.actions, status, requeue_after=requeue)
 
     # ---- the sync ----
     def run(self) -> Plan:
@@ -213,7 +213,7 @@ class _Planner:
         status = S.live_status(job, self.old_status, seen, self.now_s, self.events)
         if S.is_finished(status) and status.get("completionTime"):
             return self.finished(status)  # clean up in the same pass
-        return self.finish(status, requeue=self.deadline_requeue(status))
+        return self.result(status, requeue=self.deadline_requeue(status))
 
     def sync_service(self) -> None:
         want, have = K.service(self.job), self.world.service
@@ -365,13 +365,13 @@ class _Planner:
         ttl = job.run_policy.ttl_seconds_after_finished
         completed = S.parse_time(status.get("completionTime"))
         if ttl is None or completed is None:
-            return self.finish(status)
+            return self.result(status)
         expiry = completed + timedelta(seconds=ttl)
         if self.now < expiry:
-            return self.finish(status, requeue=(expiry - self.now).total_seconds())
+            return self.result(status, requeue=(expiry - self.now).total_seconds())
         # Kubeflow only hands the TTL to the launcher Job (kubeflow/mpi-operator#644): remove the MPIJob itself.
-        plan = self.finish(status)
-        plan.actions = [a for a in plan.actions if a.action in ("event",)]  # its children go with it (ownerRefs)
+        plan = self.result(status)
+        plan.actions = [a for a in plan.actions if a.action == "event"]  # its children go with it (ownerRefs)
         plan.actions.append(_event(S.Event("Normal", C.REASON_TTL, f"MPIJob {job.namespace}/{job.name} finished more "
                                            f"than {ttl}s ago (ttlSecondsAfterFinished): deleting it")))
         plan.actions.append(Action("delete-mpijob", C.KIND, job.name, reason=C.REASON_TTL, uid=job.uid,
