@@ -179,12 +179,20 @@ def test_preflight_fails_when_the_watched_namespace_is_missing(playbook: Playboo
 def test_default_image_tag_is_the_collection_version() -> None:
     galaxy = yaml.safe_load((ROOT / "galaxy.yml").read_text())
     defaults = yaml.safe_load((ROOT / "roles/operator/defaults/main.yml").read_text())
-    specs = yaml.safe_load((ROOT / "roles/operator/meta/argument_specs.yml").read_text())
     assert defaults["mpi_operator_image_tag"] == galaxy["version"]
-    options = specs["argument_specs"]["main"]["options"]
-    # Every default is documented in the argument spec, with the same value.
-    for name, value in defaults.items():
-        assert options[name]["default"] == value, name
+
+
+@pytest.mark.parametrize("role", ["preflight", "crds", "operator"])
+def test_every_role_default_is_documented_in_its_argument_spec(role: str) -> None:
+    defaults = yaml.safe_load((ROOT / f"roles/{role}/defaults/main.yml").read_text())
+    specs = yaml.safe_load((ROOT / f"roles/{role}/meta/argument_specs.yml").read_text())["argument_specs"]
+    documented: dict[str, Any] = {}
+    for entry_point in specs.values():
+        for name, option in entry_point["options"].items():
+            assert option.get("description"), f"{role}: {name} has no description"
+            documented.setdefault(name, option.get("default"))
+            assert documented[name] == option.get("default"), f"{role}: {name} defaults differ between entry points"
+    assert documented == defaults
 
 
 def run_tool(tool: str, *args: str, collections: str, cwd: pathlib.Path) -> None:
