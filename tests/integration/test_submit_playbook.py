@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.integration._fixtures.operator import get_mpijob
+from tests.integration._fixtures.operator import get_mpijob, has_condition
 from tests.integration._fixtures.submit import SUBMIT_EXAMPLES
 
 pytestmark = [pytest.mark.cluster]
@@ -28,7 +28,7 @@ def test_submit_a_file_waits_with_progress_and_rerun_changes_nothing(submit_play
     assert lines and lines[-1].startswith(f"{namespace}/pi: Succeeded, workers "), lines
     assert all("(waited " in line for line in lines[:-1]), lines  # each round says how long it has waited
     assert "Launcher log" in run.results  # printed, even when the simulated pod has none
-    assert get_mpijob(api_client, namespace, "pi")["status"]["conditions"][-1]["type"] == "Succeeded"
+    assert has_condition(get_mpijob(api_client, namespace, "pi"), "Succeeded")
 
     again = submit_playbook(mpijob_src=pi, mpijob_namespace=namespace)
     assert again.rc == 0 and SUBMIT not in again.changed, again.stdout[-4000:]
