@@ -37,7 +37,8 @@ def short_form_manifest(params: dict) -> dict:
     missing = [key for key in ("name", "image", "command") if not params.get(key)]
     if missing:
         raise SubmitError(f"the short form needs {', '.join(missing)} (or give definition or src)")
-    launcher = {"name": LAUNCHER_CONTAINER, "image": params["image"], "command": _command(params["command"])}
+    # args, not command: an image's entrypoint (e.g. one that waits for the workers' names) still runs
+    launcher = {"name": LAUNCHER_CONTAINER, "image": params["image"], "args": _command(params["command"])}
     worker = {"name": WORKER_CONTAINER, "image": params["image"]}  # no command: the operator starts sshd
     env = _env(params.get("env"))
     if env:

@@ -60,7 +60,8 @@ options:
   command:
     description:
       - Short form. The launcher's command, e.g. V([mpirun, -n, "4", /opt/mpi/pi]). A string is split like a shell
-        would split it. The workers get no command, so the operator starts C(sshd) in them.
+        would split it. It becomes the container's C(args), so the image's entrypoint (if any) runs it.
+      - The workers get no command, so the operator starts C(sshd) in them.
     type: raw
   workers:
     description:

@@ -23,7 +23,7 @@ def test_short_form_is_a_valid_v2beta1_job_with_sshd_workers():
     assert (job.worker_replicas, job.slots_per_worker, job.mpi_implementation) == (3, 2, "OpenMPI")
     launcher = m["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
     worker = m["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-    assert launcher["command"] == ["mpirun", "-n", "2", "/opt/mpi/pi"]
+    assert launcher["args"] == ["mpirun", "-n", "2", "/opt/mpi/pi"] and "command" not in launcher
     assert "command" not in worker  # the operator gives command-less workers sshd
     assert m["spec"]["runPolicy"] == {"cleanPodPolicy": "Running"}
 
@@ -35,7 +35,7 @@ def test_short_form_command_string_resources_env_and_suspend():
     specs = m["spec"]["mpiReplicaSpecs"]
     launcher = specs["Launcher"]["template"]["spec"]["containers"][0]
     worker = specs["Worker"]["template"]["spec"]["containers"][0]
-    assert launcher["command"] == ["mpirun", "-n", "2", "a b"]
+    assert launcher["args"] == ["mpirun", "-n", "2", "a b"]
     assert worker["resources"] == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
     assert launcher["resources"] == {"limits": {"cpu": "500m"}}
     assert launcher["env"] == worker["env"] == [{"name": "A", "value": "1"}]
