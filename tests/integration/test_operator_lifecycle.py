@@ -115,17 +115,23 @@ def _hostfile(api_client, namespace, name):
     return [line for line in (cm.data or {}).get("hostfile", "").splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize(("policy", "workers_left"), [("All", 0), ("Running", 0), ("None", 2)])
-def test_clean_pod_policy(running_operator, api_client, namespace, policy, workers_left):
-    name = f"clean-{policy.lower()}"
-    create_mpijob(api_client, namespace, new_mpijob(name, workers=2, runPolicy={"cleanPodPolicy": policy}))
-    wait_condition(api_client, namespace, name, "Succeeded", 90)
-    wait_for(lambda: len(children(api_client, namespace, name)["Worker"]) == workers_left, 30,
-               what=f"{workers_left} workers left under cleanPodPolicy {policy}")
+def test_clean_pod_policy(running_operator, api_client, namespace):
+    # one job per policy, side by side: the workers left once each has succeeded
+    want = {"All": 0, "Running": 0, "None": 2}
+    for policy in want:
+        create_mpijob(api_client, namespace, new_mpijob(f"clean-{policy.lower()}", workers=2,
+                                                        runPolicy={"cleanPodPolicy": policy}))
+    for policy, workers_left in want.items():
+        name = f"clean-{policy.lower()}"
+        wait_condition(api_client, namespace, name, "Succeeded", 90)
+        wait_for(lambda name=name, n=workers_left: len(children(api_client, namespace, name)["Worker"]) == n, 30,
+                 what=f"{workers_left} workers left under cleanPodPolicy {policy}")
     time.sleep(1)
-    assert len(children(api_client, namespace, name)["Worker"]) == workers_left
-    # the launcher Job (and its completed pod) stays, as in Kubeflow, for its logs
-    assert children(api_client, namespace, name)["Job"] == [f"{name}-launcher"]
+    for policy, workers_left in want.items():
+        name = f"clean-{policy.lower()}"
+        assert len(children(api_client, namespace, name)["Worker"]) == workers_left, policy
+        # the launcher Job (and its completed pod) stays, as in Kubeflow, for its logs
+        assert children(api_client, namespace, name)["Job"] == [f"{name}-launcher"]
 
 
 def test_deleting_a_job_garbage_collects_its_children(running_operator, api_client, namespace):
