@@ -641,3 +641,23 @@ def test_same_conditions_as_the_kubeflow_operator(outcome, kubeflow_operator, lo
         assert expected <= event_reasons(api_client, namespace, name) & event_reasons(api_client, kf_ns, name)
     finally:
         core.delete_namespace(kf_ns, propagation_policy="Background")
+
+
+def test_evicted_job_completes_and_is_cleaned_up(loop, api_client, namespace) -> None:
+    """Kubeflow marks an evicted job Failed but never sets completionTime, so cleanup never runs
+    (kubeflow/mpi-operator#647); here it does, and the still-running launcher Job is suspended."""
+    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    body["spec"]["runPolicy"] = {"cleanPodPolicy": "All"}
+    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
+        "annotations": {"kwok.mpi.operator/outcome": "run"}}
+    body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["metadata"] = {
+        "annotations": {"kwok.mpi.operator/outcome": "evict"}}
+    create_mpijob(api_client, namespace, body)
+    name = body["metadata"]["name"]
+    job = loop(namespace, name, lambda j, _: (condition(j, "Failed") or {}).get("reason") == "MPIJobEvicted")
+    assert job["status"]["completionTime"] and condition(job, "Failed")["message"].endswith("workers are evicted")
+    core, batch = _core(api_client)
+    loop(namespace, name, lambda _j, _r: not [p for p in core.list_namespaced_pod(namespace).items
+                                               if not p.metadata.deletion_timestamp], timeout=60)
+    assert batch.read_namespaced_job(f"{name}-launcher", namespace).spec.suspend is True
+    assert "MPIJobEvicted" in event_reasons(api_client, namespace, name)
