@@ -6,7 +6,7 @@ cd "$root"
 bash hack/venv.sh
 export PATH=$root/.venv/bin:$PATH ANSIBLE_CONFIG=$root/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$root/.collections
 set +e
-.venv/bin/python -m pytest tests -q "$@"
+.venv/bin/python -m pytest tests -q --durations=25 --timeout=1200 "$@"
 rc=$?
 set -e
 # pytest's 5 means no test ran: that is a failure here, never a pass.
