@@ -360,8 +360,7 @@ api_calls:
 
 from datetime import UTC, datetime  # noqa: E402
 
-import yaml  # noqa: E402
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
 
 from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit as S  # noqa: E402
 from ansible_collections.mpi.operator.plugins.module_utils.kube import AUTH_ARG_SPEC, Unreachable, connect  # noqa: E402
@@ -399,7 +398,17 @@ def argspec() -> dict:
     return spec
 
 
+try:
+    import yaml
+
+    YAML_IMPORT_ERROR = None
+except ImportError as _exc:  # only src needs it; reported when src is used
+    YAML_IMPORT_ERROR = _exc
+
+
 def read_src(path: str) -> dict:
+    if YAML_IMPORT_ERROR is not None:
+        raise S.SubmitError(f"src: {missing_required_lib('PyYAML')}")
     try:
         with open(path, encoding="utf-8") as f:
             docs = [d for d in yaml.safe_load_all(f) if d]

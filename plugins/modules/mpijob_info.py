@@ -53,8 +53,10 @@ attributes:
     description: Read-only; runs the same in check mode.
   diff_mode:
     support: none
+    description: Nothing changes, so there is nothing to diff.
   idempotent:
     support: full
+    description: Read-only.
 notes:
   - Simulated pods (the local kwok cluster) and some kubelets serve no logs; C(launcher_log) is then empty and
     C(launcher_log_note) says why.
