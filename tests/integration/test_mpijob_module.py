@@ -75,54 +75,45 @@ def test_failing_job_fails_the_task_with_the_launchers_reason(ansible_play, runn
     assert not run["tolerated"]["changed"]
 
 
-def test_scale_from_2_to_3_workers(ansible_play, running_operator, api_client, namespace):
+def test_running_job_scaled_suspended_resumed_and_deleted(ansible_play, running_operator, api_client, namespace):
+    """One long-running job through the verbs users apply to it (one operator start instead of four)."""
     run = ansible_play([mpijob(definition=long_running(namespace, "elastic"), wait=True, wait_for="Running",
                                wait_timeout=60)])
-    assert run["submit"]["summary"]["workers_running"] == 2, run["submit"].get("msg")
-    assert workers_of(api_client, namespace, "elastic") == ["elastic-worker-0", "elastic-worker-1"]
+    assert run["submit"]["summary"]["phase"] == "Running", run["submit"].get("msg")
+    assert run["submit"]["summary"]["workers_running"] == 2
+    assert {k: v for k, v in children(api_client, namespace, "elastic").items() if k != "LauncherPod"} == \
+        expected_children("elastic", 2)
 
+    # scale from 2 to 3 workers: only that field is patched
     run = ansible_play([mpijob("scale", name="elastic", namespace=namespace, workers=3),
                         mpijob("scale again", name="elastic", namespace=namespace, workers=3)])
-    assert run["scale"]["changed"] and run["scale"]["method"] == "patched"
+    assert run["scale"]["changed"] and run["scale"]["method"] == "patched", run["scale"].get("msg")
     assert run["scale"]["result"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 3
     assert not run["scale again"]["changed"]
-    want = [f"elastic-worker-{i}" for i in range(3)]
-    wait_for(lambda: workers_of(api_client, namespace, "elastic") == want, 30, what="a third worker")
-    # the rest of the job is left as it was
+    three = [f"elastic-worker-{i}" for i in range(3)]
+    wait_for(lambda: workers_of(api_client, namespace, "elastic") == three, 30, what="a third worker")
     after = get_mpijob(api_client, namespace, "elastic")
     assert after["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"]["annotations"] == {OUTCOME: "run"}
 
-
-def test_suspend_and_resume(ansible_play, running_operator, api_client, namespace):
-    run = ansible_play([mpijob(definition=long_running(namespace, "pausable"), wait=True, wait_for="Running",
-                               wait_timeout=60)])
-    assert run["submit"]["summary"]["phase"] == "Running", run["submit"].get("msg")
-
-    run = ansible_play([mpijob("suspend", name="pausable", namespace=namespace, suspend=True, wait=True,
+    # suspend: the workers go away; resume: they come back
+    run = ansible_play([mpijob("suspend", name="elastic", namespace=namespace, suspend=True, wait=True,
                                wait_timeout=60)])
     assert run["suspend"]["changed"] and run["suspend"]["summary"]["phase"] == "Suspended", run["suspend"].get("msg")
-    wait_for(lambda: workers_of(api_client, namespace, "pausable") == [], 30, what="workers deleted while suspended")
-
-    run = ansible_play([mpijob("resume", name="pausable", namespace=namespace, suspend=False, wait=True,
-                               wait_timeout=60)])
+    wait_for(lambda: workers_of(api_client, namespace, "elastic") == [], 30, what="workers deleted while suspended")
+    run = ansible_play([mpijob("resume", name="elastic", namespace=namespace, suspend=False, wait=True,
+                               wait_for="Running", wait_timeout=60)])
     assert run["resume"]["changed"] and run["resume"]["summary"]["phase"] == "Running", run["resume"].get("msg")
     assert not run["resume"]["summary"]["suspended"]
+    wait_for(lambda: workers_of(api_client, namespace, "elastic") == three, 30, what="workers back after resume")
 
-
-def test_absent_deletes_the_job_and_its_children(ansible_play, running_operator, api_client, namespace):
-    run = ansible_play([mpijob(definition=long_running(namespace, "gone"), wait=True, wait_for="Running",
-                               wait_timeout=60)])
-    assert run["submit"]["summary"]["phase"] == "Running", run["submit"].get("msg")
-    assert {k: v for k, v in children(api_client, namespace, "gone").items() if k != "LauncherPod"} == \
-        expected_children("gone", 2)
-
-    run = ansible_play([mpijob("delete", name="gone", namespace=namespace, state="absent", wait=True,
+    # absent: the job and every child are gone
+    run = ansible_play([mpijob("delete", name="elastic", namespace=namespace, state="absent", wait=True,
                                wait_timeout=60),
-                        mpijob("delete again", name="gone", namespace=namespace, state="absent")])
+                        mpijob("delete again", name="elastic", namespace=namespace, state="absent")])
     assert run["delete"]["changed"] and run["delete"]["method"] == "deleted", run["delete"].get("msg")
     assert not run["delete again"]["changed"]
-    assert get_mpijob(api_client, namespace, "gone") is None
-    wait_for(lambda: not any(children(api_client, namespace, "gone").values()), 30, what="every child deleted")
+    assert get_mpijob(api_client, namespace, "elastic") is None
+    wait_for(lambda: not any(children(api_client, namespace, "elastic").values()), 30, what="every child deleted")
 
 
 def test_check_mode_changes_nothing(ansible_play, operator_crd, api_client, namespace):
