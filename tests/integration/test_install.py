@@ -150,7 +150,7 @@ def test_preflight_fails_on_an_old_cluster_naming_its_version(playbook: Playbook
 
 @pytest.mark.cluster
 def test_preflight_fails_when_another_operator_owns_the_crd(
-    playbook: Playbook, kubectl: Kubectl, operator_crd: None
+    playbook: Playbook, kubectl: Kubectl, operator_crd: None, install_lock: None
 ) -> None:
     foreign = kubectl(
         "label", "--overwrite", "crd", "mpijobs.kubeflow.org", "app.kubernetes.io/managed-by=kubeflow-mpi-operator"

@@ -13,7 +13,7 @@ from tests.integration._fixtures.install import ROOT, ansible_env
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
-def test_molecule_default_scenario(kubeconfig: str, operator_crd: None) -> None:
+def test_molecule_default_scenario(kubeconfig: str, operator_crd: None, install_lock: None) -> None:
     molecule = os.path.join(os.path.dirname(sys.executable), "molecule")
     proc = subprocess.run(
         [molecule, "test", "-s", "default"],

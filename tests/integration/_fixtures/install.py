@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import os
 import pathlib
@@ -125,8 +126,19 @@ def playbook(kubeconfig: str, tmp_path: pathlib.Path) -> Callable[..., PlaybookR
 
 
 @pytest.fixture
+def install_lock() -> Iterator[None]:
+    """Serializes the tests that install the operator or relabel the CRD across test runs sharing this machine's
+    cluster (cluster-scoped objects such as the ClusterRole mpi-operator exist once per cluster)."""
+    cache = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / "install-tests.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture
 def uninstalled(
-    playbook: Callable[..., PlaybookRun], kubectl: Callable[..., subprocess.CompletedProcess[str]]
+    install_lock: None, playbook: Callable[..., PlaybookRun], kubectl: Callable[..., subprocess.CompletedProcess[str]]
 ) -> Iterator[None]:
     """No operator before the test, none after it (the CRD and MPIJobs stay, as uninstall leaves them)."""
 
