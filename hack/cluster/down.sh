@@ -4,6 +4,8 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cluster_lock
+# The real node first, while the API server can still see its pods go.
+bash "$CLUSTER_DIR/../node/down.sh"
 stop_cluster --strays
 rm -rf "$ETCD_DATA"
 log "cluster stopped"

@@ -158,6 +158,7 @@ if healthy "${control_plane[@]}"; then
     fi
     ensure_nodes
     log "cluster already running and healthy (checked in $(since "$t0") s); logs in $LOGS"
+    bash "$CLUSTER_DIR/../node/up.sh"
     echo "kubeconfig: $ADMIN_KUBECONFIG"
     exit 0
   fi
@@ -195,4 +196,6 @@ wait_until "default ServiceAccount" 30 kubectl_admin -n default get serviceaccou
 start_s=$(since "$ts")
 
 log "cluster up: ${NODES} kwok nodes, Kubernetes $KUBE_VERSION; build/check ${build_s} s, start ${start_s} s, total $(since "$t0") s; logs in $LOGS"
+# The real node (MPI_CLUSTER_REAL_NODE=auto|1|0; auto: only where this machine can run containers).
+bash "$CLUSTER_DIR/../node/up.sh"
 echo "kubeconfig: $ADMIN_KUBECONFIG"

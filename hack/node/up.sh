@@ -35,7 +35,11 @@ done
 [ -x "$CNI_BIN_DIR/bridge" ] || need+=(containernetworking-plugins)
 if [ "${#need[@]}" -gt 0 ]; then
   nlog "installing ${need[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null || die "apt-get install ${need[*]} failed"
+  # A fresh machine's package lists may be empty or stale: refresh them once before installing.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null 2>&1 || {
+    apt-get update -qq >/dev/null || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null || die "apt-get install ${need[*]} failed"
+  }
 fi
 
 # Binaries: the kubelet from the cluster's own build (same version as the control plane), CoreDNS and crictl
@@ -121,6 +125,11 @@ if [ ! -f "$NODE_STATE/kubelet.kubeconfig" ]; then
 fi
 
 start_daemon coredns "$BIN/coredns" -conf "$NODE_STATE/Corefile"
+# A kubelet registers its Node only when it starts: after a fresh control plane (etcd wiped) it must restart.
+if [ -n "$(daemon_pid kubelet)" ] && ! kubectl_admin get "node/$NODE_NAME" >/dev/null 2>&1; then
+  nlog "node $NODE_NAME is gone from the API server (fresh control plane): restarting the kubelet"
+  stop_daemon kubelet
+fi
 start_daemon kubelet "$BIN/kubelet" --config="$NODE_STATE/kubelet.yaml" --kubeconfig="$NODE_STATE/kubelet.kubeconfig" \
   --hostname-override="$NODE_NAME" --node-ip="$ADVERTISE_IP" --node-labels="$NODE_LABEL,type=real" \
   --cert-dir="$NODE_STATE/kubelet-pki" --root-dir="$KUBELET_ROOT" --v=1
