@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: cluster-status venv demo test test-unit test-integration lint run cluster-up cluster-down kubeconfig bench e2e
+.PHONY: images cluster-status venv demo test test-unit test-integration lint run cluster-up cluster-down kubeconfig bench e2e
 
 venv:
 	@bash hack/venv.sh
@@ -20,6 +20,9 @@ cluster-down:
 
 kubeconfig:
 	@bash hack/cluster/kubeconfig.sh
+
+images:
+	@bash hack/images/build.sh
 
 cluster-status:
 	@bash hack/cluster/status.sh
