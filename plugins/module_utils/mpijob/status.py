@@ -251,9 +251,27 @@ def _launcher_failure(ref: str, cond: dict, launcher_pods: list[dict]) -> tuple[
         if failed:
             last = max(failed, key=lambda p: p["metadata"].get("creationTimestamp") or "")
             st = last.get("status") or {}
-            reason += "/" + (st.get("reason") or "")
-            msg = truncate(msg + ": " + (st.get("message") or ""))
+            # Kubeflow appends the pod's reason, which a plain non-zero exit leaves empty ("BackoffLimitExceeded/"):
+            # fall back to how the launcher container ended.
+            ended = _terminated(st)
+            pod_reason = st.get("reason") or ended.get("reason") or ""
+            detail = st.get("message") or ""
+            if not detail and ended:
+                detail = f"launcher container exited with code {ended.get('exitCode')}"
+            if pod_reason:
+                reason += "/" + pod_reason
+            if detail:
+                msg = truncate(msg + ": " + detail)
     return reason, msg
+
+
+def _terminated(pod_status: dict) -> dict:
+    """The terminated state of the pod's first container that has one, or {}."""
+    for cs in pod_status.get("containerStatuses") or []:
+        term = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated")
+        if term:
+            return term
+    return {}
 
 
 def cleaned_status(job: MPIJob, old: dict) -> dict:

@@ -120,6 +120,20 @@ def test_launcher_backoff_failure_names_the_last_pod_reason() -> None:
     assert ("event", "Event", "BackoffLimitExceeded/Error") in kinds(p)
 
 
+def test_launcher_backoff_failure_without_a_pod_reason_names_how_the_container_ended() -> None:
+    # A plain non-zero exit leaves the pod's reason empty; Kubeflow then reports "BackoffLimitExceeded/".
+    world = run_all(settle(manifest()))
+    world.pods[-1] = set_phase(world.pods[-1], "Failed")
+    world.pods[-1]["status"]["containerStatuses"] = [
+        {"name": "launcher", "state": {"terminated": {"reason": "Error", "exitCode": 3}}}
+    ]
+    world = finish_launcher(world, "Failed", "BackoffLimitExceeded")
+    world.launcher["status"]["conditions"][0]["message"] = "Job has reached the specified backoff limit"
+    cond = S.get_condition(plan(world.mpijob, world, now=at(60)).status, "Failed")
+    assert cond["reason"] == "BackoffLimitExceeded/Error"
+    assert cond["message"] == "Job has reached the specified backoff limit: launcher container exited with code 3"
+
+
 def test_evicted_worker_fails_the_job_with_a_completion_time_so_cleanup_runs() -> None:
     world = run_all(settle(manifest(runPolicy={"cleanPodPolicy": "All"})))
     world.pods[1] = set_phase(world.pods[1], "Failed", reason="Evicted")
