@@ -22,11 +22,12 @@ OWN_CONTENT_KINDS = ("Service", "ConfigMap", "Secret")
 EXPECTATION_WINDOW = 15.0  # seconds an echo of our own write may take to arrive after its run
 
 
-def echoes(actions: list[dict]) -> set[tuple[str, str, str]]:
+def echoes(actions: list[dict], finished: bool = False) -> set[tuple[str, str, str]]:
     """The watch events the run's own writes will cause, which need no new reconcile. Pure.
 
-    A created object's ADDED event, and a patched Service/ConfigMap/Secret's MODIFIED event. Never DELETED
-    events (the hostfile depends on which pods are gone) nor pod/Job updates (others write those too)."""
+    A created object's ADDED event, and a patched Service/ConfigMap/Secret's MODIFIED event. The deletions of
+    a finished job's cleanup (its pods marked, then gone). Not the deletions of a running job (its hostfile
+    depends on which pods are gone) nor pod/Job updates (others write those too)."""
     out = set()
     for a in actions:
         kind, name, verb = a.get("kind"), a.get("name"), a.get("action")
@@ -34,7 +35,15 @@ def echoes(actions: list[dict]) -> set[tuple[str, str, str]]:
             out.add((kind, name, "ADDED"))
         elif verb in ("patch", "update") and kind in OWN_CONTENT_KINDS:
             out.add((kind, name, "MODIFIED"))
+        elif verb == "delete" and finished:
+            out |= {(kind, name, "MODIFIED"), (kind, name, "DELETED")}
     return out
+
+
+def finished(status: dict | None) -> bool:
+    """Succeeded or Failed, as the module reported the job's status."""
+    return any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True"
+               for c in (status or {}).get("conditions") or [])
 
 
 def unexplained(changes: list[Change], expected: set[tuple[str, str, str]]) -> list[Change]:
@@ -176,7 +185,7 @@ class Controller:
 
     def _settle_echoes(self, key: Key, result: JobResult) -> bool:
         """Ends the job's run for event bookkeeping; True if an event during it needs another reconcile."""
-        expected = echoes(result.actions)
+        expected = echoes(result.actions, finished(result.status))
         with self._lock:
             self._in_flight.discard(key)
             changes = self._seen_in_flight.pop(key, [])

@@ -47,9 +47,11 @@ def pod_fingerprint(obj: dict[str, Any]) -> Any:
 
 
 def job_fingerprint(obj: dict[str, Any]) -> Any:
+    """The launcher Job as the status reads it: suspended, started, its conditions, succeeded/failed counts.
+    Its active/ready counts are left out: the launcher pod's own events carry those."""
     status = obj.get("status") or {}
     conditions = sorted((c.get("type"), c.get("status"), c.get("reason")) for c in status.get("conditions") or [])
-    counts = tuple(status.get(k) for k in ("active", "ready", "succeeded", "failed"))
+    counts = (status.get("succeeded"), status.get("failed"), bool(status.get("startTime")))
     return ((obj.get("spec") or {}).get("suspend"), tuple(conditions), counts, _deleting(obj))
 
 

@@ -1,7 +1,7 @@
 """What the loop does with each job's result: requeue, back off, forget, count."""
 from prometheus_client import CollectorRegistry
 
-from mpijob_operator.controller import Controller, Decision, decide, echoes, unexplained
+from mpijob_operator.controller import Controller, Decision, decide, echoes, finished, unexplained
 from mpijob_operator.metrics import Metrics
 from mpijob_operator.queue import WorkQueue
 from mpijob_operator.runner import JobResult, RunOutcome
@@ -105,6 +105,11 @@ def test_a_runs_own_creates_and_patches_are_echoes_but_deletes_and_pod_updates_a
                {"action": "delete", "kind": "Pod", "name": "a-worker-3"},
                {"action": "status", "kind": "MPIJob", "name": "a"}]
     assert echoes(actions) == {("Pod", "a-worker-0", "ADDED"), ("ConfigMap", "a-config", "MODIFIED")}
+    cleanup = [{"action": "delete", "kind": "Pod", "name": "a-worker-0"}]
+    assert echoes(cleanup, finished=True) == {("Pod", "a-worker-0", "MODIFIED"), ("Pod", "a-worker-0", "DELETED")}
+    assert echoes(cleanup, finished=False) == set()
+    assert finished({"conditions": [{"type": "Succeeded", "status": "True"}]})
+    assert not finished({"conditions": [{"type": "Running", "status": "True"}]}) and not finished(None)
     seen = [Change("Pod", "a-worker-0", "ADDED"), Change("Pod", "a-worker-0", "MODIFIED"),
             Change("ConfigMap", "a-config", "MODIFIED"), Change("Pod", "a-worker-3", "DELETED")]
     assert unexplained(seen, echoes(actions)) == [Change("Pod", "a-worker-0", "MODIFIED"),
