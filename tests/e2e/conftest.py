@@ -195,8 +195,15 @@ class Jobs:
         if not pods:
             return "", None
         pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
+        # The kubelet may report the container's end a moment after the Job controller saw the pod fail.
+        deadline = time.monotonic() + 30
+        while True:
+            states = [s.state.terminated for s in pod.status.container_statuses or [] if s.state.terminated]
+            if states or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+            pod = self.core.read_namespaced_pod(pod.metadata.name, JOBS_NAMESPACE)
         log = self.core.read_namespaced_pod_log(pod.metadata.name, JOBS_NAMESPACE)
-        states = [s.state.terminated for s in pod.status.container_statuses or [] if s.state.terminated]
         return log, states[0].exit_code if states else None
 
     def describe(self, name: str) -> str:
