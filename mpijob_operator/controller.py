@@ -36,8 +36,20 @@ def echoes(actions: list[dict], finished: bool = False) -> set[tuple[str, str, s
         elif verb in ("patch", "update") and kind in OWN_CONTENT_KINDS:
             out.add((kind, name, "MODIFIED"))
         elif verb == "delete" and finished:
-            out |= {(kind, name, "MODIFIED"), (kind, name, "DELETED")}
+            out.add((kind, name, GOING))  # every update until it is gone (marked, terminated, deleted)
     return out
+
+
+GOING = "*"  # an echo that explains any number of updates and the deletion of an object being deleted
+
+
+def _explains(expected: set[tuple[str, str, str]], c: Change) -> bool:
+    """Whether an expected echo explains the change; a one-shot echo is used up."""
+    mark = (c.kind, c.name, c.event)
+    if mark in expected:
+        expected.discard(mark)
+        return True
+    return c.event in ("MODIFIED", "DELETED") and (c.kind, c.name, GOING) in expected
 
 
 def finished(status: dict | None) -> bool:
@@ -49,14 +61,7 @@ def finished(status: dict | None) -> bool:
 def unexplained(changes: list[Change], expected: set[tuple[str, str, str]]) -> list[Change]:
     """The changes seen during a run that its own writes do not explain (each echo explains one event). Pure."""
     left = set(expected)
-    out = []
-    for c in changes:
-        mark = (c.kind, c.name, c.event)
-        if mark in left:
-            left.discard(mark)
-        else:
-            out.append(c)
-    return out
+    return [c for c in changes if not _explains(left, c)]
 
 
 @dataclass(frozen=True)
@@ -103,10 +108,11 @@ class Controller:
                     self._seen_in_flight.setdefault(key, []).append(change)
                     return
                 deadline, expected = self._echoes.get(key, (0.0, set()))
-                mark = (change.kind, change.name, change.event)
-                if mark in expected and time.monotonic() < deadline:
-                    expected.discard(mark)
+                if time.monotonic() < deadline and _explains(expected, change):
                     return
+        if change is not None:
+            self.metrics.requeues.labels(kind=change.kind, event=change.event).inc()
+            log.debug("dirty", extra={**job_fields(*key), "change": f"{change.event} {change.kind}/{change.name}"})
         self.queue.add(key)
 
     def start(self) -> None:
@@ -161,6 +167,9 @@ class Controller:
                 continue
             self.queue.done(key)
             if again:
+                for c in again:
+                    self.metrics.requeues.labels(kind=c.kind, event=c.event).inc()
+                    log.debug("dirty during its run", extra={**job_fields(*key), "change": f"{c.event} {c.kind}/{c.name}"})
                 self.queue.add(key)
             if decision.forget:
                 self.queue.forget(key)
@@ -183,20 +192,19 @@ class Controller:
         self.metrics.queue_waiting.set(self.queue.waiting())
         return outcome
 
-    def _settle_echoes(self, key: Key, result: JobResult) -> bool:
-        """Ends the job's run for event bookkeeping; True if an event during it needs another reconcile."""
+    def _settle_echoes(self, key: Key, result: JobResult) -> list[Change]:
+        """Ends the job's run for event bookkeeping; the events during it that need another reconcile."""
         expected = echoes(result.actions, finished(result.status))
         with self._lock:
             self._in_flight.discard(key)
             changes = self._seen_in_flight.pop(key, [])
-            left = unexplained(changes, expected)
-            explained = {(c.kind, c.name, c.event) for c in changes} - {(c.kind, c.name, c.event) for c in left}
-            late = expected - explained
+            late = set(expected)
+            left = [c for c in changes if not _explains(late, c)]  # what is left of `late` may still arrive
             if late and not result.deleted:
                 self._echoes[key] = (time.monotonic() + EXPECTATION_WINDOW, late)
             else:
                 self._echoes.pop(key, None)
-        return bool(left)
+        return left
 
     def record(self, result: JobResult, run_started: float) -> None:
         """Kubeflow's metrics from what the module reported."""

@@ -57,6 +57,10 @@ class Metrics:
             "mpi_operator_queue_waiting", "Jobs waiting for a deadline or their backoff", registry=r
         )
         self.watch_events = Counter("mpi_operator_watch_events", "Watch events received", ["resource"], registry=r)
+        self.requeues = Counter(
+            "mpi_operator_requeues", "Events that made a job dirty (after the filters), by object kind and event",
+            ["kind", "event"], registry=r,
+        )
         self.watch_restarts = Counter(
             "mpi_operator_watch_restarts", "Watch restarts", ["resource", "reason"], registry=r
         )
