@@ -81,7 +81,7 @@ render "$NODE_DIR/Corefile" "$NODE_STATE/Corefile"
 # and the `kubernetes` Service: no kube-proxy, one DNAT to the API server on loopback (hence route_localnet).
 sysctl -qw net.ipv4.ip_forward=1
 ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
-ip addr show dev "$BRIDGE" | grep -q "inet $POD_GATEWAY/" || ip addr add "$POD_GATEWAY/${POD_CIDR#*/}" dev "$BRIDGE"
+ip addr replace "$POD_GATEWAY/${POD_CIDR#*/}" dev "$BRIDGE"  # replace: idempotent, and the CNI bridge plugin may add it too
 ip link set "$BRIDGE" up
 sysctl -qw "net.ipv4.conf.$BRIDGE.route_localnet=1"
 nft -f - <<NFT
