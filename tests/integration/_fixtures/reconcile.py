@@ -133,7 +133,7 @@ def kubeflow_operator_binary() -> str | None:
     (src / "go.mod").write_text(f"module kubeflowbuild\n\ngo 1.26.0\n\nrequire github.com/kubeflow/mpi-operator {KUBEFLOW_VERSION}\n")
     (src / "tools.go").write_text('//go:build tools\n\npackage tools\n\nimport _ "github.com/kubeflow/mpi-operator/cmd/mpi-operator"\n')
     env = dict(os.environ, GOFLAGS="-mod=mod")
-    for cmd in ([go, "mod", "tidy"], [go, "build", "-p", "1", "-o", str(binary) + ".tmp",
+    for cmd in ([go, "mod", "tidy"], [go, "build", "-o", str(binary) + ".tmp",
                                       "github.com/kubeflow/mpi-operator/cmd/mpi-operator"]):
         proc = subprocess.run(cmd, cwd=src, env=env, capture_output=True, text=True, timeout=1800)
         if proc.returncode != 0:
