@@ -408,7 +408,8 @@ def test_cluster_up_recovers_from_a_killed_session(local_cluster: bool, tmp_path
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "bin").symlink_to(local_kubeconfig_path().parents[1] / "bin")
-    env = {**os.environ, "MPI_OPERATOR_CACHE": str(cache), "MPI_CLUSTER_PORT_OFFSET": "1000", "MPI_CLUSTER_NODES": "1"}
+    env = {**os.environ, "MPI_OPERATOR_CACHE": str(cache), "MPI_CLUSTER_PORT_OFFSET": "1000", "MPI_CLUSTER_NODES": "1",
+           "MPI_CLUSTER_REAL_NODE": "0"}  # one real node per machine: it belongs to the main cluster
     env.pop("KUBECONFIG", None)
 
     def script(name: str) -> subprocess.CompletedProcess[str]:
