@@ -411,13 +411,9 @@ def versions(inliner: Inliner) -> list[dict[str, Any]]:
     ]
     Dumper.shared = {id(schema): "mpijob-schema", id(subresources): "subresources", id(columns): "columns"}
     v2beta1 = {"name": "v2beta1", "served": True, "storage": True}
-    v1 = {
-        "name": "v1",
-        "served": True,
-        "storage": False,
-        "deprecated": True,
-        "deprecationWarning": "kubeflow.org/v1 MPIJob is served for legacy manifests; use kubeflow.org/v2beta1",
-    }
+    # Not marked deprecated: Kubernetes ranks a GA version above a beta one, so kubectl's plain `mpijob` resolves to
+    # v1 and a deprecation warning would print on every kubectl command, also for v2beta1 users.
+    v1 = {"name": "v1", "served": True, "storage": False}
     for v in (v2beta1, v1):
         v.update({"schema": schema, "subresources": subresources, "additionalPrinterColumns": columns})
     return [v2beta1, v1]
