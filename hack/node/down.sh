@@ -20,9 +20,9 @@ fi
 stop_daemon coredns
 stop_daemon containerd
 # Sandboxes removed through CRI leave nothing; this is for a crashed containerd or kubelet.
-awk '{print $2}' /proc/mounts | grep -E "^($KUBELET_ROOT/|/run/containerd/|/run/netns/cni-)" | sort -r |
+awk '{print $2}' /proc/mounts | { grep -E "^($KUBELET_ROOT/|/run/containerd/|/run/netns/cni-)" || true; } | sort -r |
   while read -r mnt; do umount -l "$mnt" 2>/dev/null || true; done
-for ns in /run/netns/cni-*; do [ -e "$ns" ] && ip netns delete "${ns##*/}" 2>/dev/null; done
+for ns in /run/netns/cni-*; do [ ! -e "$ns" ] || ip netns delete "${ns##*/}" 2>/dev/null || true; done
 rm -rf /var/lib/cni/networks/mpi-node
 nft delete table ip mpi_node 2>/dev/null || true
 ip link del "$BRIDGE" 2>/dev/null || true
