@@ -3,7 +3,13 @@
 1. the cost of one bare ansible-runner run (ansible.builtin.ping, the runner path the operator uses);
 2. one MPIJob on an idle operator: creation -> all children, and -> Running;
 3. BENCH_JOBS MPIJobs x BENCH_WORKERS workers created at once: the same latencies (p50/p95/max), wall time,
-   reconciles/s, ansible-runner runs and mean batch size, and the operator's peak RSS.
+   reconciles/s, ansible-runner runs and mean batch size, and the operator's peak RSS;
+4. then all those jobs finish at once: every launcher pod is told (a kwok annotation) to succeed, and the time
+   to the Succeeded condition is measured (the operator writes the status and deletes the workers,
+   cleanPodPolicy Running).
+Launchers keep running until step 4 (BENCH_LAUNCHER_OUTCOME=succeed lets them end 2 s after they start, as
+kwok's default for a Job's pod does: then step 3 also carries the completions).
+CPU seconds of the operator, this script and each cluster component are printed for steps 3 and 4.
 The operator runs as a subprocess, no leader election, watching only the bench's namespace (all namespaces with
 BENCH_ALL_NAMESPACES=1); times are taken by this script's
 own watches, from just before each create call to the first event that shows the object or condition.
@@ -44,11 +50,14 @@ WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
 TIMEOUT = float(os.environ.get("BENCH_TIMEOUT", "600"))
 OPERATOR_ARGS = os.environ.get("BENCH_OPERATOR_ARGS", "").split()
 PREFIX = "bench-"
+OUTCOME = os.environ.get("BENCH_LAUNCHER_OUTCOME", "run")
+OUTCOME_ANNOTATION = "kwok.mpi.operator/outcome"
 
 
 def mpijob(name: str, workers: int) -> dict[str, Any]:
     """The benchmark's job: the integration tests' small MPIJob, workers removed once it succeeds."""
-    return new_mpijob(name, workers, runPolicy={"cleanPodPolicy": "Running"})
+    return new_mpijob(name, workers, runPolicy={"cleanPodPolicy": "Running"},
+                      launcher_annotations={OUTCOME_ANNOTATION: OUTCOME})
 
 
 class Tracker:
@@ -62,6 +71,7 @@ class Tracker:
         self.children: dict[tuple[str, str], set[str]] = {}
         self.all_children: dict[tuple[str, str], float] = {}
         self.running: dict[tuple[str, str], float] = {}
+        self.succeeded: dict[tuple[str, str], float] = {}
         self.pod_phases: dict[tuple[str, str], dict[str, str]] = {}
         self.pods_up: dict[tuple[str, str], float] = {}
         self.stop = threading.Event()
@@ -126,6 +136,9 @@ class Tracker:
             if conds.get("Running") == "True" or conds.get("Succeeded") == "True":
                 with self.lock:
                     self.running.setdefault(key, now)
+            if conds.get("Succeeded") == "True":
+                with self.lock:
+                    self.succeeded.setdefault(key, now)
             return
         if kind == "Pod":
             job = (meta.get("labels") or {}).get("training.kubeflow.org/job-name")
@@ -195,6 +208,36 @@ def rss_tree_kib(pid: int) -> int:
     return total
 
 
+CLUSTER_PIDS = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator")) / "cluster/pids"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int, children: bool = False) -> float:
+    """CPU time of a process (user + system), with `children` also of its waited-for descendants."""
+    try:
+        fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    ticks = int(fields[11]) + int(fields[12]) + ((int(fields[13]) + int(fields[14])) if children else 0)
+    return ticks / CLK_TCK
+
+
+def cpu_snapshot(operator_pid: int) -> dict[str, float]:
+    """CPU seconds so far of the operator (with its ansible-runner runs), this script and the local cluster's
+    components (by their pid files; absent when the bench runs against another cluster)."""
+    snap = {"operator incl. runner subprocesses": cpu_seconds(operator_pid, children=True),
+            "bench client (this script)": cpu_seconds(os.getpid())}
+    for name in ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok"):
+        try:
+            snap[name] = cpu_seconds(int((CLUSTER_PIDS / f"{name}.pid").read_text().split()[0]))
+        except (OSError, ValueError):
+            continue
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in f.readline().split()[1:8])
+    snap["machine total (all cores)"] = (user + nice + system + irq + softirq) / CLK_TCK
+    return snap
+
+
 def peak_rss_kib(pid: int) -> int:
     for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -202,25 +245,62 @@ def peak_rss_kib(pid: int) -> int:
     return 0
 
 
+def finish_all(core: client.CoreV1Api, ns: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
+    """Tells every launcher pod of `keys` to succeed now (kwok's stage acts on the changed annotation);
+    returns when each was told."""
+    wanted = {name for _, name in keys}
+    pods = [p for p in core.list_namespaced_pod(ns, label_selector="training.kubeflow.org/job-role=launcher").items
+            if (p.metadata.labels or {}).get("training.kubeflow.org/job-name") in wanted]
+    told: dict[tuple[str, str], float] = {}
+    patch = {"metadata": {"annotations": {OUTCOME_ANNOTATION: "succeed",
+                                          "kwok.mpi.operator/outcome-after": "100ms"}}}
+
+    def tell(pod: Any) -> None:
+        told[(ns, pod.metadata.labels["training.kubeflow.org/job-name"])] = time.time()
+        core.patch_namespaced_pod(pod.metadata.name, ns, patch)
+
+    with cf.ThreadPoolExecutor(16) as pool:
+        list(pool.map(tell, pods))
+    return told
+
+
 def create_namespace(core: client.CoreV1Api, name: str) -> None:
     core.create_namespace({"metadata": {"name": name, "labels": {"mpi-operator-bench": "true"}}})
 
 
-def delete_namespaces(core: client.CoreV1Api) -> None:
+def delete_namespaces(core: client.CoreV1Api, wait: float = 0) -> None:
+    """Deletes the bench's namespaces; with `wait`, until they are gone (a previous run's teardown, 1,000 pods
+    and their Events garbage-collected, would otherwise load the cluster while this run measures)."""
     for ns in core.list_namespace(label_selector="mpi-operator-bench=true").items:
         try:
             core.delete_namespace(ns.metadata.name)
         except ApiException as exc:
             if exc.status != 404:
                 raise
+    if wait:
+        wait_until(lambda: not core.list_namespace(label_selector="mpi-operator-bench=true").items, wait,
+                   "the previous bench namespaces to be deleted", interval=1.0)
 
 
-def wait_until(pred: Any, timeout: float, what: str) -> None:
+def free_pod_slots(core: client.CoreV1Api) -> int:
+    """Pods the untainted Ready nodes can still take (allocatable pods minus the pods bound to them)."""
+    free = 0
+    for node in core.list_node().items:
+        ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+        if not ready or node.spec.unschedulable or node.spec.taints:
+            continue
+        bound = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node.metadata.name},"
+                                                 "status.phase!=Succeeded,status.phase!=Failed").items
+        free += int(node.status.allocatable.get("pods", "0")) - len(bound)
+    return free
+
+
+def wait_until(pred: Any, timeout: float, what: str, interval: float = 0.05) -> None:
     end = time.monotonic() + timeout
     while not pred():
         if time.monotonic() > end:
             raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.05)
+        time.sleep(interval)
 
 
 def main() -> int:
@@ -230,7 +310,13 @@ def main() -> int:
     core = client.CoreV1Api(api)
     custom = client.CustomObjectsApi(api)
     install_crd(api)
-    delete_namespaces(core)
+    delete_namespaces(core, wait=300)
+    needed = (JOBS + 1) * (WORKERS + 1)
+    slots = free_pod_slots(core)
+    if slots < needed:
+        print(f"WARNING: the schedulable nodes can take {slots} more pods, the bench needs {needed}: jobs will wait "
+              "for capacity and the latencies measure that (make bench sizes the local cluster; MPI_CLUSTER_NODES)",
+              file=sys.stderr)
 
     baseline = runner_baseline()
     work = pathlib.Path(tempfile.mkdtemp(prefix="mpi-operator-bench-"))
@@ -276,6 +362,7 @@ def main() -> int:
             }
 
         before = counters()
+        cpu_before = cpu_snapshot(op.proc.pid)
         keys = [(ns, f"job-{i:04d}") for i in range(JOBS)]
         start = time.time()
 
@@ -291,6 +378,7 @@ def main() -> int:
         except TimeoutError as exc:
             print(f"WARNING: {exc}: {sum(k in tracker.running for k in keys)}/{JOBS} running", file=sys.stderr)
         wall = time.time() - start
+        cpu_after = cpu_snapshot(op.proc.pid)
         time.sleep(1)
         after = counters()
         to_children = [tracker.all_children[k] - tracker.created[k] for k in keys if k in tracker.all_children]
@@ -302,6 +390,22 @@ def main() -> int:
         runs = after["runs"] - before["runs"]
         reconciles = after["reconciles"] - before["reconciles"]
         mean_batch = (after["batched"] - before["batched"]) / runs if runs else float("nan")
+
+        # -- all of them finish at once ------------------------------------------------------
+        done_wall, to_succeeded, finish_runs, finish_cpu = float("nan"), [], 0.0, {}
+        if OUTCOME == "run":
+            finish_before, cpu_before2 = counters(), cpu_snapshot(op.proc.pid)
+            told = finish_all(core, ns, keys)
+            try:
+                wait_until(lambda: all(k in tracker.succeeded for k in keys), TIMEOUT, "every job to succeed")
+            except TimeoutError as exc:
+                print(f"WARNING: {exc}: {sum(k in tracker.succeeded for k in keys)}/{JOBS} succeeded",
+                      file=sys.stderr)
+            done_wall = time.time() - min(told.values(), default=time.time())
+            cpu_after2 = cpu_snapshot(op.proc.pid)
+            finish_cpu = {k: v - cpu_before2[k] for k, v in cpu_after2.items() if k in cpu_before2}
+            to_succeeded = [tracker.succeeded[k] - told[k] for k in keys if k in tracker.succeeded and k in told]
+            finish_runs = counters()["runs"] - finish_before["runs"]
         peak = peak_rss_kib(op.proc.pid)
     finally:
         sampling.set()
@@ -319,6 +423,7 @@ def main() -> int:
     print(row.format("bare ansible-runner run (ping, median of 3)", f"{baseline:.2f} s"))
     print(row.format("single job, idle: create -> all children", f"{single_children:.2f} s"))
     print(row.format("single job, idle: create -> Running", f"{single_running:.2f} s"))
+    print(row.format("free pod slots on schedulable nodes / needed", f"{slots}/{needed}"))
     print(row.format(f"{JOBS} jobs created (client, 16 threads)", f"{created_all:.1f} s"))
     for label, values in (("create -> all children", to_children), ("create -> pods up (cluster side)", to_pods_up),
                           ("create -> Running", to_running), ("pods up -> Running (operator side)", react)):
@@ -333,7 +438,27 @@ def main() -> int:
     print(row.format("load average (1 min) at the end", f"{os.getloadavg()[0]:.1f}"))
     print(row.format("operator peak RSS (VmHWM, Python process)", f"{peak / 1024:.0f} MiB"))
     print(row.format("peak RSS incl. runner subprocesses (sampled)", f"{rss_peak_tree / 1024:.0f} MiB"))
-    ok = len(to_running) == JOBS
+    if OUTCOME == "run":
+        print(row.format("then all launchers succeed at once:", ""))
+        print(row.format("launcher told -> Succeeded: p50", f"{percentile(to_succeeded, 50):.1f} s"))
+        print(row.format("launcher told -> Succeeded: p95", f"{percentile(to_succeeded, 95):.1f} s"))
+        print(row.format("launcher told -> Succeeded: max",
+                         f"{max(to_succeeded) if to_succeeded else float('nan'):.1f} s"))
+        print(row.format("jobs Succeeded", f"{len(to_succeeded)} of {JOBS}"))
+        print(row.format("wall time (first told -> all Succeeded)", f"{done_wall:.1f} s"))
+        print(row.format("ansible-runner runs", f"{finish_runs:.0f}"))
+    print()
+    print(f"CPU seconds, {os.cpu_count()} cores: from the first create to all Running ({wall:.0f} s wall)"
+          + (f"; from the first launcher told to all Succeeded ({done_wall:.0f} s wall)" if finish_cpu else "") + ":")
+    print()
+    header = row.format("process", "to Running") + (" all Succeeded |" if finish_cpu else "")
+    print(header)
+    print(row.format("-" * 44, "-" * 10) + (" ------------- |" if finish_cpu else ""))
+    for name, value in cpu_after.items():
+        if name in cpu_before:
+            extra = f" {finish_cpu.get(name, float('nan')):>13.1f} |" if finish_cpu else ""
+            print(row.format(name, f"{value - cpu_before[name]:.1f}") + extra)
+    ok = len(to_running) == JOBS and (OUTCOME != "run" or len(to_succeeded) == JOBS)
     return 0 if ok else 1
 
 

@@ -50,7 +50,7 @@ ensure_nodes() {
 start() {
   local name=$1; shift
   # fd 8 is cluster_lock's: a daemon holding it would block every later cluster-up.
-  ( exec setsid "$BIN/$name" "$@" >"$LOGS/$name.log" 2>&1 </dev/null 8>&- ) &
+  ( exec setsid env GOGC="$GOGC_CONTROL_PLANE" GOMEMLIMIT="$GOMEMLIMIT_CONTROL_PLANE" "$BIN/$name" "$@" >"$LOGS/$name.log" 2>&1 </dev/null 8>&- ) &
   echo $! >"$PIDS/$name.pid"
   # The pid is the forked shell's until it has exec'd the binary.
   wait_until "$name exec" 3 component_running "$name" || die "$name did not start (see $LOGS/$name.log)"
@@ -132,7 +132,9 @@ healthy() {
 }
 
 # What a running component was started from: changed binaries mean a fresh cluster, changed stages a new kwok.
-control_plane_recipe() { cat "$BIN"/.stamps/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler} | sha256sum | cut -c1-16; }
+control_plane_recipe() {
+  { cat "$BIN"/.stamps/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}; echo "GOGC=$GOGC_CONTROL_PLANE GOMEMLIMIT=$GOMEMLIMIT_CONTROL_PLANE"; } | sha256sum | cut -c1-16
+}
 kwok_recipe() { cat "$BIN/.stamps/kwok" "$CLUSTER_DIR"/kwok/*.yaml | sha256sum | cut -c1-16; }
 recorded() { cat "$STATE/$1.recipe" 2>/dev/null || true; }
 
