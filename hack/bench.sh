@@ -5,11 +5,7 @@
 # The local cluster gets enough simulated nodes for every pod at once (a kwok node holds 110 pods, as a kubelet does):
 # without them the bench measures pods queueing for capacity ("Too many pods"), not the operator.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-bash hack/venv.sh
-export PATH=$root/.venv/bin:$PATH ANSIBLE_CONFIG=$root/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$root/.collections
-export PYTHONPATH=$root${PYTHONPATH:+:$PYTHONPATH}
+source "$(dirname "$0")/env.sh"
 if [ -z "${KUBECONFIG:-}" ]; then
   pods=$(( ${BENCH_JOBS:-200} * (${BENCH_WORKERS:-4} + 1) + ${BENCH_WORKERS:-4} + 1 ))
   nodes=$(( (pods + 99) / 100 ))  # 10 % headroom under 110 pods a node

@@ -7,11 +7,8 @@
 # - Without it: the operator runs as a local process and examples/local/pi.yaml runs on the simulated nodes.
 # The operator watches only MPI_DEMO_NAMESPACE (default mpi-demo), so it never touches other jobs.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+source "$(dirname "$0")/env.sh"
 ns=${MPI_DEMO_NAMESPACE:-mpi-demo}
-bash hack/venv.sh
-export PATH=$root/.venv/bin:$PATH ANSIBLE_CONFIG=$root/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$root/.collections
 bash hack/cluster/up.sh
 KUBECONFIG=$(bash hack/cluster/kubeconfig.sh)
 export KUBECONFIG K8S_AUTH_KUBECONFIG=$KUBECONFIG

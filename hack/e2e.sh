@@ -4,10 +4,7 @@
 # MPIJobs of tests/e2e/manifests, and times create -> Succeeded over MPI_E2E_TIMING_RUNS (default 5) runs.
 # Extra arguments go to pytest (e.g. -k mpich). MPI_E2E_KEEP_OPERATOR=1 leaves the operator installed.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-bash hack/venv.sh
-export PATH=$root/.venv/bin:$PATH ANSIBLE_CONFIG=$root/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$root/.collections
+source "$(dirname "$0")/env.sh"
 bash hack/cluster/up.sh
 MPI_CLUSTER_REAL_NODE=${MPI_CLUSTER_REAL_NODE:-1} bash hack/node/up.sh
 export MPI_E2E_TIMING_RUNS=${MPI_E2E_TIMING_RUNS:-5}

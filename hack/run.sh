@@ -3,11 +3,7 @@
 # local cluster's). No leader election unless asked: `make run ARGS=--leader-elect` or
 # `bash hack/run.sh --leader-elect --namespace team-a`. Extra arguments are operator flags.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-bash hack/venv.sh
-export PATH=$root/.venv/bin:$PATH ANSIBLE_CONFIG=$root/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$root/.collections
-export PYTHONPATH=$root${PYTHONPATH:+:$PYTHONPATH}
+source "$(dirname "$0")/env.sh"
 if [ -z "${KUBECONFIG:-}" ]; then
   if [ -f hack/cluster/kubeconfig.sh ]; then
     KUBECONFIG=$(bash hack/cluster/kubeconfig.sh)

@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests, then (with a cluster) integration tests. Used by `make test` and CI.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-bash hack/venv.sh
-export PATH=$root/.venv/bin:$PATH ANSIBLE_CONFIG=$root/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$root/.collections
+source "$(dirname "$0")/env.sh"
 set +e
 .venv/bin/python -m pytest tests -q --durations=25 --timeout=1200 "$@"
 rc=$?

@@ -42,13 +42,9 @@ class Operator:
         self.exit_code = 0
 
     def _runner(self, slot: int) -> BatchRunner:
-        env = {
-            "MPI_OPERATOR_KUBE_API_QPS": str(self.cfg.kube_api_qps),
-            "MPI_OPERATOR_KUBE_API_BURST": str(self.cfg.kube_api_burst),
-        }
         return BatchRunner(self.cfg.work_dir, slot=slot, gang_scheduling=self.cfg.gang_scheduling,
                            cluster_domain=self.cfg.cluster_domain, kubeconfig=self.cfg.kubeconfig,
-                           extra_env=env, timeout=self.cfg.runner_timeout,
+                           timeout=self.cfg.runner_timeout,
                            rotate_artifacts=self.cfg.rotate_artifacts)
 
     # -- checks ------------------------------------------------------------------------------

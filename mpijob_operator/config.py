@@ -43,7 +43,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--gang-scheduling", default="",
                    help='"volcano" or a scheduler-plugins scheduler name; "" = off')
     p.add_argument("--kube-api-qps", type=float, default=20.0,
-                   help="client requests per second, this process and (as $MPI_OPERATOR_KUBE_API_QPS) each run")
+                   help="client requests per second of this process (lists, watches, the Lease; not the runs)")
     p.add_argument("--kube-api-burst", type=int, default=40, help="client request burst")
     p.add_argument("--threadiness", type=int, default=2, help="concurrent ansible-runner runs")
     p.add_argument("--max-batch", type=int, default=50, help="most MPIJobs reconciled by one ansible-runner run")

@@ -176,21 +176,14 @@ class Jobs:
 
     def _text(self, path: str, query: dict) -> str:
         """A plain-text GET (Rest parses JSON)."""
-        client = self.rest.client
-        params = client.param_serialize(method="GET", resource_path=path, query_params=list(query.items()),
-                                        header_params={"Accept": "*/*"}, auth_settings=["BearerToken"])
-        self.rest.calls += 1
-        try:
-            resp = client.call_api(*params, _request_timeout=LOG_TIMEOUT)
-        except Exception as exc:  # urllib3 errors: the kubelet or the API server did not answer
-            raise Unreachable(str(exc)) from exc
-        data = resp.read().decode(errors="replace")
-        if resp.status >= 400:
+        status, reason, raw = self.rest.raw("GET", path, query=query, accept="*/*", timeout=LOG_TIMEOUT)
+        data = raw.decode(errors="replace")
+        if status >= 400:
             try:
                 body = json.loads(data)
             except ValueError:
                 body = {"message": data[:300]}
-            raise ApiError(resp.status, resp.reason or "", body)
+            raise ApiError(status, reason, body)
         return data
 
     def events(self, job: dict, limit: int = 20) -> list[dict]:

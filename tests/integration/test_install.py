@@ -15,10 +15,24 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration._fixtures.install import INSTALL_NAMESPACE, MANIFESTS, ROOT, PlaybookRun, ansible_env
+from tests.integration._fixtures.install import (
+    CLUSTER_ROLE,
+    INSTALL_NAMESPACE,
+    MANIFESTS,
+    PRIORITYCLASSES_ROLE,
+    ROOT,
+    PlaybookRun,
+    ansible_env,
+)
 
 Playbook = Callable[..., PlaybookRun]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def kubectl_items(kubectl: Kubectl, *args: str) -> list[dict[str, Any]]:
+    proc = kubectl("get", *args, "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["items"]
 
 
 def get_json(kubectl: Kubectl, *args: str) -> dict[str, Any] | None:
@@ -41,7 +55,7 @@ def test_check_diff_on_a_clean_cluster_changes_nothing(
     assert "ClusterRole" in run.output and "mpi-operator-mpijobs-view" in run.output
     assert f"Would create in namespace {INSTALL_NAMESPACE}" in run.output and "Deployment" in run.output
     assert get_json(kubectl, "namespace", INSTALL_NAMESPACE) is None
-    assert get_json(kubectl, "clusterrole", "mpi-operator") is None
+    assert get_json(kubectl, "clusterrole", CLUSTER_ROLE) is None
     crd_after = get_json(kubectl, "crd", "mpijobs.kubeflow.org")
     assert crd_before is not None and crd_after is not None
     assert crd_after["metadata"]["resourceVersion"] == crd_before["metadata"]["resourceVersion"]
@@ -70,7 +84,7 @@ def test_install_twice_then_the_second_run_changes_nothing(
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert deployment["spec"]["template"]["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
     # All-namespace mode: a ClusterRole, bound to the operator's ServiceAccount.
-    binding = get_json(kubectl, "clusterrolebinding", "mpi-operator")
+    binding = get_json(kubectl, "clusterrolebinding", CLUSTER_ROLE)
     assert binding is not None
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "mpi-operator", "namespace": INSTALL_NAMESPACE}]
     can = kubectl(
@@ -96,14 +110,14 @@ def test_single_namespace_mode_uses_a_role_and_removes_the_cluster_role(
     playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, namespace: str
 ) -> None:
     playbook("install.yml").expect_ok()
-    assert get_json(kubectl, "clusterrole", "mpi-operator") is not None
+    assert get_json(kubectl, "clusterrole", CLUSTER_ROLE) is not None
     scoped = {"mpi_operator_watch_namespace": namespace, "mpi_operator_gang_scheduling": "volcano"}
     playbook("install.yml", extra_vars=scoped).expect_ok()
     playbook("install.yml", extra_vars=scoped).expect_unchanged()
     role = get_json(kubectl, "role", "mpi-operator", "-n", namespace)
     assert role is not None and any("podgroups" in r["resources"] for r in role["rules"])
-    assert get_json(kubectl, "clusterrole", "mpi-operator") is None
-    assert get_json(kubectl, "clusterrole", "mpi-operator-priorityclasses") is not None
+    assert get_json(kubectl, "clusterrole", CLUSTER_ROLE) is None
+    assert get_json(kubectl, "clusterrole", PRIORITYCLASSES_ROLE) is not None
     sa = f"--as=system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator"
     assert kubectl("auth", "can-i", "create", "pods", "-n", namespace, sa).stdout.strip() == "yes"
     assert kubectl("auth", "can-i", "create", "pods", "-n", "default", sa).stdout.strip() == "no"
@@ -131,13 +145,53 @@ def test_uninstall_keeps_the_crd_and_users_mpijobs(
     removed = playbook("uninstall.yml").expect_ok()
     assert removed.recap["changed"] > 0
     assert get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE) is None
-    assert get_json(kubectl, "clusterrole", "mpi-operator") is None
-    assert get_json(kubectl, "clusterrole", "mpi-operator-mpijobs-edit") is None
+    assert get_json(kubectl, "clusterrole", CLUSTER_ROLE) is None
+    others = [d for d in kubectl_items(kubectl, "deployments", "-A", "-l", "app.kubernetes.io/managed-by=mpi.operator")
+              if d["metadata"]["namespace"] != INSTALL_NAMESPACE]
+    # The MPIJob rules in the users' roles are shared: removed with the last install only.
+    assert (get_json(kubectl, "clusterrole", "mpi-operator-mpijobs-edit") is None) == (not others)
     assert get_json(kubectl, "namespace", INSTALL_NAMESPACE) is None
     assert get_json(kubectl, "crd", "mpijobs.kubeflow.org") is not None
     assert get_json(kubectl, "mpijob", "openmpi-helloworld", "-n", namespace) is not None
     # Uninstalling again is a no-op.
     playbook("uninstall.yml").expect_unchanged()
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_uninstalling_one_install_leaves_another_installs_grants(
+    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, namespace: str
+) -> None:
+    """Two single-namespace installs (each with gang scheduling, so each has cluster-scoped grants): removing one
+    keeps every grant of the other, and the shared MPIJob rules of the users' roles until the last one goes."""
+    other_ns = f"{INSTALL_NAMESPACE}-2"
+    watched2 = f"{namespace[:60]}-2"
+    assert kubectl("create", "namespace", watched2).returncode == 0
+    other = {"mpi_operator_namespace_name": other_ns, "mpi_operator_watch_namespace": watched2,
+             "mpi_operator_gang_scheduling": "volcano"}
+    try:
+        playbook("install.yml", extra_vars={"mpi_operator_watch_namespace": namespace,
+                                            "mpi_operator_gang_scheduling": "volcano"}).expect_ok()
+        playbook("install.yml", extra_vars=other).expect_ok()
+        assert get_json(kubectl, "clusterrolebinding", PRIORITYCLASSES_ROLE) is not None
+        assert get_json(kubectl, "clusterrolebinding", f"mpi-operator-priorityclasses:{other_ns}") is not None
+
+        playbook("uninstall.yml").expect_ok()
+        assert get_json(kubectl, "clusterrolebinding", PRIORITYCLASSES_ROLE) is None
+        assert get_json(kubectl, "rolebinding", "mpi-operator", "-n", namespace) is None
+        # The other install keeps its grants ...
+        sa2 = f"--as=system:serviceaccount:{other_ns}:mpi-operator"
+        assert kubectl("auth", "can-i", "list", "priorityclasses", sa2).stdout.strip() == "yes"
+        assert kubectl("auth", "can-i", "create", "pods", "-n", watched2, sa2).stdout.strip() == "yes"
+        # ... and the users' roles keep the MPIJob rules it needs.
+        assert get_json(kubectl, "clusterrole", "mpi-operator-mpijobs-edit") is not None
+
+        playbook("uninstall.yml", extra_vars=other).expect_ok()
+        assert get_json(kubectl, "clusterrolebinding", f"mpi-operator-priorityclasses:{other_ns}") is None
+        assert kubectl("auth", "can-i", "list", "priorityclasses", sa2).stdout.strip() == "no"
+    finally:
+        playbook("uninstall.yml", extra_vars=other)
+        kubectl("delete", "namespace", watched2, "--wait=false")
 
 
 @pytest.mark.cluster

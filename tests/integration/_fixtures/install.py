@@ -22,6 +22,9 @@ MANIFESTS = ROOT / "tests/integration/manifests"
 _RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$", re.MULTILINE)
 # Namespace of the operator the install tests put on the cluster (not the default, so a user's install is left alone).
 INSTALL_NAMESPACE = "mpi-operator-it"
+# Its cluster-scoped RBAC: "<name>:<operator namespace>" for any install outside the default namespace.
+CLUSTER_ROLE = f"mpi-operator:{INSTALL_NAMESPACE}"
+PRIORITYCLASSES_ROLE = f"mpi-operator-priorityclasses:{INSTALL_NAMESPACE}"
 
 
 @dataclasses.dataclass
@@ -143,10 +146,13 @@ def uninstalled(
     """No operator before the test, none after it (the CRD and MPIJobs stay, as uninstall leaves them)."""
 
     def installed() -> bool:
+        """Anything of this install (other installs on the cluster, e.g. make demo's, are none of its business)."""
         found = kubectl(
-            "get", "clusterroles,namespaces", "-l", "app.kubernetes.io/managed-by=mpi.operator", "-o", "name"
+            "get", "clusterroles,clusterrolebindings", "-o", "name",
+            "-l", f"app.kubernetes.io/managed-by=mpi.operator,mpi.operator/operator-namespace={INSTALL_NAMESPACE}",
         )
-        return found.returncode != 0 or bool(found.stdout.strip())
+        ns = kubectl("get", "namespace", INSTALL_NAMESPACE, "-o", "name")
+        return found.returncode != 0 or bool(found.stdout.strip()) or ns.returncode == 0
 
     # The playbook takes many seconds on a loaded machine: run it only when something is there to remove.
     if installed():

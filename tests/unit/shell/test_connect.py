@@ -1,0 +1,108 @@
+"""Which kubeconfigs module_utils/kube.py reaches with urllib3 alone, and what it reads from them.
+
+The light path saves each module run the kubernetes client's import; everything it does not understand must go to
+the kubernetes client's loader (None here), never be half-read."""
+from __future__ import annotations
+
+import base64
+import pathlib
+
+import pytest
+import yaml
+
+from ansible_collections.mpi.operator.plugins.module_utils import kube
+
+PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+
+def write(tmp_path: pathlib.Path, user: dict, cluster: dict | None = None, name: str = "config") -> str:
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "main",
+        "contexts": [{"name": "main", "context": {"cluster": "c", "user": "u"}},
+                     {"name": "other", "context": {"cluster": "c2", "user": "u"}}],
+        "clusters": [{"name": "c", "cluster": cluster or {"server": "https://127.0.0.1:6443/",
+                                                          "certificate-authority-data": base64.b64encode(
+                                                              PEM.encode()).decode()}},
+                     {"name": "c2", "cluster": {"server": "https://other:443", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": user}],
+    }
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+@pytest.fixture(autouse=True)
+def no_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG", "K8S_AUTH_CONTEXT", "K8S_AUTH_HOST", "K8S_AUTH_API_KEY",
+                "K8S_AUTH_VERIFY_SSL", "KUBERNETES_SERVICE_HOST"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_client_certificate_data_becomes_private_files(tmp_path: pathlib.Path) -> None:
+    path = write(tmp_path, {"client-certificate-data": base64.b64encode(b"CERT").decode(),
+                            "client-key-data": base64.b64encode(b"KEY").decode()})
+    ep = kube.light_endpoint({"kubeconfig": path})
+    assert ep is not None
+    assert ep.host == "https://127.0.0.1:6443" and ep.verify and ep.ca_data == PEM and ep.token is None
+    assert pathlib.Path(ep.cert_file).read_bytes() == b"CERT"
+    assert pathlib.Path(ep.key_file).read_bytes() == b"KEY"
+    assert pathlib.Path(ep.key_file).stat().st_mode & 0o077 == 0  # nobody else may read the key
+
+
+def test_token_file_is_relative_to_the_kubeconfig(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "token").write_text("s3cret\n")
+    ep = kube.light_endpoint({"kubeconfig": write(tmp_path, {"tokenFile": "token"})})
+    assert ep is not None and ep.token == "s3cret"
+
+
+def test_context_selects_cluster_and_insecure_skip_tls_verify(tmp_path: pathlib.Path) -> None:
+    ep = kube.light_endpoint({"kubeconfig": write(tmp_path, {"token": "t"}), "context": "other"})
+    assert ep is not None and ep.host == "https://other:443" and ep.verify is False
+
+
+def test_parameters_override_the_kubeconfig(tmp_path: pathlib.Path) -> None:
+    path = write(tmp_path, {"client-certificate": "c.crt", "client-key": "c.key"})
+    ep = kube.light_endpoint({"kubeconfig": path, "host": "https://api.example:443/", "api_key": "tok",
+                              "validate_certs": False, "ca_cert": "/etc/ca.pem"})
+    assert ep is not None
+    assert (ep.host, ep.token, ep.verify, ep.ca_file, ep.ca_data) == ("https://api.example:443", "tok", False,
+                                                                      "/etc/ca.pem", None)
+    assert ep.cert_file is None and ep.key_file is None  # a token replaces the client certificate
+
+
+def test_client_certificate_paths_are_relative_to_the_kubeconfig(tmp_path: pathlib.Path) -> None:
+    ep = kube.light_endpoint({"kubeconfig": write(tmp_path, {"client-certificate": "c.crt", "client-key": "c.key"})})
+    assert ep is not None and ep.cert_file == str(tmp_path / "c.crt") and ep.key_file == str(tmp_path / "c.key")
+
+
+def test_environment_kubeconfig_is_used(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("K8S_AUTH_KUBECONFIG", write(tmp_path, {"token": "from-env"}))
+    ep = kube.light_endpoint({})
+    assert ep is not None and ep.token == "from-env"
+
+
+@pytest.mark.parametrize("user", [
+    {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "get-token"}},
+    {"auth-provider": {"name": "oidc"}},
+    {"username": "admin", "password": "pw"},
+])
+def test_other_credentials_go_to_the_kubernetes_loader(tmp_path: pathlib.Path, user: dict) -> None:
+    assert kube.light_endpoint({"kubeconfig": write(tmp_path, user)}) is None
+
+
+def test_proxies_several_files_and_unknown_contexts_go_to_the_kubernetes_loader(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxied = write(tmp_path, {"token": "t"}, {"server": "https://x", "proxy-url": "http://proxy:3128"}, "p")
+    assert kube.light_endpoint({"kubeconfig": proxied}) is None
+    assert kube.light_endpoint({"kubeconfig": write(tmp_path, {"token": "t"}), "context": "missing"}) is None
+    assert kube.light_endpoint({"kubeconfig": str(tmp_path / "absent")}) is None
+    monkeypatch.setenv("KUBECONFIG", f"{write(tmp_path, {'token': 't'}, name='a')}:{tmp_path / 'b'}")
+    assert kube.light_endpoint({}) is None
+
+
+def test_host_and_token_alone_need_no_kubeconfig() -> None:
+    ep = kube.light_endpoint({"host": "https://10.0.0.1:6443", "api_key": "tok", "ca_cert": "/ca.pem"})
+    assert ep is not None and (ep.host, ep.token, ep.ca_file) == ("https://10.0.0.1:6443", "tok", "/ca.pem")
