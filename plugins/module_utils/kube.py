@@ -276,7 +276,12 @@ class Urllib3Transport:
     def send(self, method: str, path: str, query: dict | None, headers: dict, body: Any,
              timeout: float) -> tuple[int, str, bytes]:
         url = self.host + path + (("?" + urlencode(query)) if query else "")
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        if body is None or isinstance(body, bytes):
+            data = body
+        elif isinstance(body, str):  # already serialised (server-side apply sends its manifest as text)
+            data = body.encode()
+        else:
+            data = json.dumps(body, separators=(",", ":")).encode()
         try:
             resp = self.pool.request(method, url, body=data, headers={**self.headers, **headers}, timeout=timeout,
                                      preload_content=True)

@@ -106,3 +106,40 @@ def test_proxies_several_files_and_unknown_contexts_go_to_the_kubernetes_loader(
 def test_host_and_token_alone_need_no_kubeconfig() -> None:
     ep = kube.light_endpoint({"host": "https://10.0.0.1:6443", "api_key": "tok", "ca_cert": "/ca.pem"})
     assert ep is not None and (ep.host, ep.token, ep.ca_file) == ("https://10.0.0.1:6443", "tok", "/ca.pem")
+
+
+class Recorder:
+    """A transport that records what Rest hands it (no network)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple] = []
+
+    def send(self, method: str, path: str, query: dict | None, headers: dict, body: object,
+             timeout: float) -> tuple[int, str, bytes]:
+        self.sent.append((method, path, query, headers, body, timeout))
+        return 200, "OK", b'{"kind": "Status"}'
+
+
+def test_urllib3_transport_sends_text_bodies_as_they_are_and_objects_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[bytes | None] = []
+
+    class Pool:
+        def request(self, method: str, url: str, body: bytes | None = None, **kwargs: object) -> object:
+            sent.append(body)
+            return type("R", (), {"status": 200, "reason": "OK", "data": b"{}"})()
+
+    transport = kube.Urllib3Transport(kube.Endpoint(host="https://127.0.0.1:1", verify=False))
+    monkeypatch.setattr(transport, "pool", Pool())
+    rest = kube.Rest(transport)
+    rest.request("PATCH", "/x", '{"apiVersion": "v1"}', content_type="application/apply-patch+yaml")
+    rest.request("POST", "/x", {"a": 1})
+    rest.request("GET", "/x")
+    assert sent == [b'{"apiVersion": "v1"}', b'{"a":1}', None]
+
+
+def test_rest_counts_calls_and_passes_query_and_timeout() -> None:
+    rec = Recorder()
+    rest = kube.Rest(rec, timeout=7)
+    assert rest.request("GET", "/api/v1/namespaces", query={"limit": "1"}) == {"kind": "Status"}
+    assert rest.calls == 1 and rec.sent[0][2] == {"limit": "1"} and rec.sent[0][5] == 7
+    assert "Content-Type" not in rec.sent[0][3]

@@ -1,0 +1,87 @@
+"""The modules reach the real API server both ways module_utils/kube.py connects: urllib3 alone for a plain
+kubeconfig (here a ServiceAccount token), and the kubernetes client's loader for an exec credential plugin."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import stat
+import subprocess
+import sys
+
+import pytest
+import yaml
+from kubernetes import client
+
+from tests.integration._fixtures.operator import create_mpijob, new_mpijob
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def mpijob_info(kubeconfig: str, namespace: str) -> dict:
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
+               ANSIBLE_NOCOLOR="1", PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    for var in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG"):
+        env.pop(var, None)
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-i", "localhost,", "-c", "local",
+           "-e", f"ansible_python_interpreter={sys.executable}", "-m", "mpi.operator.mpijob_info",
+           "-a", json.dumps({"namespace": namespace, "kubeconfig": kubeconfig})]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    head, _, body = proc.stdout.partition(" => ")
+    assert body, f"rc {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return dict(json.loads(body), failed="FAILED" in head)
+
+
+@pytest.fixture
+def service_account_token(api_client: client.ApiClient, namespace: str) -> str:
+    """A token of a ServiceAccount that may read MPIJobs in `namespace` only."""
+    core, rbac = client.CoreV1Api(api_client), client.RbacAuthorizationV1Api(api_client)
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "reader"}})
+    rbac.create_namespaced_role(namespace, {
+        "metadata": {"name": "reader"},
+        "rules": [{"apiGroups": ["kubeflow.org"], "resources": ["mpijobs"], "verbs": ["get", "list"]}]})
+    rbac.create_namespaced_role_binding(namespace, {
+        "metadata": {"name": "reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}]})
+    request = core.create_namespaced_service_account_token("reader", namespace, {"spec": {"expirationSeconds": 600}})
+    return request.status.token
+
+
+def kubeconfig_with(admin_kubeconfig: str, user: dict, path: pathlib.Path) -> str:
+    """The admin kubeconfig's cluster (server, CA) with another user."""
+    doc = yaml.safe_load(pathlib.Path(admin_kubeconfig).read_text())
+    cluster = doc["clusters"][0]
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "t",
+        "clusters": [cluster], "users": [{"name": "t", "user": user}],
+        "contexts": [{"name": "t", "context": {"cluster": cluster["name"], "user": "t"}}],
+    }))
+    return str(path)
+
+
+@pytest.mark.cluster
+def test_token_and_exec_credentials_both_reach_the_api_server(
+    api_client: client.ApiClient, operator_crd: None, kubeconfig: str, namespace: str, service_account_token: str,
+    tmp_path: pathlib.Path,
+) -> None:
+    create_mpijob(api_client, namespace, new_mpijob("visible", 1))
+
+    token_config = kubeconfig_with(kubeconfig, {"token": service_account_token}, tmp_path / "token.yaml")
+    plugin = tmp_path / "credential-plugin"
+    plugin.write_text("#!/bin/sh\nprintf '%s' '" + json.dumps({
+        "apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+        "status": {"token": service_account_token}}) + "'\n")
+    plugin.chmod(plugin.stat().st_mode | stat.S_IXUSR)
+    exec_config = kubeconfig_with(kubeconfig, {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}},
+        tmp_path / "exec.yaml")
+
+    for config in (token_config, exec_config):
+        result = mpijob_info(config, namespace)
+        assert not result["failed"], result
+        assert [j["mpijob"]["metadata"]["name"] for j in result["jobs"]] == ["visible"], config
+
+    # The token's grants are what the API server enforces: another namespace is forbidden, said clearly.
+    denied = mpijob_info(token_config, "default")
+    assert denied["failed"] and "forbidden" in denied["msg"].lower(), denied
