@@ -92,7 +92,10 @@ class Operator:
             return "shutting down"
         if not self.leading.is_set():
             return None  # a standby replica is ready: it is waiting for the lease
-        missing = [w.resource.name for w in self.watchers if w.resource.name not in self.synced]
+        # PodGroups are optional: without the gang scheduler's CRD the operator still serves every other job
+        # (the watch retries and logs why; the module reports the missing API on each gang-scheduled job).
+        missing = [w.resource.name for w in self.watchers
+                   if w.resource.name not in self.synced and w.resource.name != "podgroups"]
         return f"watches not synced: {', '.join(missing)}" if missing else None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -100,7 +103,7 @@ class Operator:
         self.metrics.is_leader.set(1)
         self.leading.set()
         self.controller.start()
-        for res in resources(CHILD_SELECTOR):
+        for res in resources(CHILD_SELECTOR, self.cfg.gang_scheduling):
             w = Watcher(self.api, res, self.cfg.namespace, self.controller.enqueue,
                         on_synced=self._synced, on_event=self._counted_event, on_restart=self._restarted,
                         watch_timeout=self.cfg.watch_timeout)

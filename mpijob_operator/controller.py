@@ -18,7 +18,7 @@ log = logging.getLogger("mpijob_operator.controller")
 
 
 # Kinds only the operator writes: a MODIFIED event after our patch is our own echo.
-OWN_CONTENT_KINDS = ("Service", "ConfigMap", "Secret")
+OWN_CONTENT_KINDS = ("Service", "ConfigMap", "Secret", "PodGroup")
 EXPECTATION_WINDOW = 15.0  # seconds an echo of our own write may take to arrive after its run
 
 

@@ -135,8 +135,24 @@ def pod_keys(obj: dict[str, Any]) -> list[Key]:
     return []
 
 
-def resources(child_selector: str | None = None) -> list[Resource]:
-    """MPIJobs and every kind of child the reconcile module creates."""
+# The PodGroup API of each gang scheduler, as the reconcile module creates them (module_utils/mpijob/constants.py).
+PODGROUP_APIS = {"volcano": "/apis/scheduling.volcano.sh/v1beta1"}
+PLUGINS_PODGROUP_API = "/apis/scheduling.x-k8s.io/v1alpha1"
+
+
+def podgroup_fingerprint(obj: dict[str, Any]) -> Any:
+    """A PodGroup as the reconcile reads it: its spec and owner (the scheduler's status updates are not ours)."""
+    meta = obj.get("metadata") or {}
+    return (_digest(obj.get("spec")), _digest(meta.get("ownerReferences")), _deleting(obj))
+
+
+def resources(child_selector: str | None = None, gang_scheduling: str = "") -> list[Resource]:
+    """MPIJobs and every kind of child the reconcile module creates (PodGroups only with gang scheduling; they carry
+    no labels, as Kubeflow's do not, so all of them are watched and mapped by owner)."""
+    podgroups = []
+    if gang_scheduling:
+        api = PODGROUP_APIS.get(gang_scheduling, PLUGINS_PODGROUP_API)
+        podgroups = [Resource("podgroups", "PodGroup", api, "podgroups", None, owner_keys, podgroup_fingerprint)]
     return [
         Resource("mpijobs", "MPIJob", f"/apis/{GROUP}/{VERSION}", PLURAL, None, mpijob_keys, mpijob_fingerprint),
         Resource("pods", "Pod", "/api/v1", "pods", OPERATOR_LABEL, pod_keys, pod_fingerprint),
@@ -145,6 +161,7 @@ def resources(child_selector: str | None = None) -> list[Resource]:
         Resource("configmaps", "ConfigMap", "/api/v1", "configmaps", child_selector, owner_keys,
                  content_fingerprint),
         Resource("secrets", "Secret", "/api/v1", "secrets", child_selector, owner_keys, content_fingerprint),
+        *podgroups,
     ]
 
 
