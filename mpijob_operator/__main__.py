@@ -92,10 +92,10 @@ class Operator:
             return "shutting down"
         if not self.leading.is_set():
             return None  # a standby replica is ready: it is waiting for the lease
-        # PodGroups are optional: without the gang scheduler's CRD the operator still serves every other job
-        # (the watch retries and logs why; the module reports the missing API on each gang-scheduled job).
+        # Optional watches (PodGroups) do not hold readiness back: without the gang scheduler's CRD the operator still
+        # serves every other job (the watch retries and logs why; the module reports the missing API per job).
         missing = [w.resource.name for w in self.watchers
-                   if w.resource.name not in self.synced and w.resource.name != "podgroups"]
+                   if w.resource.name not in self.synced and not w.resource.optional]
         return f"watches not synced: {', '.join(missing)}" if missing else None
 
     # -- lifecycle ---------------------------------------------------------------------------

@@ -96,6 +96,8 @@ class Resource:
     label_selector: str | None
     to_keys: Callable[[dict[str, Any]], list[Key]]
     fingerprint: Callable[[dict[str, Any]], Any]
+    # Not needed for readiness: an API the cluster may not serve (a gang scheduler's PodGroups); its watch retries.
+    optional: bool = False
 
     def url(self, namespace: str) -> str:
         if namespace:
@@ -152,7 +154,8 @@ def resources(child_selector: str | None = None, gang_scheduling: str = "") -> l
     podgroups = []
     if gang_scheduling:
         api = PODGROUP_APIS.get(gang_scheduling, PLUGINS_PODGROUP_API)
-        podgroups = [Resource("podgroups", "PodGroup", api, "podgroups", None, owner_keys, podgroup_fingerprint)]
+        podgroups = [Resource("podgroups", "PodGroup", api, "podgroups", None, owner_keys, podgroup_fingerprint,
+                              optional=True)]
     return [
         Resource("mpijobs", "MPIJob", f"/apis/{GROUP}/{VERSION}", PLURAL, None, mpijob_keys, mpijob_fingerprint),
         Resource("pods", "Pod", "/api/v1", "pods", OPERATOR_LABEL, pod_keys, pod_fingerprint),

@@ -61,6 +61,37 @@ def _env(name: str) -> str | None:
     return os.environ.get(f"K8S_AUTH_{name.upper()}") or None
 
 
+@dataclass(frozen=True)
+class Auth:
+    """The connection parameters, each from the module's parameters else its $K8S_AUTH_* variable, and where the
+    credentials come from: "kubeconfig", "in-cluster" (the service account) or "host" (host and api_key alone)."""
+
+    kubeconfig: str | None
+    context: str | None
+    host: str | None
+    api_key: str | None
+    verify: bool | None
+    ca_cert: str | None
+    source: str
+
+
+def auth(params: dict) -> Auth:
+    kubeconfig = params.get("kubeconfig") or _env("kubeconfig")
+    context = params.get("context") or _env("context")
+    host = params.get("host") or _env("host")
+    verify = params.get("validate_certs")
+    if verify is None and _env("verify_ssl") is not None:
+        verify = _env("verify_ssl").lower() in ("1", "true", "yes")
+    if host and not (kubeconfig or context):
+        source = "host"
+    elif kubeconfig or context or os.environ.get("KUBECONFIG") or not _in_cluster():
+        source = "kubeconfig"
+    else:
+        source = "in-cluster"
+    return Auth(kubeconfig, context, host, params.get("api_key") or _env("api_key"), verify, params.get("ca_cert"),
+                source)
+
+
 def api_client(params: dict) -> Any:
     """A kubernetes client ApiClient from explicit parameters, else $K8S_AUTH_* / $KUBECONFIG, else the in-cluster
     service account (raises ImportError without the kubernetes library)."""
@@ -69,29 +100,22 @@ def api_client(params: dict) -> Any:
     from kubernetes.config.config_exception import ConfigException
 
     cfg = k8s_client.Configuration()
-    kubeconfig = params.get("kubeconfig") or _env("kubeconfig")
-    context = params.get("context") or _env("context")
-    host = params.get("host") or _env("host")
-    api_key = params.get("api_key") or _env("api_key")
+    a = auth(params)
     try:
-        if kubeconfig or context or not host:
-            if kubeconfig or context or os.environ.get("KUBECONFIG") or not _in_cluster():
-                k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
-            else:
-                k8s_config.load_incluster_config(client_configuration=cfg)
+        if a.source == "kubeconfig":
+            k8s_config.load_kube_config(config_file=a.kubeconfig, context=a.context, client_configuration=cfg)
+        elif a.source == "in-cluster":
+            k8s_config.load_incluster_config(client_configuration=cfg)
     except (ConfigException, OSError) as exc:
         raise Unreachable(f"cannot load Kubernetes credentials: {exc}") from exc
-    if host:
-        cfg.host = host
-    if api_key:
-        cfg.api_key = {"authorization": f"Bearer {api_key}"}
-    verify = params.get("validate_certs")
-    if verify is None and _env("verify_ssl") is not None:
-        verify = _env("verify_ssl").lower() in ("1", "true", "yes")
-    if verify is not None:
-        cfg.verify_ssl = verify
-    if params.get("ca_cert"):
-        cfg.ssl_ca_cert = params["ca_cert"]
+    if a.host:
+        cfg.host = a.host
+    if a.api_key:
+        cfg.api_key = {"authorization": f"Bearer {a.api_key}"}
+    if a.verify is not None:
+        cfg.verify_ssl = a.verify
+    if a.ca_cert:
+        cfg.ssl_ca_cert = a.ca_cert
     cfg.retries = 1  # a dead API server must fail fast; transient errors are retried by the operator loop
     cfg.connection_pool_maxsize = 16
     return k8s_client.ApiClient(cfg)
@@ -117,16 +141,18 @@ def connect(module: Any) -> Rest:
 
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=str(exc))
         raise  # fail_json exits; this keeps type checkers honest
-    except (Unreachable, OSError, ValueError) as exc:  # ssl.SSLError is an OSError
-        module.fail_json(msg=f"Kubernetes API server unreachable: cannot load the credentials: {exc}"
-                         if not isinstance(exc, Unreachable) else f"Kubernetes API server unreachable: {exc}")
+    except Unreachable as exc:
+        module.fail_json(msg=f"Kubernetes API server unreachable: {exc}")
+        raise
+    except (OSError, ValueError) as exc:  # unreadable key or CA files (ssl.SSLError is an OSError)
+        module.fail_json(msg=f"Kubernetes API server unreachable: cannot load the credentials: {exc}")
         raise
 
 
 # ---- connecting ------------------------------------------------------------------------------------------------------
 #
 # Most runs connect with a plain kubeconfig (a client certificate or a token) or the in-cluster service account:
-# those go straight to urllib3, without importing the kubernetes client (about 0.3 s of CPU per module run, paid by
+# those go straight to urllib3, without importing the kubernetes client (about 0.45 s of CPU per module run, paid by
 # every run of the operator). Anything else a kubeconfig can say (exec plugins, auth providers, proxies, several
 # files in KUBECONFIG ...) is left to the kubernetes client's own loader.
 
@@ -147,7 +173,6 @@ class Endpoint:
     cert_file: str | None = None
     key_file: str | None = None
     verify: bool = True
-    _tmp: list[str] = field(default_factory=list)
 
 
 def _kubeconfig_endpoint(path: str, context: str | None) -> Endpoint | None:
@@ -187,7 +212,7 @@ def _kubeconfig_endpoint(path: str, context: str | None) -> Endpoint | None:
     ep.cert_file, ep.key_file = file("client-certificate"), file("client-key")
     for key, attr in (("client-certificate-data", "cert_file"), ("client-key-data", "key_file")):
         if user.get(key):
-            setattr(ep, attr, _private_file(ep, base64.b64decode(user[key])))
+            setattr(ep, attr, _private_file(base64.b64decode(user[key])))
     if user.get("token"):
         ep.token = str(user["token"])
     elif user.get("tokenFile"):
@@ -199,7 +224,7 @@ def _kubeconfig_endpoint(path: str, context: str | None) -> Endpoint | None:
     return ep
 
 
-def _private_file(ep: Endpoint, data: bytes) -> str:
+def _private_file(data: bytes) -> str:
     """A 0600 temporary file (ssl loads client keys from files only), removed when the module exits."""
     import atexit
     import tempfile
@@ -207,49 +232,45 @@ def _private_file(ep: Endpoint, data: bytes) -> str:
     fd, path = tempfile.mkstemp(prefix="mpi-operator-")
     with os.fdopen(fd, "wb") as f:
         f.write(data)
-    ep._tmp.append(path)
     atexit.register(lambda: os.path.exists(path) and os.unlink(path))
     return path
 
 
 def light_endpoint(params: dict) -> Endpoint | None:
     """The endpoint for `params` when urllib3 alone can reach it, else None (the kubernetes client's loader)."""
-    kubeconfig = params.get("kubeconfig") or _env("kubeconfig")
-    context = params.get("context") or _env("context")
-    host = params.get("host") or _env("host")
-    api_key = params.get("api_key") or _env("api_key")
-    if kubeconfig or context or not host:
-        if kubeconfig or context or os.environ.get("KUBECONFIG") or not _in_cluster():
-            path = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-            if os.pathsep in path:
-                return None  # several files to merge: the client's loader does that
-            ep = _kubeconfig_endpoint(path, context)
-        else:
-            try:
-                with open(f"{_SA_DIR}/token") as f:
-                    token = f.read().strip()
-            except OSError:
-                return None
-            server = os.environ["KUBERNETES_SERVICE_HOST"]
-            server = f"[{server}]" if ":" in server else server
-            ep = Endpoint(host=f"https://{server}:{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}", token=token,
-                          ca_file=f"{_SA_DIR}/ca.crt")
-        if ep is None:
-            return None
+    a = auth(params)
+    if a.source == "kubeconfig":
+        path = a.kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+        if os.pathsep in path:
+            return None  # several files to merge: the client's loader does that
+        ep = _kubeconfig_endpoint(path, a.context)
+    elif a.source == "in-cluster":
+        ep = _in_cluster_endpoint()
     else:
-        ep = Endpoint(host=host.rstrip("/"))
-    if host:
-        ep.host = host.rstrip("/")
-    if api_key:
-        ep.token, ep.cert_file, ep.key_file = api_key, None, None
-    verify = params.get("validate_certs")
-    if verify is None and _env("verify_ssl") is not None:
-        verify = _env("verify_ssl").lower() in ("1", "true", "yes")
-    if verify is not None:
-        ep.verify = verify
-    if params.get("ca_cert"):
-        ep.ca_file, ep.ca_data = params["ca_cert"], None
+        ep = Endpoint(host=a.host or "")
+    if ep is None:
+        return None
+    if a.host:
+        ep.host = a.host.rstrip("/")
+    if a.api_key:
+        ep.token, ep.cert_file, ep.key_file = a.api_key, None, None
+    if a.verify is not None:
+        ep.verify = a.verify
+    if a.ca_cert:
+        ep.ca_file, ep.ca_data = a.ca_cert, None
     return ep
+
+
+def _in_cluster_endpoint() -> Endpoint | None:
+    try:
+        with open(f"{_SA_DIR}/token") as f:
+            token = f.read().strip()
+    except OSError:
+        return None
+    server = os.environ["KUBERNETES_SERVICE_HOST"]
+    server = f"[{server}]" if ":" in server else server
+    return Endpoint(host=f"https://{server}:{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}", token=token,
+                    ca_file=f"{_SA_DIR}/ca.crt")
 
 
 class Urllib3Transport:
