@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import time
@@ -115,31 +116,13 @@ KUBEFLOW_VERSION = "v0.8.2"  # the Kubeflow MPI Operator release the contract is
 
 
 def kubeflow_operator_binary() -> str | None:
-    """The Kubeflow MPI Operator built from the Go module proxy (cached); None without a Go toolchain."""
-    import pathlib
-    import shutil
-
-    cache = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
-    out = cache / "kubeflow-mpi-operator" / KUBEFLOW_VERSION
-    binary = out / "mpi-operator"
-    if binary.exists():
-        return str(binary)
-    go = shutil.which("go")
-    if go is None:
-        return None
-    src = out / "src"
-    src.mkdir(parents=True, exist_ok=True)
-    # A wrapper module: `go install pkg@version` asks the proxy for a version list it does not serve.
-    (src / "go.mod").write_text(f"module kubeflowbuild\n\ngo 1.26.0\n\nrequire github.com/kubeflow/mpi-operator {KUBEFLOW_VERSION}\n")
-    (src / "tools.go").write_text('//go:build tools\n\npackage tools\n\nimport _ "github.com/kubeflow/mpi-operator/cmd/mpi-operator"\n')
-    env = dict(os.environ, GOFLAGS="-mod=mod")
-    for cmd in ([go, "mod", "tidy"], [go, "build", "-o", str(binary) + ".tmp",
-                                      "github.com/kubeflow/mpi-operator/cmd/mpi-operator"]):
-        proc = subprocess.run(cmd, cwd=src, env=env, capture_output=True, text=True, timeout=1800)
-        if proc.returncode != 0:
-            raise RuntimeError(f"building the Kubeflow MPI Operator failed: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
-    os.rename(str(binary) + ".tmp", binary)
-    return str(binary)
+    """The Kubeflow MPI Operator built from the Go module proxy by hack/kubeflow.sh (cached); None without Go."""
+    script = pathlib.Path(__file__).resolve().parents[3] / "hack" / "kubeflow.sh"
+    env = dict(os.environ, KUBEFLOW_MPI_OPERATOR_VERSION=KUBEFLOW_VERSION)
+    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=3600, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"building the Kubeflow MPI Operator failed:\n{proc.stderr[-3000:]}")
+    return proc.stdout.strip() or None
 
 
 @pytest.fixture
