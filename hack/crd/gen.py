@@ -353,6 +353,13 @@ def mpijob_status(inliner: Inliner) -> dict[str, Any]:
             "startTime": {**time, "description": "When the operator started working on the job."},
             "completionTime": {**time, "description": "When the job finished."},
             "lastReconcileTime": {**time, "description": "When the job was last reconciled."},
+            # Ours (additive): Kubeflow's column read the last condition, which may be a False one.
+            "phase": string(
+                "One word for the job's state, from its conditions (the printer column State): Created, Running, "
+                "Restarting, Suspended, Succeeded or Failed. Written by mpi.operator, absent until the operator saw "
+                "the job.",
+                enum=["Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed"],
+            ),
         },
     }
 
@@ -405,18 +412,51 @@ def versions(inliner: Inliner) -> list[dict[str, Any]]:
         },
     }
     columns = [
-        {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"},
+        {"name": "State", "type": "string", "jsonPath": ".status.phase"},
         {"name": "Workers", "type": "integer", "jsonPath": ".spec.mpiReplicaSpecs.Worker.replicas"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
-    Dumper.shared = {id(schema): "mpijob-schema", id(subresources): "subresources", id(columns): "columns"}
+    v1_schema = with_v1_defaults(schema)
+    spec_props = schema["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    replica = spec_props["mpiReplicaSpecs"]["additionalProperties"]["properties"]
+    # What both versions share is written once (YAML anchors); the v1 schema differs only in its replicas default.
+    Dumper.shared = {
+        id(subresources): "subresources",
+        id(columns): "columns",
+        id(replica["template"]): "pod-template",
+        id(replica["restartPolicy"]): "restart-policy",
+        id(spec_props["runPolicy"]): "run-policy",
+        id(schema["openAPIV3Schema"]["properties"]["status"]): "status",
+    }
     v2beta1 = {"name": "v2beta1", "served": True, "storage": True}
     # Not marked deprecated: Kubernetes ranks a GA version above a beta one, so kubectl's plain `mpijob` resolves to
     # v1 and a deprecation warning would print on every kubectl command, also for v2beta1 users.
     v1 = {"name": "v1", "served": True, "storage": False}
-    for v in (v2beta1, v1):
-        v.update({"schema": schema, "subresources": subresources, "additionalPrinterColumns": columns})
+    for v, s in ((v2beta1, schema), (v1, v1_schema)):
+        v.update({"schema": s, "subresources": subresources, "additionalPrinterColumns": columns})
     return [v2beta1, v1]
+
+
+def with_v1_defaults(schema: dict[str, Any]) -> dict[str, Any]:
+    """The v1 schema: v2beta1's with `replicas` defaulting to 1 for every replica type, as kubeflow.org/v1 did.
+
+    The API server applies the defaults of the version a request is sent in, before validation, and stores them:
+    a v1 Worker without replicas is stored with 1 (old manifests apply as they are), a v2beta1 one is still rejected.
+    Only the path down to `replicas` is copied; everything else is the same object as in `schema`.
+    """
+    path = ["openAPIV3Schema", "properties", "spec", "properties", "mpiReplicaSpecs", "additionalProperties",
+            "properties", "replicas"]
+    top = dict(schema)
+    node = top
+    for key in path[:-1]:
+        node[key] = dict(node[key])
+        node = node[key]
+    node["replicas"] = {
+        **node["replicas"],
+        "description": "Number of replicas; 1 when not set (kubeflow.org/v1). The Launcher has exactly 1.",
+        "default": 1,
+    }
+    return top
 
 
 def crd(components: dict[str, Any]) -> dict[str, Any]:

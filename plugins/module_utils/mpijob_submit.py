@@ -11,13 +11,14 @@ from typing import Any
 
 from .mpijob import constants as C
 from .mpijob.spec import InvalidMPIJob, parse
-from .mpijob.status import get_condition, is_true, parse_time
+from .mpijob import status as core_status
+from .mpijob.status import get_condition, parse_time
 
-PENDING = "Pending"
-# Phases in the order they are checked: a finished job is finished whatever else its conditions say.
-PHASES = (C.FAILED, C.SUCCEEDED, C.SUSPENDED, C.RUNNING, C.CREATED)
+PENDING = core_status.PENDING
+
 FINISHED = (C.SUCCEEDED, C.FAILED)
-WAIT_TARGETS = {C.SUCCEEDED: FINISHED, C.RUNNING: (C.RUNNING, *FINISHED)}
+# What waiting for each target accepts: waiting for Succeeded is over when the job finished either way.
+WAIT_TARGETS = {C.SUCCEEDED: FINISHED, C.RUNNING: (C.RUNNING, *FINISHED), C.SUSPENDED: (C.SUSPENDED,)}
 SHORT_FORM_KEYS = ("image", "command", "slots_per_worker", "resources", "launcher_resources", "mpi_implementation",
                    "labels", "env", "clean_pod_policy")
 LAUNCHER_CONTAINER = "mpi-launcher"
@@ -184,12 +185,8 @@ def differs(before: dict | None, after: dict | None) -> bool:
 # ---- status summary --------------------------------------------------------------------------------------------------
 
 def job_phase(job: dict) -> str:
-    """Pending (no condition yet), Created, Running, Suspended, Succeeded or Failed, from the conditions."""
-    status = job.get("status") or {}
-    for phase in PHASES:
-        if is_true(status, phase):
-            return phase
-    return PENDING
+    """The job's phase as the operator writes it to status.phase (the printer column): one function for both."""
+    return core_status.job_phase(job.get("status"))
 
 
 def summary(job: dict, now: datetime) -> dict:
@@ -236,9 +233,19 @@ def progress_line(s: dict) -> str:
     return line
 
 
-def reached(phase: str, wait_for: str) -> bool:
-    """Whether waiting for `wait_for` (Succeeded: finished either way; Running) is over at `phase`."""
-    return phase in WAIT_TARGETS[wait_for]
+def wait_target(wait_for: str | None, job: dict | None) -> str:
+    """What a wait waits for: `wait_for`, else Suspended for a suspended job (it would never finish), else Succeeded."""
+    if wait_for:
+        return wait_for
+    return C.SUSPENDED if job is not None and is_suspended(job) else C.SUCCEEDED
+
+
+def reached(job: dict, wait_for: str) -> bool:
+    """THE wait predicate (the mpijob module's wait, the mpijob_wait action, submit.yml): whether a job waited for
+    to be `wait_for` (Succeeded: finished either way; Running: running or finished; Suspended) got there."""
+    if wait_for not in WAIT_TARGETS:
+        raise SubmitError(f"wait_for: must be one of {', '.join(WAIT_TARGETS)}, got {wait_for!r}")
+    return job_phase(job) in WAIT_TARGETS[wait_for]
 
 
 # ---- launcher log ----------------------------------------------------------------------------------------------------

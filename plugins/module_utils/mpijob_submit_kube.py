@@ -139,6 +139,25 @@ class Jobs:
                 continue  # a blip of the API server is not the end of the wait; the deadline is
         return current
 
+    def wait_for(self, job: dict, target: str, timeout: float, sleep: float,
+                 report: Callable[[dict, float], None] | None = None) -> dict:
+        """Polls the job until it reached `target` (S.reached), calling `report(job, seconds waited)` after each look;
+        JobError on timeout (with the last progress line) or when the job is deleted meanwhile. One loop in one
+        process: a wait of days costs one job in memory."""
+        started = time.monotonic()
+
+        def over(current: dict | None) -> bool:
+            if current is None:
+                return True
+            if report is not None:
+                report(current, time.monotonic() - started)
+            return S.reached(current, target)
+
+        current = self.wait(job, over, timeout, sleep, f"to be {target}")
+        if current is None:
+            raise JobError(f"MPIJob {S.ref(job)} was deleted while waiting for it to be {target}")
+        return current
+
     def launcher(self, job: dict, lines: int) -> dict:
         """The newest launcher pod: {pod, exit, log (its last `lines` lines, all when lines <= 0), note (why no log)}.
 

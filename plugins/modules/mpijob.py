@@ -420,19 +420,6 @@ def read_src(path: str) -> dict:
     return jobs[0]
 
 
-def wanted(params: dict, job: dict | None) -> str:
-    if params["wait_for"]:
-        return params["wait_for"]
-    return C.SUSPENDED if job is not None and S.is_suspended(job) else C.SUCCEEDED
-
-
-def reached(job: dict | None, wait_for: str) -> bool:
-    if job is None:
-        return False
-    phase = S.job_phase(job)
-    return phase == C.SUSPENDED if wait_for == C.SUSPENDED else S.reached(phase, wait_for)
-
-
 class Run:
     """One task: the job it is about, what was done, what to return."""
 
@@ -505,11 +492,8 @@ class Run:
         p = self.params
         if not p["wait"] or p["state"] == "absent" or self.after is None or self.module.check_mode:
             return
-        target = wanted(p, self.after)
-        self.after = self.jobs.wait(self.after, lambda job: reached(job, target), p["wait_timeout"], p["wait_sleep"],
-                                    f"to be {target}")
-        if self.after is None:
-            raise JobError(f"MPIJob {S.ref(self.before or {})} was deleted while waiting for it")
+        target = S.wait_target(p["wait_for"], self.after)
+        self.after = self.jobs.wait_for(self.after, target, p["wait_timeout"], p["wait_sleep"])
 
     def result(self) -> dict:
         if self.params["state"] == "absent":

@@ -176,6 +176,7 @@ class _Planner:
         return S.indexed_workers(self.job, self.worker_pods)
 
     def result(self, status: dict, requeue: float | None = None) -> Plan:
+        status = S.with_phase(status)  # every status this plan writes says its phase (also one written before it)
         if status != self.old_status:
             self.actions.append(Action("status", C.KIND, self.job.name, body=status))
         self.actions.extend(_event(e) for e in self.events)

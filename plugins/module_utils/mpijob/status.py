@@ -1,8 +1,9 @@
 """MPIJob status from what was observed: conditions, replicaStatuses, startTime, completionTime.
 
 Condition mechanics are Kubeflow's (`setCondition`): a condition is rewritten only when its status or reason
-changes, the changed condition moves to the end (the printer column State reads the last one), Running and
-Restarting exclude each other, and Succeeded/Failed turn Running off. The clock is an argument.
+changes, the changed condition moves to the end, Running and Restarting exclude each other, and Succeeded/Failed
+turn Running off. `status.phase` (ours, additive) is the one-word state the printer column State shows; it is
+computed from the conditions by `job_phase`, which `mpijob_info` uses too. The clock is an argument.
 """
 from __future__ import annotations
 
@@ -53,6 +54,29 @@ def is_true(status: dict, ctype: str) -> bool:
 
 def is_finished(status: dict) -> bool:
     return is_true(status, C.SUCCEEDED) or is_true(status, C.FAILED)
+
+
+# Phases in the order they are checked: a finished job is finished whatever else its conditions say; the last
+# condition (what Kubeflow's column shows) can be a False one, e.g. Running=False on a suspended job.
+PHASES = (C.FAILED, C.SUCCEEDED, C.SUSPENDED, C.RESTARTING, C.RUNNING, C.CREATED)
+PENDING = "Pending"  # no condition yet: the operator has not seen the job
+
+
+def job_phase(status: dict | None) -> str:
+    """Pending, Created, Running, Restarting, Suspended, Succeeded or Failed: the first phase whose condition is
+    True, in PHASES order."""
+    for phase in PHASES:
+        if is_true(status or {}, phase):
+            return phase
+    return PENDING
+
+
+def with_phase(status: dict) -> dict:
+    """`status` with `phase` set from its conditions (the printer column reads it)."""
+    phase = job_phase(status)
+    if status.get("phase") == phase:
+        return status
+    return {**status, "phase": phase}
 
 
 def set_condition(status: dict, ctype: str, value: str, reason: str, message: str, now: str) -> bool:
@@ -294,7 +318,7 @@ def invalid_status(old: dict, message: str, now: str, events: list[Event]) -> di
         if not set_condition(status, C.FAILED, "True", C.REASON_VALIDATION, message, now):
             _update_message(status, C.FAILED, message, now)
         events.append(Event("Warning", C.REASON_VALIDATION, message))
-    return status
+    return with_phase(status)
 
 
 def ready_workers(workers: list[dict]) -> int:

@@ -200,13 +200,42 @@ def test_summary_without_status_is_pending_from_creation():
     assert (s["phase"], s["elapsed_seconds"], s["workers_running"]) == ("Pending", 30, 0)
 
 
+CONDITIONS_OF = {
+    "Pending": (),
+    "Created": (("Created", "True", "MPIJobCreated", ""),),
+    "Running": (("Created", "True", "", ""), ("Running", "True", "MPIJobRunning", "")),
+    "Suspended": (("Created", "True", "", ""), ("Running", "False", "MPIJobSuspended", ""),
+                  ("Suspended", "True", "MPIJobSuspended", "")),
+    "Succeeded": (("Running", "False", "", ""), ("Succeeded", "True", "MPIJobSucceeded", "")),
+    "Failed": (("Running", "False", "", ""), ("Failed", "True", "BackoffLimitExceeded", "")),
+}
+
+
 @pytest.mark.parametrize("phase, wait_for, done", [
     ("Running", "Succeeded", False), ("Succeeded", "Succeeded", True), ("Failed", "Succeeded", True),
+    ("Suspended", "Succeeded", False), ("Pending", "Succeeded", False),
     ("Created", "Running", False), ("Running", "Running", True), ("Failed", "Running", True),
     ("Suspended", "Running", False),
+    ("Suspended", "Suspended", True), ("Running", "Suspended", False), ("Succeeded", "Suspended", False),
 ])
 def test_reached(phase, wait_for, done):
-    assert S.reached(phase, wait_for) is done
+    j = job(conditions=CONDITIONS_OF[phase])
+    assert S.job_phase(j) == phase
+    assert S.reached(j, wait_for) is done
+
+
+def test_reached_names_a_bad_target():
+    with pytest.raises(S.SubmitError, match="wait_for: must be one of Succeeded, Running, Suspended, got 'Done'"):
+        S.reached(job(), "Done")
+
+
+@pytest.mark.parametrize("wait_for, suspended, target", [
+    (None, False, "Succeeded"), (None, True, "Suspended"), ("Running", True, "Running"),
+])
+def test_wait_target(wait_for, suspended, target):
+    j = job()
+    j["spec"].setdefault("runPolicy", {})["suspend"] = suspended
+    assert S.wait_target(wait_for, j) == target
 
 
 def test_newest_launcher_pod_and_tail():

@@ -1,0 +1,89 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see galaxy.yml)
+"""mpi.operator.mpijob_wait: waits for an MPIJob on the controller, printing a progress line per look.
+
+An action plugin, not a module, so that each look can be shown while the task runs and a wait of any length is one
+Python loop (a module runs once per look: too slow for short polls, and an include per look recursed until Ansible
+hit its recursion limit). The loop and the predicate are the collection's own (module_utils/mpijob_submit*.py),
+the same as the mpijob module's `wait`.
+"""
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit as S
+from ansible_collections.mpi.operator.plugins.module_utils.kube import AUTH_ARG_SPEC, Unreachable, connect
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob_submit_kube import JobError, Jobs
+
+display = Display()
+
+ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
+    "name": {"type": "str", "required": True},
+    "namespace": {"type": "str", "default": "default"},
+    "wait_for": {"type": "str", "choices": list(S.WAIT_TARGETS)},
+    "wait_timeout": {"type": "float", "default": 3600},
+    "wait_sleep": {"type": "float", "default": 5},
+    "request_timeout": {"type": "float", "default": 30.0},
+    **AUTH_ARG_SPEC,
+}
+
+
+class _Connection:
+    """What kube.connect needs of a module: the parameters, and a failure (here: this task's)."""
+
+    def __init__(self, params: dict):
+        self.params = params
+
+    def fail_json(self, msg: str, **_: Any) -> None:
+        raise AnsibleActionFail(msg)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False  # talks to the API server from the controller, not through the target
+
+    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
+        result = super().run(tmp, task_vars)
+        del tmp
+        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        if args["wait_timeout"] < 0 or args["wait_sleep"] < 0:
+            raise AnsibleActionFail("wait_timeout and wait_sleep: must be >= 0")
+        jobs = Jobs(connect(_Connection(args)))
+        rounds = 0
+
+        def report(job: dict, waited: float) -> None:
+            nonlocal rounds
+            rounds += 1
+            line = S.summary(job, datetime.now(UTC))["progress"]
+            display.display(f"MPIJob progress: {line} (waited {int(waited)}s of {args['wait_timeout']:g}s)")
+
+        try:
+            job = jobs.get(args["namespace"], args["name"])
+            if job is None:
+                raise AnsibleActionFail(f"MPIJob {args['namespace']}/{args['name']} does not exist")
+            target = S.wait_target(args["wait_for"], job)
+            started = datetime.now(UTC)
+            job = jobs.wait_for(job, target, args["wait_timeout"], args["wait_sleep"], report)
+        except JobError as exc:
+            last = exc.result.get("result")
+            summary = S.summary(last, datetime.now(UTC)) if last else None
+            return {**result, "failed": True, "msg": str(exc), "rounds": rounds, "result": last, "summary": summary}
+        except Unreachable as exc:
+            raise AnsibleActionFail(f"Kubernetes API server unreachable: {exc}") from exc
+        except S.SubmitError as exc:
+            raise AnsibleActionFail(str(exc)) from exc
+        return {
+            **result,
+            "changed": False,
+            "reached": True,
+            "wait_for": target,
+            "rounds": rounds,
+            "waited_seconds": int((datetime.now(UTC) - started).total_seconds()),
+            "result": job,
+            "summary": S.summary(job, datetime.now(UTC)),
+        }
