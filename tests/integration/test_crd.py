@@ -8,7 +8,9 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -270,7 +272,8 @@ def test_printer_columns_and_short_names(kubectl: Kubectl, custom: Any, namespac
         namespace,
         PLURAL,
         "job",
-        {"status": {"conditions": [{"type": "Created", "status": "True", "reason": "MPIJobCreated"}]}},
+        {"status": {"conditions": [{"type": "Created", "status": "True", "reason": "MPIJobCreated"}],
+                    "phase": "Created"}},
     )
     for short in ("mpij", "mj"):
         proc = kubectl("get", short, "-n", namespace)
@@ -306,3 +309,95 @@ def test_kubectl_scale_sets_the_worker_replicas(kubectl: Kubectl, custom: Any, n
     # The CEL rules hold for scaling too.
     bad = kubectl("scale", "mpijob/job", "--replicas=0", "-n", namespace)
     assert bad.returncode != 0 and "Worker.replicas must be set and at least 1" in bad.stderr
+
+
+# ---- the State column and v1 defaults, with the operator's own reconcile step ---------------------------------------
+
+KWOK = {"nodeSelector": {"type": "kwok"}}  # simulated nodes: pods run; a Job's pods succeed unless told otherwise
+NOWHERE = {"nodeSelector": {"type": "no-such-node"}}  # pods stay Pending
+
+
+def placed(body: dict[str, Any], where: dict[str, Any], launcher_outcome: str = "") -> dict[str, Any]:
+    body = copy.deepcopy(body)
+    for replica in body["spec"]["mpiReplicaSpecs"].values():
+        replica["template"]["spec"].update(where)
+    if launcher_outcome:
+        launcher = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
+        launcher.setdefault("metadata", {})["annotations"] = {"kwok.mpi.operator/outcome": launcher_outcome}
+    return body
+
+
+def state_column(kubectl: Kubectl, namespace: str, name: str) -> str:
+    """STATE as `kubectl get mpijob` prints it: the API server's table (the CRD's printer columns), not ours."""
+    proc = kubectl("get", "mpijob", name, "-n", namespace)
+    assert proc.returncode == 0, proc.stderr
+    header, row = proc.stdout.splitlines()[:2]
+    return row[header.index("STATE"):header.index("WORKERS")].strip()  # by position: an unset value is blank
+
+
+def _condition(job: dict[str, Any], ctype: str) -> dict[str, Any]:
+    return next((c for c in (job.get("status") or {}).get("conditions") or [] if c["type"] == ctype), {})
+
+
+@pytest.mark.parametrize(
+    ("state", "change", "until"),
+    [
+        # Kubeflow's column (the last condition's type) said Running for this one: Running=False comes last.
+        ("Suspended", lambda b: b["spec"].update(runPolicy={"suspend": True}), "Suspended"),
+        ("Created", lambda b: placed(b, NOWHERE), "Created"),
+        ("Running", lambda b: placed(b, KWOK, launcher_outcome="run"), "Running"),
+        ("Succeeded", lambda b: placed(b, KWOK), "Succeeded"),
+        ("Failed", lambda b: placed(b, KWOK, launcher_outcome="fail"), "Failed"),
+    ],
+)
+def test_state_column_is_right_in_every_state(
+    state: str, change: Callable[[dict[str, Any]], Any], until: str, reconcile: Any, custom: Any, kubectl: Kubectl,
+    namespace: str
+) -> None:
+    from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit
+
+    body = minimal_job("job", workers=2)
+    changed = change(body)
+    body = changed if isinstance(changed, dict) else body
+    if state == "Failed":
+        body["spec"]["runPolicy"] = {"backoffLimit": 0}
+    create(custom, namespace, body)
+    assert state_column(kubectl, namespace, "job") == ""  # not seen by the operator yet (mpijob_info: Pending)
+    deadline = time.monotonic() + 90
+    while True:
+        reconcile([{"namespace": namespace, "name": "job"}])
+        job = custom.get_namespaced_custom_object(GROUP, "v2beta1", namespace, PLURAL, "job")
+        if _condition(job, until).get("status") == "True" or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert _condition(job, until).get("status") == "True", job.get("status")
+    assert state_column(kubectl, namespace, "job") == state
+    assert job["status"]["phase"] == state
+    assert mpijob_submit.summary(job, datetime.now(UTC))["phase"] == state  # mpijob_info agrees with the column
+
+
+def test_v1_manifest_without_worker_replicas_applies_and_runs_one_worker(
+    kubectl: Kubectl, reconcile: Any, custom: Any, namespace: str
+) -> None:
+    """kubeflow.org/v1 defaulted every replica count to 1: such a manifest applies as it is (the v1 schema's default)
+    and runs one worker; the same manifest as v2beta1 is still rejected, as Kubeflow's v2beta1 does."""
+    body = placed(minimal_job("legacy", workers=None), NOWHERE)
+    body["apiVersion"] = "kubeflow.org/v1"
+    body["spec"]["mpiReplicaSpecs"]["Launcher"].pop("replicas")
+    body["spec"]["mpiReplicaSpecs"]["Worker"] = copy.deepcopy(body["spec"]["mpiReplicaSpecs"]["Launcher"])
+    proc = kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(body))
+    assert proc.returncode == 0, proc.stderr
+    stored = custom.get_namespaced_custom_object(GROUP, "v2beta1", namespace, PLURAL, "legacy")
+    assert {k: v["replicas"] for k, v in stored["spec"]["mpiReplicaSpecs"].items()} == {"Launcher": 1, "Worker": 1}
+    run = reconcile([{"namespace": namespace, "name": "legacy"}])
+    assert run.job("legacy")["error"] is None, run.result
+    from kubernetes import client
+
+    pods = client.CoreV1Api(custom.api_client).list_namespaced_pod(
+        namespace, label_selector="training.kubeflow.org/job-name=legacy,training.kubeflow.org/job-role=worker")
+    assert [p.metadata.name for p in pods.items] == ["legacy-worker-0"]
+
+    as_v2beta1 = {**body, "apiVersion": "kubeflow.org/v2beta1", "metadata": {"name": "modern"}}
+    proc = kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(as_v2beta1))
+    assert proc.returncode != 0
+    assert "spec.mpiReplicaSpecs.Worker.replicas must be set and at least 1" in proc.stderr
