@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from .mpijob import constants as C
-from .mpijob.spec import InvalidMPIJob, parse
 from .mpijob import status as core_status
+from .mpijob.spec import InvalidMPIJob, parse
 from .mpijob.status import get_condition, parse_time
 
 PENDING = core_status.PENDING

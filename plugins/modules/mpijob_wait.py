@@ -14,8 +14,8 @@ description:
   - Looks at one MPIJob every O(wait_sleep) seconds and prints one line per look (phase, workers running, time
     elapsed since submission, time waited), until the job reached O(wait_for) or O(wait_timeout) passed.
   - The same wait as the P(mpi.operator.mpijob#module) module's O(mpi.operator.mpijob#module:wait), with the same
-    predicate, plus the progress lines. A wait of any length (days) is one loop: memory does not grow with it.
-  - Runs on the controller (an action plugin), like the C(kubernetes.core.k8s) lookup: the API server must be
+    predicate, plus the progress lines. A wait of any length (days) is one loop, and its memory does not grow with it.
+  - Runs on the controller (an action plugin), like the C(kubernetes.core.k8s) lookup. The API server must be
     reachable from the controller with the connection options below or the controller's C(K8S_AUTH_*) and
     C(KUBECONFIG) variables.
 extends_documentation_fragment:

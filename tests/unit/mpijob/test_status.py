@@ -4,7 +4,7 @@ from __future__ import annotations
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
 
-from ._helpers import assert_golden, at, kinds, manifest, plan, set_phase, world_after
+from ._helpers import assert_golden, at, kinds, manifest, plan, set_phase, with_status, world_after
 from .test_plan import finish_launcher, launcher_pod, settle
 
 
@@ -38,6 +38,32 @@ def test_succeeded_and_failed_turn_running_off() -> None:
     S.set_condition(st, "Succeeded", "True", "S", "", "t2")
     assert S.get_condition(st, "Running")["status"] == "False"
     assert S.is_finished(st)
+
+
+def _conds(*spec: tuple[str, str]) -> dict:
+    return {"conditions": [{"type": t, "status": v, "reason": "r"} for t, v in spec]}
+
+
+def test_phase_is_the_first_true_condition_not_the_last_one() -> None:
+    # Kubeflow's column showed the last condition's type: Running for both of these.
+    suspended = _conds(("Created", "True"), ("Suspended", "True"), ("Running", "False"))
+    finished_unseen = _conds(("Created", "True"), ("Succeeded", "True"), ("Running", "False"))
+    assert (S.job_phase(suspended), S.job_phase(finished_unseen)) == ("Suspended", "Succeeded")
+    assert S.job_phase(_conds(("Running", "True"), ("Failed", "True"))) == "Failed"
+    assert S.job_phase(_conds(("Created", "True"), ("Restarting", "True"))) == "Restarting"
+    assert S.job_phase(_conds(("Created", "True"), ("Running", "False"))) == "Created"
+    assert S.job_phase({}) == S.job_phase(None) == "Pending"
+    assert S.with_phase(suspended)["phase"] == "Suspended" and "phase" not in suspended  # a copy
+
+
+def test_a_finished_job_without_phase_gets_it_written_once() -> None:
+    """A job finished under an operator that did not write status.phase: the next reconcile adds it, then no more
+    writes (status is written only when it changed)."""
+    old = {**_conds(("Created", "True"), ("Succeeded", "True")), "completionTime": "2026-01-01T00:00:00Z"}
+    first = plan(with_status(manifest(), old))
+    assert first.status["phase"] == "Succeeded"
+    assert [a.action for a in first.actions] == ["status"]
+    assert [a.action for a in plan(with_status(manifest(), first.status)).actions] == []
 
 
 def _lifecycle(obj: dict, opts: K.Options | None = None) -> list[dict]:
