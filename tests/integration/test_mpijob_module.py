@@ -186,3 +186,45 @@ def test_drift_is_a_diff_in_check_mode_and_a_conflict_otherwise(ansible_play, op
     assert "force: true" in run["apply"]["msg"]
     assert run["force"]["changed"] and run["force"]["result"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
     assert get_mpijob(api_client, namespace, "pi")["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
+
+
+def test_a_job_deleted_while_waited_for_fails_the_wait_at_once(ansible_play, operator_crd, api_client, namespace):
+    """Both waits (the mpijob module's and mpijob_wait) end as soon as the job is gone, naming it, instead of polling
+    a missing job until the timeout. No operator: the job is managed by "another controller" and never finishes."""
+    import threading
+
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(api_client)
+    definition = example_manifest("local/pi.yaml", namespace=namespace, name="doomed")
+    definition["spec"]["runPolicy"] = {"managedBy": "kueue.x-k8s.io/multikueue"}
+
+    def delete_soon(name: str) -> threading.Thread:
+        def run() -> None:
+            wait_for(lambda: get_mpijob(api_client, namespace, name), 30, what=f"{name} created")
+            time.sleep(3)
+            custom.delete_namespaced_custom_object("kubeflow.org", "v2beta1", namespace, "mpijobs", name)
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return thread
+
+    thread = delete_soon("doomed")
+    started = time.monotonic()
+    run = ansible_play([mpijob(definition=definition, wait=True, wait_timeout=300, wait_sleep=1)])
+    thread.join(30)
+    assert "submit" in run.failed
+    assert run["submit"]["msg"] == f"MPIJob {namespace}/doomed was deleted while waiting for it to be Succeeded"
+    assert time.monotonic() - started < 60
+
+    definition["metadata"]["name"] = "doomed-too"
+    thread = delete_soon("doomed-too")
+    started = time.monotonic()
+    run = ansible_play([mpijob(definition=definition),
+                        {"name": "wait", "mpi.operator.mpijob_wait": {"name": "doomed-too", "namespace": namespace,
+                                                                     "wait_sleep": 0.5, "wait_timeout": 300},
+                         "ignore_errors": True}])
+    thread.join(30)
+    assert "wait" in run.failed
+    assert run["wait"]["msg"] == f"MPIJob {namespace}/doomed-too was deleted while waiting for it to be Succeeded"
+    assert run["wait"]["rounds"] >= 2
+    assert time.monotonic() - started < 60
