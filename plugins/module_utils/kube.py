@@ -15,7 +15,7 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -620,7 +620,7 @@ class Applier:
 
     def event(self, ev: dict) -> None:
         """A core/v1 Event on the MPIJob; repeats of the same event bump its count instead of piling up."""
-        now = S.rfc3339(datetime.now(UTC))
+        now = S.rfc3339(datetime.now(timezone.utc))
         digest = hashlib.sha256(f"{self.uid}/{ev['type']}/{ev['reason']}/{ev['message']}".encode()).hexdigest()[:16]
         name = f"{self.name}.{digest}"
         body = {
@@ -663,7 +663,7 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
     try:
         reads = list(pool.map(read, sorted(by_ns)))  # Unreachable propagates: the whole call fails
         worlds: dict[tuple[str, str], tuple[dict, World] | Exception | None] = {}
-        all_jobs = [obj for _, found, _ in reads for obj in found.values()]
+        all_jobs = [obj for _ns, found, _kids in reads for obj in found.values()]
         priorities = priority_values(rest, all_jobs, opts)
         for ns, found, kids in reads:
             for name in by_ns[ns]:
@@ -673,7 +673,7 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
                     worlds[(ns, name)] = (found[name], world_of(found[name], kids, priorities))
                 else:
                     worlds[(ns, name)] = None
-        now = datetime.now(UTC)
+        now = datetime.now(timezone.utc)
 
         def one(result: JobResult) -> None:
             seen = worlds[(result.namespace, result.name)]

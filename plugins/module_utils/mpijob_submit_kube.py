@@ -8,7 +8,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from urllib.parse import quote
 
 from . import mpijob_submit as S
@@ -129,7 +129,7 @@ class Jobs:
         current: dict | None = job
         while not done(current):
             if time.monotonic() >= deadline:
-                last = S.summary(current, datetime.now(UTC))["progress"] if current else "gone"
+                last = S.summary(current, datetime.now(timezone.utc))["progress"] if current else "gone"
                 raise JobError(f"timed out after {timeout:g}s waiting for MPIJob {S.ref(job)} {what}; now: {last}",
                                result=current)
             time.sleep(min(sleep, max(0.0, deadline - time.monotonic())))

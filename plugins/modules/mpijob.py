@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: mpi.operator contributors
-# Apache License 2.0 (see galaxy.yml)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -8,7 +9,7 @@ module: mpijob
 short_description: Submit, scale, suspend, wait for and delete kubeflow.org MPIJobs
 version_added: 0.1.0
 author:
-  - mpi.operator contributors
+  - mpi.operator contributors (!UNKNOWN)
 description:
   - Creates or updates an MPIJob by server-side apply (field manager C(mpi.operator)) from a full manifest
     (O(definition) or O(src), C(kubeflow.org/v2beta1) or the legacy C(kubeflow.org/v1)), or from a short form
@@ -358,7 +359,7 @@ api_calls:
   type: int
 """
 
-from datetime import UTC, datetime  # noqa: E402
+from datetime import datetime, timezone  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
 
@@ -521,7 +522,7 @@ class Run:
             "method": self.method,
             "result": job,
             "conditions": ((job or {}).get("status") or {}).get("conditions") or [],
-            "summary": S.summary(job, datetime.now(UTC)) if job else None,
+            "summary": S.summary(job, datetime.now(timezone.utc)) if job else None,
             "launcher": {"pod": "", "exit": "", "log": [], "note": ""},
         }
         if job is not None and out["summary"]["phase"] != S.PENDING:

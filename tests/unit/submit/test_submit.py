@@ -1,6 +1,6 @@
 """The pure half of mpi.operator.mpijob / mpijob_info: short form, overlays, patches, summary, messages."""
 import pathlib
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 import pytest
 import yaml
@@ -9,7 +9,7 @@ from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.spec import parse
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-NOW = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
+NOW = datetime(2026, 1, 1, 12, 0, 30, tzinfo=timezone.utc)
 
 
 def short(**kw):
