@@ -256,6 +256,6 @@ def test_api_errors_become_messages_that_say_what_to_do():
     conflict = ApiError(409, "Conflict", {"message": 'Apply failed with 1 conflict: conflict with "mpi.operator-patch" '
                                                      "using kubeflow.org/v2beta1: .spec.mpiReplicaSpecs.Worker.replicas"})
     msg = _explain(conflict, "applying MPIJob ns/pi")
-    assert "Worker.replicas" in msg and "workers/suspend option" in msg and "force: true" in msg
+    assert "Worker.replicas" in msg and "workers/suspend option" in msg and "force_conflicts: true" in msg
     invalid = ApiError(422, "Unprocessable Entity", {"message": "spec.slotsPerWorker: Invalid value: -1"})
     assert _explain(invalid, "x") == "x: the API server rejected the MPIJob: spec.slotsPerWorker: Invalid value: -1"
