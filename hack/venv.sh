@@ -2,6 +2,7 @@
 # Creates .venv with everything the tests need, and a collections path that holds this
 # collection (as a symlink) and kubernetes.core (taken from the `ansible` wheel: no Galaxy here).
 #   hack/venv.sh --python X.Y   a small venv for the unit tier on Python X.Y (prints its python), cached
+#   hack/venv.sh --python X.Y --ansible-core SPEC   the same with that ansible-core as a controller (its own deps)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}
@@ -16,13 +17,22 @@ if [ "${1:-}" = "--python" ]; then
   [ -n "$interp" ] || { echo "hack/venv.sh: no working python$ver on this machine" >&2; exit 3; }
   pvenv=$root/.venv/pythons/$ver
   core=$(grep -E '^ansible-core==' "$root/requirements.txt")
+  controller=
+  if [ "${3:-}" = "--ansible-core" ]; then
+    core="ansible-core${4:?usage: hack/venv.sh --python X.Y --ansible-core SPEC}" controller=1
+    pvenv=$root/.venv/pythons/$ver-core$(echo "$4" | tr -c 'A-Za-z0-9.\n' '_')
+  fi
   want=$( { "$interp" -V; cat "$root/requirements-unit.txt"; echo "$core"; } | sha256sum | cut -c1-16)
   if [ ! -f "$pvenv/.stamp" ] || [ "$(cat "$pvenv/.stamp")" != "$want" ]; then
     rm -rf "$pvenv"
     "$interp" -m venv "$pvenv"
     "$pvenv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements-unit.txt"
-    # As on a managed host: ansible-core's module_utils run on older Pythons than its controller does.
-    "$pvenv/bin/pip" install -q --disable-pip-version-check --no-deps --ignore-requires-python "$core"
+    if [ -n "$controller" ]; then
+      "$pvenv/bin/pip" install -q --disable-pip-version-check "$core"
+    else
+      # As on a managed host: ansible-core's module_utils run on older Pythons than its controller does.
+      "$pvenv/bin/pip" install -q --disable-pip-version-check --no-deps --ignore-requires-python "$core"
+    fi
     echo "$want" > "$pvenv/.stamp"
   fi
   echo "$pvenv/bin/python"

@@ -520,8 +520,10 @@ class Run:
             self.after = self.before
             return
         self.method = "created" if self.before is None else "applied"
-        self.after = would_be if self.module.check_mode else self.jobs.apply(manifest, force_conflicts(p),
-                                                                            dry_run=False)
+        if self.module.check_mode:
+            self.after = would_be
+        else:
+            self.after = self.jobs.apply(manifest, force_conflicts(p), dry_run=False)
 
     def scale_or_suspend(self) -> None:
         p = self.params

@@ -172,7 +172,9 @@ def test_install_and_uninstall_playbooks_from_the_tarball(user: UserMachine, kub
     from tests.integration._fixtures.install import local_cluster_vars
 
     vars_file = tmp_path / "vars.json"
-    vars_file.write_text(json.dumps({**local_cluster_vars(kubeconfig), "mpi_operator_kubeconfig": kubeconfig}))
+    # A user runs ansible-playbook from the virtualenv that has the kubernetes library: its Python runs the modules.
+    vars_file.write_text(json.dumps({**local_cluster_vars(kubeconfig), "mpi_operator_kubeconfig": kubeconfig,
+                                     "ansible_python_interpreter": sys.executable}))
     for playbook in ("mpi.operator.install", "mpi.operator.uninstall"):
         proc = user.run("ansible-playbook", playbook, "-e", f"@{vars_file}", timeout=900)
         assert proc.returncode == 0, f"{playbook}:\n{proc.stdout[-6000:]}{proc.stderr[-3000:]}"
