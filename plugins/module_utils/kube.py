@@ -422,7 +422,7 @@ def _header_dict(*parts: Any) -> Any:
     out = HTTPHeaderDict()
     for part in parts:
         pairs = list(part.items()) if isinstance(part, dict) else list(part)
-        for name in {n for n, _ in pairs}:
+        for name in {pair[0] for pair in pairs}:
             out.discard(name)
         for name, value in pairs:
             out.add(name, value)
