@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make lint: ansible-lint (production profile), ruff, yamllint, and `ansible-doc` for every module.
+# make lint: ansible-lint (production profile), ruff, yamllint, `ansible-doc` for every module, and
+# ansible-test sanity on the built collection (hack/sanity.sh).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -19,5 +20,6 @@ for f in plugins/modules/*.py; do [ -e "$f" ] && modules+=("mpi.operator.$(basen
 if [ ${#modules[@]} -gt 0 ]; then
   step ansible-doc bash -c 'for m in "$@"; do out=$(ansible-doc "$m" 2>&1) && [ -n "$out" ] || { echo "ansible-doc $m failed: $out"; exit 1; }; done' _ "${modules[@]}"
 fi
+step ansible-test-sanity bash hack/sanity.sh
 if [ ${#failed[@]} -gt 0 ]; then echo "lint failed: ${failed[*]}" >&2; exit 1; fi
 echo "lint passed"

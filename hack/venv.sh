@@ -1,9 +1,43 @@
 #!/usr/bin/env bash
 # Creates .venv with everything the tests need, and a collections path that holds this
 # collection (as a symlink) and kubernetes.core (taken from the `ansible` wheel: no Galaxy here).
+#   hack/venv.sh --python X.Y   a small venv for the unit tier on Python X.Y (prints its python), cached
+#   hack/venv.sh --python X.Y --ansible-core SPEC   the same with that ansible-core as a controller (its own deps)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}
+
+if [ "${1:-}" = "--python" ]; then
+  ver=${2:?usage: hack/venv.sh --python X.Y}
+  # pyenv's shims may point at a version that does not run: take the interpreter itself, and check it runs.
+  interp=
+  for candidate in "$HOME"/.pyenv/versions/"$ver".*/bin/python"$ver" "$(command -v "python$ver" || true)"; do
+    if [ -x "$candidate" ] && "$candidate" -c 'import ensurepip, venv' 2>/dev/null; then interp=$candidate; break; fi
+  done
+  [ -n "$interp" ] || { echo "hack/venv.sh: no working python$ver on this machine" >&2; exit 3; }
+  pvenv=$root/.venv/pythons/$ver
+  core=$(grep -E '^ansible-core==' "$root/requirements.txt")
+  controller=
+  if [ "${3:-}" = "--ansible-core" ]; then
+    core="ansible-core${4:?usage: hack/venv.sh --python X.Y --ansible-core SPEC}" controller=1
+    pvenv=$root/.venv/pythons/$ver-core$(echo "$4" | tr -c 'A-Za-z0-9.\n' '_')
+  fi
+  want=$( { "$interp" -V; cat "$root/requirements-unit.txt"; echo "$core"; } | sha256sum | cut -c1-16)
+  if [ ! -f "$pvenv/.stamp" ] || [ "$(cat "$pvenv/.stamp")" != "$want" ]; then
+    rm -rf "$pvenv"
+    "$interp" -m venv "$pvenv"
+    "$pvenv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements-unit.txt"
+    if [ -n "$controller" ]; then
+      "$pvenv/bin/pip" install -q --disable-pip-version-check "$core"
+    else
+      # As on a managed host: ansible-core's module_utils run on older Pythons than its controller does.
+      "$pvenv/bin/pip" install -q --disable-pip-version-check --no-deps --ignore-requires-python "$core"
+    fi
+    echo "$want" > "$pvenv/.stamp"
+  fi
+  echo "$pvenv/bin/python"
+  exit 0
+fi
 py=${PYTHON:-python3.11}
 command -v "$py" >/dev/null || py=python3
 venv=$root/.venv
@@ -30,6 +64,20 @@ with zipfile.ZipFile(whl) as z:
 PY
   rm -rf "$tmp"
 fi
+# ansible-test downloads get-pip.py from a host this machine cannot reach: its cache gets a stand-in that
+# bootstraps pip with ensurepip (hack/ansible-test/get_pip.py). A real cached script is left alone.
+for pip_version in $("$venv/bin/python" - <<'PY'
+import re, pathlib, ansible_test
+src = pathlib.Path(ansible_test.__file__).parent / "_internal/python_requirements.py"
+print(" ".join(sorted(set(re.findall(r"pip='([0-9.]+)'", src.read_text())))))
+PY
+); do
+  cached=$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py
+  if [ ! -f "$cached" ] || grep -q "Offline stand-in" "$cached"; then
+    mkdir -p "$(dirname "$cached")"
+    cmp -s "$root/hack/ansible-test/get_pip.py" "$cached" || cp "$root/hack/ansible-test/get_pip.py" "$cached"
+  fi
+done
 cols=$root/.collections/ansible_collections
 mkdir -p "$cols/mpi" "$cols/kubernetes"
 ln -sfn "$root" "$cols/mpi/operator"

@@ -142,7 +142,7 @@ class Controller:
             log.exception("worker crashed", extra={"worker": slot})
 
     def run_batch(self, runner: BatchRunner, batch: list[tuple[Key, float]]) -> RunOutcome:
-        keys = [k for k, _ in batch]
+        keys = [k for k, _due in batch]
         with self._lock:
             self._in_flight.update(keys)
         wall_start = time.time()
@@ -231,4 +231,3 @@ class Controller:
 def _summary(actions: list[dict]) -> str:
     return ",".join(f"{a.get('action')}:{a.get('kind')}/{a.get('name')}" for a in actions[:20]) + (
         "..." if len(actions) > 20 else "")
-

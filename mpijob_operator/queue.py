@@ -85,7 +85,7 @@ class WorkQueue:
     # -- consumers ---------------------------------------------------------------------------
     def _promote_due_locked(self, now: float) -> None:
         while self._heap and self._heap[0][0] <= now:
-            at, _, key = heapq.heappop(self._heap)
+            at, _seq, key = heapq.heappop(self._heap)
             if self._waiting.get(key) != at:
                 continue  # superseded by an earlier deadline
             del self._waiting[key]

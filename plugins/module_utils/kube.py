@@ -15,7 +15,7 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -30,16 +30,36 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import (
     reconcile,
 )
 
-# Shared with the submission modules (mpijob, mpijob_info); documented by doc_fragments/auth.py.
+# The connection options of every module of the collection, named and typed as kubernetes.core's (args_common.py)
+# so one module_defaults block (group/mpi.operator.k8s) configures both; documented by doc_fragments/auth.py.
+PROXY_HEADERS_SPEC: dict[str, dict[str, Any]] = {
+    "proxy_basic_auth": {"type": "str", "no_log": True},
+    "basic_auth": {"type": "str", "no_log": True},
+    "user_agent": {"type": "str"},
+}
 AUTH_ARG_SPEC: dict[str, dict[str, Any]] = {
-    "kubeconfig": {"type": "path"},
+    "kubeconfig": {"type": "raw", "no_log": True},  # a path, paths joined by os.pathsep, or the document as a dict
     "context": {"type": "str"},
     "host": {"type": "str"},
     "api_key": {"type": "str", "no_log": True},
+    "username": {"type": "str"},
+    "password": {"type": "str", "no_log": True},
     "validate_certs": {"type": "bool", "aliases": ["verify_ssl"]},
     "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"]},
+    "client_cert": {"type": "path", "aliases": ["cert_file"]},
+    "client_key": {"type": "path", "aliases": ["key_file"]},
+    "proxy": {"type": "str"},
+    "no_proxy": {"type": "str"},
+    "proxy_headers": {"type": "dict", "options": PROXY_HEADERS_SPEC},
+    "persist_config": {"type": "bool"},
+    "impersonate_user": {"type": "str"},
+    "impersonate_groups": {"type": "list", "elements": "str"},
     "request_timeout": {"type": "float", "default": 30.0},
 }
+# Each option's environment variables, as kubernetes.core reads them: K8S_AUTH_<OPTION>, then K8S_AUTH_<the kubernetes
+# client's name> where that differs (K8S_AUTH_VERIFY_SSL, K8S_AUTH_SSL_CA_CERT, K8S_AUTH_CERT_FILE, K8S_AUTH_KEY_FILE).
+_CLIENT_NAMES = {"validate_certs": "verify_ssl", "ca_cert": "ssl_ca_cert", "client_cert": "cert_file",
+                 "client_key": "key_file"}
 
 
 class ApiError(Exception):
@@ -57,39 +77,94 @@ class Unreachable(Exception):
     """The API server could not be reached (or the credentials could not be loaded)."""
 
 
-def _env(name: str) -> str | None:
-    return os.environ.get(f"K8S_AUTH_{name.upper()}") or None
+class BadAuth(ValueError):
+    """A connection option that cannot be used as given (the message names it)."""
+
+
+def _env(option: str) -> str | None:
+    for name in (option, _CLIENT_NAMES.get(option)):
+        value = os.environ.get(f"K8S_AUTH_{name.upper()}") if name else None
+        if value:
+            return value
+    return None
+
+
+def _param(params: dict, option: str) -> Any:
+    """The option from the module's parameters, else from its environment variables (typed as the option)."""
+    value = params.get(option)
+    if value is not None:
+        return value
+    text = _env(option)
+    if text is None:
+        return None
+    kind = AUTH_ARG_SPEC[option].get("type")
+    if kind == "bool":
+        return text.lower() not in ("0", "false", "no")  # as kubernetes.core reads its boolean variables
+    if kind == "list":
+        return [v for v in text.split(",") if v]
+    return text
 
 
 @dataclass(frozen=True)
 class Auth:
-    """The connection parameters, each from the module's parameters else its $K8S_AUTH_* variable, and where the
-    credentials come from: "kubeconfig", "in-cluster" (the service account) or "host" (host and api_key alone)."""
+    """The connection options, each from the module's parameters else its $K8S_AUTH_* variable, and where the
+    credentials come from: "kubeconfig", "in-cluster" (the service account) or "host" (host and credentials alone)."""
 
-    kubeconfig: str | None
+    kubeconfig: str | dict | None
     context: str | None
     host: str | None
     api_key: str | None
     verify: bool | None
     ca_cert: str | None
     source: str
+    username: str | None = None
+    password: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    proxy: str | None = None
+    no_proxy: str | None = None
+    proxy_headers: dict | None = None
+    persist_config: bool = False
+    impersonate_user: str | None = None
+    impersonate_groups: tuple[str, ...] = ()
+
+    def headers(self) -> list[tuple[str, str]]:
+        """Headers every request carries: impersonation (one Impersonate-Group line per group, as the API server
+        reads them) and basic auth."""
+        out = [("Impersonate-User", self.impersonate_user)] if self.impersonate_user else []
+        out += [("Impersonate-Group", g) for g in self.impersonate_groups]
+        if self.username and self.password and not self.api_key:
+            basic = base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
+            out.append(("Authorization", f"Basic {basic}"))
+        return out
 
 
 def auth(params: dict) -> Auth:
-    kubeconfig = params.get("kubeconfig") or _env("kubeconfig")
-    context = params.get("context") or _env("context")
-    host = params.get("host") or _env("host")
-    verify = params.get("validate_certs")
-    if verify is None and _env("verify_ssl") is not None:
-        verify = _env("verify_ssl").lower() in ("1", "true", "yes")
+    kubeconfig = _param(params, "kubeconfig")
+    if kubeconfig is not None and not isinstance(kubeconfig, (str, dict)):
+        raise BadAuth(f"kubeconfig: must be a path or a kubeconfig document (a dict), got {type(kubeconfig).__name__}")
+    if isinstance(kubeconfig, dict) and not isinstance(kubeconfig.get("contexts", []), list):
+        raise BadAuth("kubeconfig: the dict must be a kubeconfig document (contexts, clusters, users lists)")
+    kubeconfig = kubeconfig or None
+    context, host = _param(params, "context"), _param(params, "host")
     if host and not (kubeconfig or context):
         source = "host"
     elif kubeconfig or context or os.environ.get("KUBECONFIG") or not _in_cluster():
         source = "kubeconfig"
     else:
         source = "in-cluster"
-    return Auth(kubeconfig, context, host, params.get("api_key") or _env("api_key"), verify, params.get("ca_cert"),
-                source)
+    headers = params.get("proxy_headers") or {
+        key: os.environ[f"K8S_AUTH_PROXY_HEADERS_{key.upper()}"] for key in PROXY_HEADERS_SPEC
+        if os.environ.get(f"K8S_AUTH_PROXY_HEADERS_{key.upper()}")}
+    return Auth(kubeconfig, context, host, _param(params, "api_key"), _param(params, "validate_certs"),
+                _param(params, "ca_cert"), source, username=_param(params, "username"),
+                password=_param(params, "password"), client_cert=_param(params, "client_cert"),
+                client_key=_param(params, "client_key"), proxy=_param(params, "proxy"),
+                no_proxy=_param(params, "no_proxy"),
+                proxy_headers={k: v for k, v in headers.items() if v is not None} or None,
+                persist_config=bool(_param(params, "persist_config")),
+                impersonate_user=_param(params, "impersonate_user"),
+                impersonate_groups=tuple(_param(params, "impersonate_groups") or ()))
 
 
 def api_client(params: dict) -> Any:
@@ -102,20 +177,31 @@ def api_client(params: dict) -> Any:
     cfg = k8s_client.Configuration()
     a = auth(params)
     try:
-        if a.source == "kubeconfig":
-            k8s_config.load_kube_config(config_file=a.kubeconfig, context=a.context, client_configuration=cfg)
+        if a.source == "kubeconfig" and isinstance(a.kubeconfig, dict):
+            k8s_config.load_kube_config_from_dict(a.kubeconfig, context=a.context, client_configuration=cfg,
+                                                  persist_config=a.persist_config)
+        elif a.source == "kubeconfig":
+            k8s_config.load_kube_config(config_file=a.kubeconfig, context=a.context, client_configuration=cfg,
+                                        persist_config=a.persist_config)
         elif a.source == "in-cluster":
             k8s_config.load_incluster_config(client_configuration=cfg)
     except (ConfigException, OSError) as exc:
         raise Unreachable(f"cannot load Kubernetes credentials: {exc}") from exc
     if a.host:
-        cfg.host = a.host
+        cfg.host = a.host.rstrip("/")
     if a.api_key:
         cfg.api_key = {"authorization": f"Bearer {a.api_key}"}
     if a.verify is not None:
         cfg.verify_ssl = a.verify
-    if a.ca_cert:
-        cfg.ssl_ca_cert = a.ca_cert
+    # the kubernetes client's names of the options that override the kubeconfig as they are
+    for attr, value in (("ssl_ca_cert", a.ca_cert), ("cert_file", a.client_cert), ("key_file", a.client_key),
+                        ("proxy", a.proxy), ("no_proxy", a.no_proxy)):
+        if value:
+            setattr(cfg, attr, value)
+    if a.proxy_headers:
+        import urllib3
+
+        cfg.proxy_headers = urllib3.util.make_headers(**a.proxy_headers)
     cfg.retries = 1  # a dead API server must fail fast; transient errors are retried by the operator loop
     cfg.connection_pool_maxsize = 16
     return k8s_client.ApiClient(cfg)
@@ -132,10 +218,14 @@ def connect(module: Any) -> Rest:
     loaded, or when they need the kubernetes library and it is missing (shared by every module of the collection)."""
     timeout = module.params.get("request_timeout") or 30.0
     try:
+        headers = auth(module.params).headers()
         endpoint = light_endpoint(module.params)
         if endpoint is not None:
-            return Rest(Urllib3Transport(endpoint), timeout=timeout)
-        return Rest(api_client(module.params), timeout=timeout)
+            return Rest(Urllib3Transport(endpoint, headers), timeout=timeout)
+        return Rest(ApiClientTransport(api_client(module.params), headers), timeout=timeout)
+    except BadAuth as exc:
+        module.fail_json(msg=str(exc))
+        raise
     except ImportError as exc:
         from ansible.module_utils.basic import missing_required_lib
 
@@ -175,16 +265,22 @@ class Endpoint:
     verify: bool = True
 
 
-def _kubeconfig_endpoint(path: str, context: str | None) -> Endpoint | None:
-    """The endpoint of a simple kubeconfig; None when it needs the kubernetes client's loader."""
+def _kubeconfig_endpoint(path: str | dict, context: str | None) -> Endpoint | None:
+    """The endpoint of a simple kubeconfig (a file, or the document itself with paths relative to the working
+    directory); None when it needs the kubernetes client's loader."""
     import yaml
 
-    try:
-        with open(path) as f:
-            doc = yaml.safe_load(f) or {}
-    except (OSError, yaml.YAMLError):
-        return None  # the client's loader reports it with its own words
-    base = os.path.dirname(os.path.abspath(path))
+    if isinstance(path, dict):
+        doc, base = path, os.getcwd()
+    else:
+        try:
+            with open(path) as f:
+                doc = yaml.safe_load(f) or {}
+        except (OSError, yaml.YAMLError):
+            return None  # the client's loader reports it with its own words
+        base = os.path.dirname(os.path.abspath(path))
+    if not isinstance(doc, dict):
+        return None
 
     def named(kind: str, name: str | None) -> dict | None:
         for entry in doc.get(kind) or []:
@@ -239,9 +335,11 @@ def _private_file(data: bytes) -> str:
 def light_endpoint(params: dict) -> Endpoint | None:
     """The endpoint for `params` when urllib3 alone can reach it, else None (the kubernetes client's loader)."""
     a = auth(params)
+    if a.proxy or a.proxy_headers:
+        return None  # proxies: the kubernetes client's pool manager
     if a.source == "kubeconfig":
         path = a.kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-        if os.pathsep in path:
+        if isinstance(path, str) and os.pathsep in path:
             return None  # several files to merge: the client's loader does that
         ep = _kubeconfig_endpoint(path, a.context)
     elif a.source == "in-cluster":
@@ -252,8 +350,12 @@ def light_endpoint(params: dict) -> Endpoint | None:
         return None
     if a.host:
         ep.host = a.host.rstrip("/")
+    if a.client_cert and a.client_key:
+        ep.cert_file, ep.key_file = a.client_cert, a.client_key
     if a.api_key:
         ep.token, ep.cert_file, ep.key_file = a.api_key, None, None
+    elif a.username and a.password:
+        ep.token = None  # basic auth instead (Auth.headers)
     if a.verify is not None:
         ep.verify = a.verify
     if a.ca_cert:
@@ -276,14 +378,15 @@ def _in_cluster_endpoint() -> Endpoint | None:
 class Urllib3Transport:
     """HTTP to the API server with urllib3 alone."""
 
-    def __init__(self, ep: Endpoint):
+    def __init__(self, ep: Endpoint, headers: list[tuple[str, str]] | None = None):
         import ssl
 
         import urllib3
 
         self._urllib3 = urllib3
         self.host = ep.host
-        self.headers = {"Authorization": f"Bearer {ep.token}"} if ep.token else {}
+        self.headers = [("Authorization", f"Bearer {ep.token}")] if ep.token else []
+        self.headers += headers or []
         if ep.verify:
             ctx = ssl.create_default_context(cafile=ep.ca_file, cadata=ep.ca_data)
         else:  # asked for with validate_certs=false or insecure-skip-tls-verify
@@ -304,27 +407,45 @@ class Urllib3Transport:
         else:
             data = json.dumps(body, separators=(",", ":")).encode()
         try:
-            resp = self.pool.request(method, url, body=data, headers={**self.headers, **headers}, timeout=timeout,
-                                     preload_content=True)
+            resp = self.pool.request(method, url, body=data, headers=_header_dict(self.headers, headers),
+                                     timeout=timeout, preload_content=True)
         except self._urllib3.exceptions.HTTPError as exc:
             raise Unreachable(f"{method} {path}: {exc}") from exc
         return resp.status, resp.reason or "", resp.data
 
 
+def _header_dict(*parts: Any) -> Any:
+    """One urllib3 HTTPHeaderDict from dicts and (name, value) lists; later parts win, except that repeated
+    names within a list (Impersonate-Group) are all sent. An Authorization from a list replaces an earlier one."""
+    from urllib3._collections import HTTPHeaderDict  # where urllib3 1.26 and 2.x both have it
+
+    out = HTTPHeaderDict()
+    for part in parts:
+        pairs = list(part.items()) if isinstance(part, dict) else list(part)
+        for name in {pair[0] for pair in pairs}:
+            out.discard(name)
+        for name, value in pairs:
+            out.add(name, value)
+    return out
+
+
 class ApiClientTransport:
     """HTTP through a kubernetes client ApiClient (its loader handles every kind of kubeconfig)."""
 
-    def __init__(self, client: Any):
+    def __init__(self, client: Any, headers: list[tuple[str, str]] | None = None):
         import urllib3
 
         self._urllib3 = urllib3
         self.client = client
+        self.headers = headers or []
 
     def send(self, method: str, path: str, query: dict | None, headers: dict, body: Any,
              timeout: float) -> tuple[int, str, bytes]:
         params = self.client.param_serialize(method=method, resource_path=path,
                                              query_params=list((query or {}).items()), header_params=headers,
                                              body=body, auth_settings=["BearerToken"])
+        if self.headers:  # after serialisation: a repeated header (Impersonate-Group) needs urllib3's own dict
+            params = (params[0], params[1], _header_dict(params[2], self.headers), *params[3:])
         try:
             resp = self.client.call_api(*params, _request_timeout=timeout)
         except self._urllib3.exceptions.HTTPError as exc:
@@ -620,7 +741,7 @@ class Applier:
 
     def event(self, ev: dict) -> None:
         """A core/v1 Event on the MPIJob; repeats of the same event bump its count instead of piling up."""
-        now = S.rfc3339(datetime.now(UTC))
+        now = S.rfc3339(datetime.now(timezone.utc))
         digest = hashlib.sha256(f"{self.uid}/{ev['type']}/{ev['reason']}/{ev['message']}".encode()).hexdigest()[:16]
         name = f"{self.name}.{digest}"
         body = {
@@ -663,7 +784,7 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
     try:
         reads = list(pool.map(read, sorted(by_ns)))  # Unreachable propagates: the whole call fails
         worlds: dict[tuple[str, str], tuple[dict, World] | Exception | None] = {}
-        all_jobs = [obj for _, found, _ in reads for obj in found.values()]
+        all_jobs = [obj for _ns, found, _kids in reads for obj in found.values()]
         priorities = priority_values(rest, all_jobs, opts)
         for ns, found, kids in reads:
             for name in by_ns[ns]:
@@ -673,7 +794,7 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
                     worlds[(ns, name)] = (found[name], world_of(found[name], kids, priorities))
                 else:
                     worlds[(ns, name)] = None
-        now = datetime.now(UTC)
+        now = datetime.now(timezone.utc)
 
         def one(result: JobResult) -> None:
             seen = worlds[(result.namespace, result.name)]

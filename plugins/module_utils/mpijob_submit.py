@@ -92,6 +92,14 @@ def _resources(value: dict, option: str) -> dict:
     return {"requests": quantities, "limits": dict(quantities)}
 
 
+def one_mpijob(docs: list, where: str) -> dict:
+    """The one MPIJob among the YAML documents of `where` (a file, or a definition given as a YAML string)."""
+    jobs = [d for d in docs if isinstance(d, dict) and d.get("kind") == C.KIND]
+    if len(jobs) != 1:
+        raise SubmitError(f"{where} must hold exactly one MPIJob, found {len(jobs)}")
+    return jobs[0]
+
+
 def desired_manifest(params: dict, definition: dict | None) -> dict | None:
     """The full MPIJob to apply, or None when the module only patches an existing job (`workers`/`suspend`).
 

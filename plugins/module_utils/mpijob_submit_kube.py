@@ -8,7 +8,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from urllib.parse import quote
 
 from . import mpijob_submit as S
@@ -43,7 +43,7 @@ def _explain(exc: ApiError, what: str) -> str:
         hint = (f" ({PATCH_FIELD_MANAGER} is the workers/suspend option of mpi.operator.mpijob)"
                 if PATCH_FIELD_MANAGER in exc.message else "")
         return (f"{what}: {exc.message}. Another field manager changed these fields since{hint}: put the live value "
-                f"in the manifest, leave the field out, or set force: true to take it back")
+                f"in the manifest, leave the field out, or set force_conflicts: true to take it back")
     unknown = _UNDECLARED.findall(exc.message)
     if unknown:  # server-side apply's answer to a field the schema lacks, typically a typo
         return f"{what}: the API server rejected the MPIJob: unknown field {', '.join(unknown)}"
@@ -60,8 +60,11 @@ def _not_served(api_version: str) -> str:
 class Jobs:
     """MPIJob reads and writes of one module run."""
 
-    def __init__(self, rest: Rest, check_mode: bool = False):
+    def __init__(self, rest: Rest, check_mode: bool = False, field_manager: str = FIELD_MANAGER):
         self.rest, self.check_mode = rest, check_mode
+        self.field_manager = field_manager
+        # workers/suspend patches get a manager of their own (see PATCH_FIELD_MANAGER)
+        self.patch_field_manager = PATCH_FIELD_MANAGER if field_manager == FIELD_MANAGER else f"{field_manager}-patch"
 
     def _query(self, **extra: str) -> dict:
         query = dict(extra)
@@ -76,9 +79,9 @@ class Jobs:
             raise JobError(_explain(exc, f"reading MPIJob {namespace}/{name}")) from exc
 
     def apply(self, manifest: dict, force: bool, dry_run: bool) -> dict:
-        """Server-side apply as FIELD_MANAGER; unknown fields are errors (fieldValidation=Strict)."""
+        """Server-side apply as the field manager; unknown fields are errors (fieldValidation=Strict)."""
         meta = manifest["metadata"]
-        query = {"fieldManager": FIELD_MANAGER, "fieldValidation": "Strict"}
+        query = {"fieldManager": self.field_manager, "fieldValidation": "Strict"}
         if force:
             query["force"] = "true"
         if dry_run:
@@ -98,7 +101,7 @@ class Jobs:
         path = job_path(job["apiVersion"], meta["namespace"], meta["name"])
         try:
             return self.rest.request("PATCH", path, patch, content_type="application/merge-patch+json",
-                                     query=self._query(fieldManager=PATCH_FIELD_MANAGER, fieldValidation="Strict"))
+                                     query=self._query(fieldManager=self.patch_field_manager, fieldValidation="Strict"))
         except ApiError as exc:
             raise JobError(_explain(exc, f"patching MPIJob {S.ref(job)}")) from exc
 
@@ -129,7 +132,7 @@ class Jobs:
         current: dict | None = job
         while not done(current):
             if time.monotonic() >= deadline:
-                last = S.summary(current, datetime.now(UTC))["progress"] if current else "gone"
+                last = S.summary(current, datetime.now(timezone.utc))["progress"] if current else "gone"
                 raise JobError(f"timed out after {timeout:g}s waiting for MPIJob {S.ref(job)} {what}; now: {last}",
                                result=current)
             time.sleep(min(sleep, max(0.0, deadline - time.monotonic())))

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: mpi.operator contributors
-# Apache License 2.0 (see galaxy.yml)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -8,11 +9,11 @@ module: mpijob
 short_description: Submit, scale, suspend, wait for and delete kubeflow.org MPIJobs
 version_added: 0.1.0
 author:
-  - mpi.operator contributors
+  - mpi.operator contributors (!UNKNOWN)
 description:
-  - Creates or updates an MPIJob by server-side apply (field manager C(mpi.operator)) from a full manifest
-    (O(definition) or O(src), C(kubeflow.org/v2beta1) or the legacy C(kubeflow.org/v1)), or from a short form
-    (O(name), O(image), O(command), O(workers), ...) that becomes a C(kubeflow.org/v2beta1) MPIJob.
+  - Creates or updates an MPIJob by server-side apply (field manager O(field_manager)) from a full manifest
+    (O(definition), O(src) or O(template), C(kubeflow.org/v2beta1) or the legacy C(kubeflow.org/v1)), or from a
+    short form (O(name), O(image), O(command), O(workers), ...) that becomes a C(kubeflow.org/v2beta1) MPIJob.
   - With only O(name) and O(workers) and/or O(suspend), scales or suspends/resumes an existing job; only those
     fields are patched, nothing else of the job is touched.
   - Reports C(changed) only when the job would differ (the comparison is the API server's own dry run, defaults
@@ -44,15 +45,28 @@ options:
     type: str
   definition:
     description:
-      - The MPIJob as a dict (one object), C(kubeflow.org/v2beta1) or C(kubeflow.org/v1).
-      - Mutually exclusive with O(src) and with the short form options.
-    type: dict
+      - The MPIJob, C(kubeflow.org/v2beta1) or C(kubeflow.org/v1), as a dict or as a YAML string (for example
+        from a C(lookup)); a string may hold several documents, of which exactly one must be an MPIJob.
+      - Mutually exclusive with O(src), O(template) and the short form options.
+      - Unlike M(kubernetes.core.k8s), which applies every object of a list, this module takes one MPIJob.
+    type: raw
     aliases: [resource_definition]
   src:
     description:
-      - Path of a YAML file holding one MPIJob, read on the host the module runs on (usually the controller,
-        with C(connection=local)).
+      - Path of a YAML file holding one MPIJob (other documents in it are ignored).
+      - On a local connection a relative path is looked up as M(kubernetes.core.k8s) looks it up (the role's
+        C(files/), the playbook's C(files/), then the playbook's directory); otherwise it is read on the remote host.
     type: path
+  template:
+    description:
+      - A Jinja2 template of the MPIJob, rendered on the controller with the task's variables and applied as
+        O(definition). Looked up like M(ansible.builtin.template)'s C(src) (the role's C(templates/) first).
+      - A path, or a dict with C(path) and optionally C(variable_start_string), C(variable_end_string),
+        C(block_start_string), C(block_end_string), C(trim_blocks) and C(lstrip_blocks), as with
+        M(kubernetes.core.k8s) (which also takes a list of templates; this module takes one).
+      - Rendered by the module's action plugin; needs a local connection or delegation to the controller for
+        the lookup of the file only, not for the API server.
+    type: raw
   image:
     description:
       - Short form. The container image of the launcher and the workers. Setting it selects the short form.
@@ -105,12 +119,23 @@ options:
       - V(true) suspends the job (running pods are deleted, the launcher Job is suspended), V(false) resumes it.
       - With a manifest it overrides C(spec.runPolicy.suspend); alone (with O(name)) it patches that one field.
     type: bool
-  force:
+  force_conflicts:
     description:
       - Take over fields that another field manager owns instead of failing with a conflict (server-side apply
-        C(force)).
+        with C(force=true)), as C(server_side_apply.force_conflicts) of M(kubernetes.core.k8s).
     type: bool
     default: false
+  force:
+    description:
+      - Deprecated name of O(force_conflicts), which replaces it, because in M(kubernetes.core.k8s) C(force) means
+        something else (replace the object instead of patching it). Still works, with a deprecation warning.
+    type: bool
+  field_manager:
+    description:
+      - The field manager of the server-side apply, as C(server_side_apply.field_manager) of
+        M(kubernetes.core.k8s). O(workers) and O(suspend) alone patch as C(<field_manager>-patch).
+    type: str
+    default: mpi.operator
   wait:
     description:
       - Wait until the job reaches O(wait_for); with O(state=absent), until the job and its children are gone.
@@ -157,12 +182,14 @@ attributes:
     description: C(changed) only when the job's metadata or spec would change.
 notes:
   - A field that another field manager changed since the last apply (C(kubectl scale), C(kubectl patch), an
-    autoscaler) is a conflict. The task fails naming the field and the manager unless O(force) is set; in check
+    autoscaler) is a conflict. The task fails naming the field and the manager unless O(force_conflicts) is set; in check
     mode it shows the drift as a diff and warns instead.
   - Simulated pods (the local kwok cluster) and some kubelets serve no logs; RV(launcher_log) is then empty and
     RV(launcher_log_note) says why.
   - O(workers) and O(suspend) alone patch as field manager C(mpi.operator-patch), so re-applying a manifest that
     says otherwise is such a conflict, by design (the manifest and the cluster disagree).
+  - Options shared with M(kubernetes.core.k8s) have its meaning; the differences on purpose are listed, option by
+    option, in C(docs/kubernetes-core.md) of the collection.
 seealso:
   - module: mpi.operator.mpijob_info
 """
@@ -358,14 +385,19 @@ api_calls:
   type: int
 """
 
-from datetime import UTC, datetime  # noqa: E402
+from datetime import datetime, timezone  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
 
 from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit as S  # noqa: E402
 from ansible_collections.mpi.operator.plugins.module_utils.kube import AUTH_ARG_SPEC, Unreachable, connect  # noqa: E402
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C  # noqa: E402
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob_submit_kube import Conflict, JobError, Jobs  # noqa: E402
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob_submit_kube import (  # noqa: E402
+    FIELD_MANAGER,
+    Conflict,
+    JobError,
+    Jobs,
+)
 
 
 def argspec() -> dict:
@@ -373,8 +405,9 @@ def argspec() -> dict:
         state=dict(type="str", choices=["present", "absent"], default="present"),
         name=dict(type="str"),
         namespace=dict(type="str"),
-        definition=dict(type="dict", aliases=["resource_definition"]),
+        definition=dict(type="raw", aliases=["resource_definition"]),
         src=dict(type="path"),
+        template=dict(type="raw"),
         image=dict(type="str"),
         command=dict(type="raw"),
         workers=dict(type="int"),
@@ -386,7 +419,9 @@ def argspec() -> dict:
         labels=dict(type="dict"),
         clean_pod_policy=dict(type="str", choices=list(C.CLEAN_POD_POLICIES)),
         suspend=dict(type="bool"),
-        force=dict(type="bool", default=False),
+        force_conflicts=dict(type="bool", default=False),
+        force=dict(type="bool", removed_in_version="1.0.0", removed_from_collection="mpi.operator"),
+        field_manager=dict(type="str", default=FIELD_MANAGER),
         wait=dict(type="bool", default=False),
         wait_for=dict(type="str", choices=["Succeeded", "Running", "Suspended"]),
         wait_timeout=dict(type="int", default=600),
@@ -414,10 +449,33 @@ def read_src(path: str) -> dict:
             docs = [d for d in yaml.safe_load_all(f) if d]
     except (OSError, yaml.YAMLError) as exc:
         raise S.SubmitError(f"src: cannot read {path}: {exc}") from exc
-    jobs = [d for d in docs if isinstance(d, dict) and d.get("kind") == C.KIND]
-    if len(jobs) != 1:
-        raise S.SubmitError(f"src: {path} must hold exactly one MPIJob, found {len(jobs)}")
-    return jobs[0]
+    return S.one_mpijob(docs, f"src: {path}")
+
+
+def given_definition(params: dict) -> dict | None:
+    """The manifest of definition (a dict, or YAML text as a lookup or the action plugin's template gives it) or
+    src; None for the short form."""
+    if params["template"] is not None:
+        raise S.SubmitError("template: rendered by the mpi.operator.mpijob action plugin, which did not run (the "
+                            "module was called some other way): render it yourself and pass definition")
+    definition = params["definition"]
+    if isinstance(definition, str):
+        if YAML_IMPORT_ERROR is not None:
+            raise S.SubmitError(f"definition: {missing_required_lib('PyYAML')}")
+        try:
+            docs = [d for d in yaml.safe_load_all(definition) if d]
+        except yaml.YAMLError as exc:
+            raise S.SubmitError(f"definition: not valid YAML: {exc}") from exc
+        return S.one_mpijob(docs, "definition")
+    if definition is not None and not isinstance(definition, dict):
+        raise S.SubmitError(f"definition: must be a dict or a YAML string (one MPIJob), got {type(definition).__name__}")
+    if definition is not None:
+        return definition
+    return read_src(params["src"]) if params["src"] else None
+
+
+def force_conflicts(params: dict) -> bool:
+    return bool(params["force_conflicts"] or params["force"])  # force: the deprecated name
 
 
 class Run:
@@ -431,26 +489,28 @@ class Run:
 
     def present(self) -> None:
         p = self.params
-        definition = p["definition"] if p["definition"] is not None else (read_src(p["src"]) if p["src"] else None)
-        manifest = S.desired_manifest(p, definition)
+        manifest = S.desired_manifest(p, given_definition(p))
         if manifest is None:
             self.scale_or_suspend()
             return
         meta = manifest["metadata"]
         self.before = self.jobs.get(meta["namespace"], meta["name"], manifest["apiVersion"])
         try:
-            would_be = self.jobs.apply(manifest, p["force"], dry_run=True)
+            would_be = self.jobs.apply(manifest, force_conflicts(p), dry_run=True)
         except Conflict as exc:
             if not self.module.check_mode:
                 raise
-            # a preview shows the drift as a diff; the real run fails on it unless force is set
+            # a preview shows the drift as a diff; the real run fails on it unless force_conflicts is set
             self.module.warn(f"{exc}. Without check mode this task fails.")
             would_be = self.jobs.apply(manifest, True, dry_run=True)
         if not S.differs(self.before, would_be):
             self.after = self.before
             return
         self.method = "created" if self.before is None else "applied"
-        self.after = would_be if self.module.check_mode else self.jobs.apply(manifest, p["force"], dry_run=False)
+        if self.module.check_mode:
+            self.after = would_be
+        else:
+            self.after = self.jobs.apply(manifest, force_conflicts(p), dry_run=False)
 
     def scale_or_suspend(self) -> None:
         p = self.params
@@ -472,7 +532,7 @@ class Run:
 
     def absent(self) -> None:
         p = self.params
-        definition = p["definition"] if p["definition"] is not None else (read_src(p["src"]) if p["src"] else None)
+        definition = given_definition(p)
         meta = (definition or {}).get("metadata") or {}
         name, namespace = p["name"] or meta.get("name"), meta.get("namespace") or p["namespace"] or "default"
         if not name:
@@ -505,7 +565,7 @@ class Run:
             "method": self.method,
             "result": job,
             "conditions": ((job or {}).get("status") or {}).get("conditions") or [],
-            "summary": S.summary(job, datetime.now(UTC)) if job else None,
+            "summary": S.summary(job, datetime.now(timezone.utc)) if job else None,
             "launcher": {"pod": "", "exit": "", "log": [], "note": ""},
         }
         if job is not None and out["summary"]["phase"] != S.PENDING:
@@ -520,13 +580,13 @@ class Run:
 def main() -> None:
     module = AnsibleModule(
         argument_spec=argspec(),
-        mutually_exclusive=[("definition", "src")],
+        mutually_exclusive=[("definition", "src", "template")],
         supports_check_mode=True,
     )
     rest = connect(module)
     run = None
     try:
-        run = Run(module, Jobs(rest, module.check_mode))
+        run = Run(module, Jobs(rest, module.check_mode, module.params["field_manager"]))
         if module.params["state"] == "absent":
             run.absent()
         else:

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: mpi.operator contributors
-# Apache License 2.0 (see galaxy.yml)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -8,7 +9,7 @@ module: mpijob_info
 short_description: Status, launcher logs and events of kubeflow.org MPIJobs
 version_added: 0.1.0
 author:
-  - mpi.operator contributors
+  - mpi.operator contributors (!UNKNOWN)
 description:
   - Reads one MPIJob (O(name)) or a list (by O(namespace) and O(label_selectors)) and returns each with a status
     summary (phase, workers running, elapsed time), optionally the launcher's log and the job's recent events.
@@ -196,7 +197,7 @@ api_calls:
   type: int
 """
 
-from datetime import UTC, datetime  # noqa: E402
+from datetime import datetime, timezone  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
@@ -248,7 +249,7 @@ def main() -> None:
         else:
             found = jobs.list(p["namespace"], p["label_selectors"])
         found.sort(key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"]))
-        now = datetime.now(UTC)
+        now = datetime.now(timezone.utc)
         result = [describe(jobs, job, p, now) for job in found]
     except JobError as exc:
         module.fail_json(msg=str(exc))

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: mpi.operator contributors
-# Apache License 2.0 (see galaxy.yml)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -8,7 +9,7 @@ module: mpijob_reconcile
 short_description: Reconcile a batch of kubeflow.org MPIJobs (one step of the MPI operator)
 version_added: 0.1.0
 author:
-  - mpi.operator contributors
+  - mpi.operator contributors (!UNKNOWN)
 description:
   - Reads each named MPIJob and its children, computes what the Kubeflow MPI Operator would create for it
     (headless Service, ConfigMap with the hostfile and C(discover_hosts.sh), SSH Secret, worker Pods, launcher
@@ -55,8 +56,10 @@ attributes:
     description: Returns the plan (the actions that would be taken) and changes nothing.
   diff_mode:
     support: none
+    description: The result lists the actions taken per job; there is no before/after diff.
   idempotent:
     support: full
+    description: A job that needs nothing gets no API write; status is written only when it changed.
 notes:
   - SSH keys (ECDSA P-521) are generated only when a job's Secret must be created and never appear in the output.
 """

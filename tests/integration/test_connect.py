@@ -2,6 +2,7 @@
 kubeconfig (here a ServiceAccount token), and the kubernetes client's loader for an exec credential plugin."""
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pathlib
@@ -18,14 +19,17 @@ from tests.integration._fixtures.operator import create_mpijob, new_mpijob
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def mpijob_info(kubeconfig: str, namespace: str) -> dict:
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
-               ANSIBLE_NOCOLOR="1", PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    for var in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG"):
-        env.pop(var, None)
+def mpijob_info(kubeconfig: str | None, namespace: str, env_extra: dict | None = None, **args: object) -> dict:
+    """mpi.operator.mpijob_info's result, with only these connection settings (no $KUBECONFIG, no ~/.kube)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("K8S_AUTH_") and k != "KUBECONFIG"}
+    env.update(ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
+               ANSIBLE_NOCOLOR="1", PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+               **(env_extra or {}))
+    if kubeconfig is not None:
+        args["kubeconfig"] = kubeconfig
     cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-i", "localhost,", "-c", "local",
            "-e", f"ansible_python_interpreter={sys.executable}", "-m", "mpi.operator.mpijob_info",
-           "-a", json.dumps({"namespace": namespace, "kubeconfig": kubeconfig})]
+           "-a", json.dumps({"namespace": namespace, **args})]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
     head, _, body = proc.stdout.partition(" => ")
     assert body, f"rc {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
@@ -85,3 +89,51 @@ def test_token_and_exec_credentials_both_reach_the_api_server(
     # The token's grants are what the API server enforces: another namespace is forbidden, said clearly.
     denied = mpijob_info(token_config, "default")
     assert denied["failed"] and "forbidden" in denied["msg"].lower(), denied
+
+
+def admin_credential_files(kubeconfig: str, tmp_path: pathlib.Path) -> tuple[str, str, str, str]:
+    """(server, CA file, client certificate file, key file) of the admin kubeconfig."""
+    doc = yaml.safe_load(pathlib.Path(kubeconfig).read_text())
+    cluster, user = doc["clusters"][0]["cluster"], doc["users"][0]["user"]
+    files = []
+    for name, data in (("ca.crt", cluster["certificate-authority-data"]), ("admin.crt", user["client-certificate-data"]),
+                       ("admin.key", user["client-key-data"])):
+        (tmp_path / name).write_bytes(base64.b64decode(data))
+        files.append(str(tmp_path / name))
+    return cluster["server"], files[0], files[1], files[2]
+
+
+@pytest.mark.cluster
+def test_host_client_certificate_and_ca_from_kubernetes_core_variables_without_a_kubeconfig(
+    api_client: client.ApiClient, operator_crd: None, kubeconfig: str, namespace: str, tmp_path: pathlib.Path,
+) -> None:
+    create_mpijob(api_client, namespace, new_mpijob("visible", 1))
+    server, ca, cert, key = admin_credential_files(kubeconfig, tmp_path)
+    # Options as parameters; the CA only from K8S_AUTH_SSL_CA_CERT, kubernetes.core's variable.
+    result = mpijob_info(None, namespace, {"K8S_AUTH_SSL_CA_CERT": ca}, host=server, client_cert=cert, client_key=key)
+    assert not result["failed"], result
+    assert [j["mpijob"]["metadata"]["name"] for j in result["jobs"]] == ["visible"]
+    # All from the environment, with the kubernetes client's names.
+    result = mpijob_info(None, namespace, {"K8S_AUTH_HOST": server, "K8S_AUTH_SSL_CA_CERT": ca,
+                                           "K8S_AUTH_CERT_FILE": cert, "K8S_AUTH_KEY_FILE": key})
+    assert not result["failed"], result
+    # Without the CA the server's certificate is not trusted: the variable was what made it work.
+    untrusted = mpijob_info(None, namespace, host=server, client_cert=cert, client_key=key)
+    assert untrusted["failed"] and "certificate" in untrusted["msg"].lower(), untrusted
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("transport", ["urllib3", "kubernetes-client"])
+def test_impersonation_is_what_the_api_server_authorizes(
+    api_client: client.ApiClient, operator_crd: None, kubeconfig: str, namespace: str, service_account_token: str,
+    transport: str,
+) -> None:
+    create_mpijob(api_client, namespace, new_mpijob("visible", 1))
+    # Two files (the same one twice) make kube.py hand the kubeconfig to the kubernetes client's loader.
+    config = kubeconfig if transport == "urllib3" else f"{kubeconfig}{os.pathsep}{kubeconfig}"
+    reader = f"system:serviceaccount:{namespace}:reader"
+    allowed = mpijob_info(config, namespace, impersonate_user=reader, impersonate_groups=["system:serviceaccounts"])
+    assert not allowed["failed"], allowed
+    assert [j["mpijob"]["metadata"]["name"] for j in allowed["jobs"]] == ["visible"]
+    denied = mpijob_info(config, "default", impersonate_user=reader)
+    assert denied["failed"] and "forbidden" in denied["msg"].lower() and reader in denied["msg"], denied

@@ -180,13 +180,27 @@ def test_drift_is_a_diff_in_check_mode_and_a_conflict_otherwise(ansible_play, op
     assert preview["diff"]["after"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
     assert any("conflict" in w and "Worker.replicas" in w for w in preview.get("warnings", [])), preview
 
-    run = ansible_play([mpijob("apply", definition=definition), mpijob("force", definition=definition, force=True)])
+    run = ansible_play([mpijob("apply", definition=definition),
+                        mpijob("force", definition=definition, force_conflicts=True)])
     assert "apply" in run.failed
     assert "conflict" in run["apply"]["msg"] and ".spec.mpiReplicaSpecs.Worker.replicas" in run["apply"]["msg"]
-    assert "force: true" in run["apply"]["msg"]
+    assert "force_conflicts: true" in run["apply"]["msg"]
     assert run["force"]["changed"] and run["force"]["result"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
     assert get_mpijob(api_client, namespace, "pi")["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
 
+    # `force`, the old name, still takes the field back, with a deprecation warning naming its replacement.
+    patch_mpijob(api_client, namespace, "pi", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 3}}}})
+    old = ansible_play([mpijob("old name", definition=definition, force=True)])["old name"]
+    assert old["changed"] and old["result"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
+    assert any(d["msg"].startswith("Param 'force' is deprecated") for d in old.get("deprecations", [])), old
+
+
+def test_field_manager_names_the_applier(ansible_play, operator_crd, api_client, namespace):
+    definition = example_manifest("local/pi.yaml", namespace=namespace)
+    run = ansible_play([mpijob(definition=definition, field_manager="team-a-ci")])
+    assert "submit" not in run.failed, run["submit"]
+    managers = {m["manager"]: m["operation"] for m in get_mpijob(api_client, namespace, "pi")["metadata"]["managedFields"]}
+    assert managers.get("team-a-ci") == "Apply" and "mpi.operator" not in managers, managers
 
 def test_a_job_deleted_while_waited_for_fails_the_wait_at_once(ansible_play, operator_crd, api_client, namespace):
     """Both waits (the mpijob module's and mpijob_wait) end as soon as the job is gone, naming it, instead of polling

@@ -206,7 +206,8 @@ def _pod_template(job: MPIJob, replica: ReplicaSpec, role: str, hostname: str, o
 
 def worker_pod(job: MPIJob, index: int, opts: Options) -> dict:
     """Plain Pod `<job>-worker-<index>`."""
-    assert job.worker is not None
+    if job.worker is None:
+        raise AssertionError("worker_pod needs a job with workers")
     name = worker_name(job, index)
     meta, spec = _pod_template(job, job.worker, C.ROLE_WORKER, name, opts)
     # Kueue TAS needs a unique index per pod of the group: the launcher takes 0 when it is a worker too.
@@ -363,14 +364,14 @@ def min_resources(job: MPIJob, members: int, priorities: dict[str, int]) -> dict
     order.sort(key=lambda o: (-o[0], o[1]))  # highest priority first; workers last on a tie
     total = sum(o[3] for o in order)
     if len(order) > 1 and total > members:
-        prio, is_worker, replica, _ = order[1]
+        prio, is_worker, replica, _count = order[1]
         order[1] = (prio, is_worker, replica, max(members - 1, 0))
     elif len(order) == 1 and total > members:
-        prio, is_worker, replica, _ = order[0]
+        prio, is_worker, replica, _count = order[0]
         order[0] = (prio, is_worker, replica, members)
     sums: dict[str, Fraction] = {}
     binary: dict[str, bool] = {}
-    for _, _, replica, count in order:
+    for _prio, _is_worker, replica, count in order:
         for resources in _container_resources(replica):
             for name, quantity in resources.items():
                 sums[name] = sums.get(name, Fraction(0)) + parse_quantity(quantity) * count

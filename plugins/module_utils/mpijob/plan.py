@@ -321,7 +321,7 @@ class _Planner:
                                        body={"spec": {"suspend": True}}))
 
     def delete_all_workers(self) -> None:
-        for _, pod in sorted(self.workers_by_index().items(), reverse=True):
+        for _index, pod in sorted(self.workers_by_index().items(), reverse=True):
             if not terminating(pod) and not any(a.action == "delete" and a.name == _name(pod) for a in self.actions):
                 self.actions.append(_delete(pod, "Pod", "suspend", "v1"))
         self.delete_pod_group("suspend")

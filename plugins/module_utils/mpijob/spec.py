@@ -196,7 +196,8 @@ def parse(obj: Any) -> MPIJob:
             )
     if r.errors:
         raise InvalidMPIJob(r.errors)
-    assert launcher is not None
+    if launcher is None:
+        raise AssertionError("a valid MPIJob has a launcher")
     return MPIJob(
         api_version=api_version,
         namespace=namespace,

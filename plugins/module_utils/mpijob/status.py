@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 from . import constants as C
 from .children import worker_index, worker_selector
@@ -24,7 +24,7 @@ class Event:
 
 
 def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -262,7 +262,8 @@ def live_status(job: MPIJob, old: dict, seen: Observed, now: str, events: list[E
 
 def _update_message(status: dict, ctype: str, message: str, now: str) -> bool:
     cond = get_condition(status, ctype)
-    assert cond is not None
+    if cond is None:
+        raise AssertionError(f"no {ctype} condition to update")
     cond.update(message=message, lastUpdateTime=now)
     return True
 

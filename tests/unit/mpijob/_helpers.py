@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import os
 import pathlib
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 import yaml
 
@@ -12,7 +12,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import childre
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 KEYS = (b"-----BEGIN EC PRIVATE KEY-----\ntest\n-----END EC PRIVATE KEY-----\n", b"ecdsa-sha2-nistp521 AAAA test\n")
 
 

@@ -35,8 +35,9 @@ def write(tmp_path: pathlib.Path, user: dict, cluster: dict | None = None, name:
 
 @pytest.fixture(autouse=True)
 def no_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG", "K8S_AUTH_CONTEXT", "K8S_AUTH_HOST", "K8S_AUTH_API_KEY",
-                "K8S_AUTH_VERIFY_SSL", "KUBERNETES_SERVICE_HOST"):
+    import os
+
+    for var in [v for v in os.environ if v.startswith("K8S_AUTH_")] + ["KUBECONFIG", "KUBERNETES_SERVICE_HOST"]:
         monkeypatch.delenv(var, raising=False)
 
 
@@ -143,3 +144,104 @@ def test_rest_counts_calls_and_passes_query_and_timeout() -> None:
     assert rest.request("GET", "/api/v1/namespaces", query={"limit": "1"}) == {"kind": "Status"}
     assert rest.calls == 1 and rec.sent[0][2] == {"limit": "1"} and rec.sent[0][5] == 7
     assert "Content-Type" not in rec.sent[0][3]
+
+
+# ---- kubernetes.core's connection options and environment variables ----------------------------------------------
+
+def test_every_option_reads_kubernetes_cores_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var, value in {"K8S_AUTH_HOST": "https://api:6443", "K8S_AUTH_SSL_CA_CERT": "/ca.pem",
+                       "K8S_AUTH_CERT_FILE": "/c.crt", "K8S_AUTH_KEY_FILE": "/c.key", "K8S_AUTH_VERIFY_SSL": "no",
+                       "K8S_AUTH_USERNAME": "u", "K8S_AUTH_PASSWORD": "p", "K8S_AUTH_PROXY": "http://proxy:3128",
+                       "K8S_AUTH_NO_PROXY": "10.0.0.0/8", "K8S_AUTH_PROXY_HEADERS_USER_AGENT": "ua/1",
+                       "K8S_AUTH_PERSIST_CONFIG": "true", "K8S_AUTH_IMPERSONATE_USER": "jane",
+                       "K8S_AUTH_IMPERSONATE_GROUPS": "g1,g2"}.items():
+        monkeypatch.setenv(var, value)
+    a = kube.auth({})
+    assert (a.host, a.ca_cert, a.client_cert, a.client_key, a.verify) == ("https://api:6443", "/ca.pem", "/c.crt",
+                                                                          "/c.key", False)
+    assert (a.username, a.password, a.proxy, a.no_proxy) == ("u", "p", "http://proxy:3128", "10.0.0.0/8")
+    assert a.proxy_headers == {"user_agent": "ua/1"} and a.persist_config is True
+    assert (a.impersonate_user, a.impersonate_groups) == ("jane", ("g1", "g2"))
+    # The option's own name works too, and a module parameter wins over the environment.
+    monkeypatch.setenv("K8S_AUTH_CA_CERT", "/other.pem")
+    assert kube.auth({}).ca_cert == "/other.pem"
+    assert kube.auth({"ca_cert": "/param.pem", "validate_certs": True}).ca_cert == "/param.pem"
+    assert kube.auth({"validate_certs": True}).verify is True
+
+
+def test_impersonation_and_basic_auth_become_headers() -> None:
+    a = kube.auth({"host": "https://h", "impersonate_user": "jane", "impersonate_groups": ["a", "b"],
+                   "username": "u", "password": "p"})
+    assert a.headers() == [("Impersonate-User", "jane"), ("Impersonate-Group", "a"), ("Impersonate-Group", "b"),
+                           ("Authorization", "Basic " + base64.b64encode(b"u:p").decode())]
+    assert kube.auth({"host": "https://h", "api_key": "t", "username": "u", "password": "p"}).headers() == []
+
+
+def test_urllib3_transport_sends_one_header_line_per_impersonated_group() -> None:
+    import http.server
+    import threading
+
+    seen: list[list[tuple[str, str]]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(list(self.headers.items()))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        params = {"host": f"http://127.0.0.1:{server.server_port}", "api_key": "tok", "impersonate_user": "jane",
+                  "impersonate_groups": ["a", "b"]}
+        ep = kube.light_endpoint(params)
+        kube.Rest(kube.Urllib3Transport(ep, kube.auth(params).headers())).request("GET", "/api")
+    finally:
+        server.shutdown()
+    headers = seen[0]
+    assert ("Impersonate-Group", "a") in headers and ("Impersonate-Group", "b") in headers
+    assert ("Impersonate-User", "jane") in headers and ("Authorization", "Bearer tok") in headers
+
+
+def test_a_kubeconfig_dict_is_read_like_the_file(tmp_path: pathlib.Path) -> None:
+    doc = yaml.safe_load(pathlib.Path(write(tmp_path, {"token": "t"})).read_text())
+    ep = kube.light_endpoint({"kubeconfig": doc})
+    assert ep is not None and (ep.host, ep.token, ep.ca_data) == ("https://127.0.0.1:6443", "t", PEM)
+    assert kube.light_endpoint({"kubeconfig": doc, "context": "other"}).host == "https://other:443"
+
+
+@pytest.mark.parametrize("bad", [["a", "b"], 3, {"contexts": "x"}])
+def test_a_kubeconfig_of_another_type_is_an_error_naming_the_option(bad: object) -> None:
+    with pytest.raises(kube.BadAuth, match=r"^kubeconfig: "):
+        kube.auth({"kubeconfig": bad})
+
+
+def test_client_certificate_options_replace_the_kubeconfig_user(tmp_path: pathlib.Path) -> None:
+    ep = kube.light_endpoint({"kubeconfig": write(tmp_path, {"token": "t"}), "client_cert": "/c.crt",
+                              "client_key": "/c.key", "api_key": None})
+    assert (ep.cert_file, ep.key_file) == ("/c.crt", "/c.key")
+    ep = kube.light_endpoint({"host": "https://h", "client_cert": "/c.crt", "client_key": "/c.key", "ca_cert": "/ca"})
+    assert (ep.host, ep.cert_file, ep.key_file, ep.ca_file, ep.token) == ("https://h", "/c.crt", "/c.key", "/ca", None)
+
+
+def test_a_proxy_goes_to_the_kubernetes_client_with_every_proxy_option(tmp_path: pathlib.Path) -> None:
+    params = {"kubeconfig": write(tmp_path, {"token": "t"}), "proxy": "http://proxy:3128", "no_proxy": "localhost",
+              "proxy_headers": {"proxy_basic_auth": "u:p", "user_agent": "ua/1", "basic_auth": None}}
+    assert kube.light_endpoint(params) is None
+    cfg = kube.api_client(params).configuration
+    assert (cfg.proxy, cfg.no_proxy) == ("http://proxy:3128", "localhost")
+    assert cfg.proxy_headers["proxy-authorization"] == "Basic " + base64.b64encode(b"u:p").decode()
+    assert cfg.proxy_headers["user-agent"] == "ua/1"
+
+
+def test_the_kubernetes_client_path_takes_a_dict_and_the_certificate_options(tmp_path: pathlib.Path) -> None:
+    doc = yaml.safe_load(pathlib.Path(write(tmp_path, {"token": "t"})).read_text())
+    cfg = kube.api_client({"kubeconfig": doc, "client_cert": "/c.crt", "client_key": "/c.key",
+                           "ca_cert": "/ca.pem", "validate_certs": False}).configuration
+    assert (cfg.host, cfg.cert_file, cfg.key_file, cfg.ssl_ca_cert, cfg.verify_ssl) == (
+        "https://127.0.0.1:6443", "/c.crt", "/c.key", "/ca.pem", False)

@@ -1,6 +1,6 @@
 """The pure half of mpi.operator.mpijob / mpijob_info: short form, overlays, patches, summary, messages."""
 import pathlib
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 import pytest
 import yaml
@@ -9,7 +9,7 @@ from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.spec import parse
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-NOW = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
+NOW = datetime(2026, 1, 1, 12, 0, 30, tzinfo=timezone.utc)
 
 
 def short(**kw):
@@ -285,6 +285,46 @@ def test_api_errors_become_messages_that_say_what_to_do():
     conflict = ApiError(409, "Conflict", {"message": 'Apply failed with 1 conflict: conflict with "mpi.operator-patch" '
                                                      "using kubeflow.org/v2beta1: .spec.mpiReplicaSpecs.Worker.replicas"})
     msg = _explain(conflict, "applying MPIJob ns/pi")
-    assert "Worker.replicas" in msg and "workers/suspend option" in msg and "force: true" in msg
+    assert "Worker.replicas" in msg and "workers/suspend option" in msg and "force_conflicts: true" in msg
     invalid = ApiError(422, "Unprocessable Entity", {"message": "spec.slotsPerWorker: Invalid value: -1"})
     assert _explain(invalid, "x") == "x: the API server rejected the MPIJob: spec.slotsPerWorker: Invalid value: -1"
+
+
+# ---- mpijob options shared with kubernetes.core.k8s (docs/kubernetes-core.md) ------------------------------------
+
+def _mpijob_module():
+    import importlib
+
+    return importlib.import_module("ansible_collections.mpi.operator.plugins.modules.mpijob")
+
+
+def _params(**given):
+    return {"definition": None, "src": None, "template": None, **given}
+
+
+def test_definition_as_yaml_text_takes_its_one_mpijob():
+    mod = _mpijob_module()
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: kubeflow.org/v2beta1\nkind: MPIJob\n" \
+           "metadata: {name: pi}\n"
+    assert mod.given_definition(_params(definition=text))["metadata"]["name"] == "pi"
+    with pytest.raises(S.SubmitError, match=r"^definition must hold exactly one MPIJob, found 2$"):
+        mod.given_definition(_params(definition=text + "---\nkind: MPIJob\nmetadata: {name: b}\n"))
+    with pytest.raises(S.SubmitError, match=r"^definition: not valid YAML"):
+        mod.given_definition(_params(definition="kind: {{ x }}"))
+    with pytest.raises(S.SubmitError, match=r"^definition: must be a dict or a YAML string"):
+        mod.given_definition(_params(definition=["a"]))
+
+
+def test_template_reaching_the_module_says_the_action_plugin_did_not_run():
+    with pytest.raises(S.SubmitError, match=r"^template: rendered by the mpi.operator.mpijob action plugin"):
+        _mpijob_module().given_definition(_params(template="job.j2"))
+
+
+def test_force_is_the_deprecated_name_of_force_conflicts():
+    mod = _mpijob_module()
+    spec = mod.argspec()
+    assert spec["force"].get("removed_in_version") == "1.0.0" and spec["force"].get("default") is None
+    assert spec["force_conflicts"]["default"] is False and spec["field_manager"]["default"] == "mpi.operator"
+    assert mod.force_conflicts({"force_conflicts": False, "force": True}) is True
+    assert mod.force_conflicts({"force_conflicts": True, "force": None}) is True
+    assert mod.force_conflicts({"force_conflicts": False, "force": None}) is False

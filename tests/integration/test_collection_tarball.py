@@ -1,0 +1,180 @@
+"""The collection as a user gets it: the tarball `ansible-galaxy collection build` makes, installed with its
+dependency (kubernetes.core) into an empty collections path, outside this repository, then used against the
+cluster with the connection options set once, in `module_defaults: group/mpi.operator.k8s` (no $KUBECONFIG, no
+$K8S_AUTH_*, no ~/.kube/config): kubernetes.core's modules and each of ours, the action plugin's files/ and
+templates/ lookups, install.yml and submit.yml by their collection names."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.cluster
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = pathlib.Path(sys.executable).parent
+CACHE = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
+
+
+def kubernetes_core() -> pathlib.Path:
+    """kubernetes.core as hack/venv.sh took it out of the ansible wheel (no Galaxy here)."""
+    found = sorted(CACHE.glob("kubernetes.core-from-ansible-*/ansible_collections/kubernetes/core/MANIFEST.json"))
+    assert found, "run make venv first (it caches kubernetes.core)"
+    return found[-1].parent
+
+
+class UserMachine:
+    """A directory standing for a user's machine: its own HOME, ansible.cfg (empty) and collections path."""
+
+    def __init__(self, base: pathlib.Path):
+        self.base, self.home, self.collections = base, base / "home", base / "collections"
+        for d in (self.home, self.collections):
+            d.mkdir(parents=True)
+        (base / "ansible.cfg").write_text("")
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("K8S_AUTH_", "ANSIBLE_")) and k != "KUBECONFIG"}
+        env.update(HOME=str(self.home), ANSIBLE_CONFIG=str(self.base / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_COLLECTIONS_PATH=str(self.collections), PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+                   ANSIBLE_LOCAL_TEMP=str(self.base / "tmp"))
+        return env
+
+    def run(self, *args: str, cwd: pathlib.Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(BIN / args[0]), *args[1:]], cwd=cwd or self.base, env=self.env(), text=True,
+                              capture_output=True, check=False, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def user(tmp_path_factory: pytest.TempPathFactory) -> UserMachine:
+    base = tmp_path_factory.mktemp("user")
+    machine = UserMachine(base)
+    build = machine.run("ansible-galaxy", "collection", "build", "--output-path", str(base / "dist"), str(ROOT))
+    assert build.returncode == 0, build.stdout + build.stderr
+    tarball = next((base / "dist").glob("mpi-operator-*.tar.gz"))
+    # The dependency is declared: without kubernetes.core (and without Galaxy) the install refuses.
+    refused = machine.run("ansible-galaxy", "collection", "install", "--offline", "-p", str(machine.collections),
+                          str(tarball))
+    assert refused.returncode != 0 and "kubernetes.core:>=6.0.0,<7.0.0 (dependency of mpi.operator" in (
+        refused.stdout + refused.stderr), refused.stdout + refused.stderr
+    # With it in the collections path (as a user's `ansible-galaxy collection install kubernetes.core` leaves it).
+    shutil.copytree(kubernetes_core(), machine.collections / "ansible_collections/kubernetes/core")
+    install = machine.run("ansible-galaxy", "collection", "install", "--offline", "-p", str(machine.collections),
+                          str(tarball))
+    assert install.returncode == 0, install.stdout + install.stderr
+    return machine
+
+
+def test_the_tarball_holds_what_users_need_and_no_dev_tooling(user: UserMachine) -> None:
+    installed = user.collections / "ansible_collections/mpi/operator"
+    for needed in ("meta/runtime.yml", "plugins/modules/mpijob.py", "plugins/action/mpijob.py", "roles/crds",
+                   "playbooks/install.yml", "examples/v2beta1/pi.yaml", "tests/sanity", "LICENSE",
+                   "meta/execution-environment.yml"):
+        assert (installed / needed).exists(), needed
+    for dev in ("hack", "Makefile", "molecule", "tests/unit", "tests/integration", ".ansible-lint", "ansible.cfg",
+                "requirements-test.txt"):
+        assert not (installed / dev).exists(), dev
+    manifest = json.loads((installed / "MANIFEST.json").read_text())["collection_info"]
+    assert manifest["dependencies"] == {"kubernetes.core": ">=6.0.0,<7.0.0"}
+
+
+JOB_TEMPLATE = """\
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: {{ job_name }}
+spec:
+  runPolicy: {suspend: true}
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers: [{name: launcher, image: localhost/none:1, command: [mpirun, hostname]}]
+    Worker:
+      replicas: {{ workers }}
+      template:
+        spec:
+          containers: [{name: worker, image: localhost/none:1}]
+"""
+
+
+def test_one_module_defaults_group_configures_kubernetes_core_and_every_module(
+    user: UserMachine, kubeconfig: str, namespace: str, operator_crd: None
+) -> None:
+    play_dir = user.base / "play"
+    (play_dir / "files").mkdir(parents=True)
+    (play_dir / "templates").mkdir()
+    (play_dir / "files/suspended.yaml").write_text(JOB_TEMPLATE.replace("{{ job_name }}", "from-files")
+                                                   .replace("{{ workers }}", "1"))
+    (play_dir / "templates/job.yaml.j2").write_text(JOB_TEMPLATE)
+    kubeconfig_doc = yaml.safe_load(pathlib.Path(kubeconfig).read_text())
+    play = [{
+        "name": "Everything Kubernetes through one module_defaults block",
+        "hosts": "localhost", "connection": "local", "gather_facts": False,
+        "vars": {"ansible_python_interpreter": "{{ ansible_playbook_python }}", "job_name": "from-template",
+                 "workers": 3},
+        "module_defaults": {"group/mpi.operator.k8s": {"kubeconfig": kubeconfig}},
+        "tasks": [
+            {"name": "kubernetes.core reads the namespace",
+             "kubernetes.core.k8s_info": {"kind": "Namespace", "name": namespace}, "register": "ns"},
+            {"name": "mpijob from the play's files/",
+             "mpi.operator.mpijob": {"src": "suspended.yaml", "namespace": namespace}, "register": "from_files"},
+            {"name": "mpijob from the play's templates/",
+             "mpi.operator.mpijob": {"template": "job.yaml.j2", "namespace": namespace}, "register": "from_template"},
+            {"name": "mpijob_info",
+             "mpi.operator.mpijob_info": {"namespace": namespace}, "register": "info"},
+            {"name": "mpijob_info with the kubeconfig given as a dict",
+             "mpi.operator.mpijob_info": {"namespace": namespace, "kubeconfig": kubeconfig_doc}, "register": "dict"},
+            {"name": "mpijob_reconcile plans the jobs (check mode)",
+             "mpi.operator.mpijob_reconcile": {"jobs": [{"namespace": namespace, "name": "from-files"}]},
+             "check_mode": True, "register": "plan"},
+            {"name": "kubernetes.core sees our jobs",
+             "kubernetes.core.k8s_info": {"api_version": "kubeflow.org/v2beta1", "kind": "MPIJob",
+                                          "namespace": namespace}, "register": "seen"},
+            {"name": "Report", "ansible.builtin.copy": {
+                "dest": str(user.base / "report.json"),
+                "content": "{{ {'ns': ns.resources | length, 'files': from_files.result.metadata.name,"
+                           " 'template': from_template.result.spec.mpiReplicaSpecs.Worker.replicas,"
+                           " 'info': info.jobs | map(attribute='summary.name') | sort,"
+                           " 'dict': dict.jobs | length, 'plan': plan.jobs[0].name,"
+                           " 'seen': seen.resources | map(attribute='metadata.name') | sort} | to_json }}"}},
+        ],
+    }]
+    (play_dir / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
+    proc = user.run("ansible-playbook", str(play_dir / "play.yml"), cwd=user.base)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    report = json.loads((user.base / "report.json").read_text())
+    assert report == {"ns": 1, "files": "from-files", "template": 3, "info": ["from-files", "from-template"],
+                      "dict": 2, "plan": "from-files", "seen": ["from-files", "from-template"]}
+
+
+def test_submit_playbook_from_the_tarball(user: UserMachine, kubeconfig: str, namespace: str, operator_crd: None,
+                                          kubectl: Callable[..., subprocess.CompletedProcess[str]]) -> None:
+    job = user.base / "submit-job.yaml"
+    job.write_text(JOB_TEMPLATE.replace("{{ job_name }}", "submitted").replace("{{ workers }}", "1"))
+    proc = user.run("ansible-playbook", "mpi.operator.submit", "-e", f"mpijob_src={job}", "-e",
+                    f"mpijob_namespace={namespace}", "-e", "mpijob_wait=false", "-e", f"mpijob_kubeconfig={kubeconfig}")
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert "[DEPRECATION WARNING]" not in proc.stdout + proc.stderr
+    found = kubectl("get", "mpijobs.kubeflow.org", "-n", namespace, "submitted", "-o", "name")
+    assert found.returncode == 0, found.stderr
+
+
+def test_install_and_uninstall_playbooks_from_the_tarball(user: UserMachine, kubeconfig: str, uninstalled: None,
+                                                          tmp_path: pathlib.Path) -> None:
+    from tests.integration._fixtures.install import local_cluster_vars
+
+    vars_file = tmp_path / "vars.json"
+    # A user runs ansible-playbook from the virtualenv that has the kubernetes library: its Python runs the modules.
+    vars_file.write_text(json.dumps({**local_cluster_vars(kubeconfig), "mpi_operator_kubeconfig": kubeconfig,
+                                     "ansible_python_interpreter": sys.executable}))
+    for playbook in ("mpi.operator.install", "mpi.operator.uninstall"):
+        proc = user.run("ansible-playbook", playbook, "-e", f"@{vars_file}", timeout=900)
+        assert proc.returncode == 0, f"{playbook}:\n{proc.stdout[-6000:]}{proc.stderr[-3000:]}"
