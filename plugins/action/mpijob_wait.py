@@ -9,7 +9,7 @@ the same as the mpijob module's `wait`.
 """
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
@@ -50,7 +50,7 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
         result = super().run(tmp, task_vars)
         del tmp
-        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
         if args["wait_timeout"] < 0 or args["wait_sleep"] < 0:
             raise AnsibleActionFail("wait_timeout and wait_sleep: must be >= 0")
         jobs = Jobs(connect(_Connection(args)))
@@ -59,7 +59,7 @@ class ActionModule(ActionBase):
         def report(job: dict, waited: float) -> None:
             nonlocal rounds
             rounds += 1
-            line = S.summary(job, datetime.now(UTC))["progress"]
+            line = S.summary(job, datetime.now(timezone.utc))["progress"]
             display.display(f"MPIJob progress: {line} (waited {int(waited)}s of {args['wait_timeout']:g}s)")
 
         try:
@@ -67,11 +67,11 @@ class ActionModule(ActionBase):
             if job is None:
                 raise AnsibleActionFail(f"MPIJob {args['namespace']}/{args['name']} does not exist")
             target = S.wait_target(args["wait_for"], job)
-            started = datetime.now(UTC)
+            started = datetime.now(timezone.utc)
             job = jobs.wait_for(job, target, args["wait_timeout"], args["wait_sleep"], report)
         except JobError as exc:
             last = exc.result.get("result")
-            summary = S.summary(last, datetime.now(UTC)) if last else None
+            summary = S.summary(last, datetime.now(timezone.utc)) if last else None
             return {**result, "failed": True, "msg": str(exc), "rounds": rounds, "result": last, "summary": summary}
         except Unreachable as exc:
             raise AnsibleActionFail(f"Kubernetes API server unreachable: {exc}") from exc
@@ -83,7 +83,7 @@ class ActionModule(ActionBase):
             "reached": True,
             "wait_for": target,
             "rounds": rounds,
-            "waited_seconds": int((datetime.now(UTC) - started).total_seconds()),
+            "waited_seconds": int((datetime.now(timezone.utc) - started).total_seconds()),
             "result": job,
-            "summary": S.summary(job, datetime.now(UTC)),
+            "summary": S.summary(job, datetime.now(timezone.utc)),
         }

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: mpi.operator contributors
-# Apache License 2.0 (see galaxy.yml)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 # The documentation of the mpi.operator.mpijob_wait action plugin (plugins/action/mpijob_wait.py), which does the work.
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ module: mpijob_wait
 short_description: Wait for a kubeflow.org MPIJob, printing its progress at every look
 version_added: 0.1.0
 author:
-  - mpi.operator contributors
+  - mpi.operator contributors (!UNKNOWN)
 description:
   - Looks at one MPIJob every O(wait_sleep) seconds and prints one line per look (phase, workers running, time
     elapsed since submission, time waited), until the job reached O(wait_for) or O(wait_timeout) passed.
@@ -33,7 +34,7 @@ options:
     default: default
   wait_for:
     description:
-      - V(Succeeded) waits until the job has finished, succeeded or failed (see RV(summary.phase)). V(Running)
+      - V(Succeeded) waits until the job has finished, succeeded or failed (see RV(summary)'s C(phase)). V(Running)
         waits until it runs (or has already finished). V(Suspended) waits until it is suspended.
       - Without it, V(Suspended) for a suspended job (which would never finish), else V(Succeeded).
     type: str
@@ -63,7 +64,7 @@ attributes:
     description: An action plugin; the loop runs on the controller.
 notes:
   - A job deleted while waited for fails the task; so does a job that does not exist.
-  - A failed job ends a wait for V(Succeeded) without failing the task; RV(summary.phase) is then V(Failed). The
+  - A failed job ends a wait for V(Succeeded) without failing the task; RV(summary)'s C(phase) is then V(Failed). The
     P(mpi.operator.mpijob#module) module's O(mpi.operator.mpijob#module:fail_on_job_failure) fails the task instead.
 """
 

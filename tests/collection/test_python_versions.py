@@ -14,8 +14,8 @@ from ._support import ROOT, VENV_BIN, python_venv, supported_pythons, tool_env
 PYTHONS = supported_pythons()
 MODULES = sorted(p.stem for p in (ROOT / "plugins/modules").glob("*.py") if not p.name.startswith("_"))
 # Arguments each module accepts, pointed at a port nothing listens on: the module has to get as far as connecting.
-ARGS = {"mpijob": {"name": "pi", "workers": 2}, "mpijob_info": {"name": "pi"}, "mpijob_reconcile": {"jobs": [{"namespace": "a",
-                                                                                                 "name": "b"}]}}
+ARGS = {"mpijob": {"name": "pi", "workers": 2}, "mpijob_info": {"name": "pi"},
+        "mpijob_reconcile": {"jobs": [{"namespace": "a", "name": "b"}]}, "mpijob_wait": {"name": "pi"}}
 
 
 @pytest.mark.parametrize("version", PYTHONS)
@@ -80,9 +80,10 @@ def test_the_oldest_ansible_core_on_its_oldest_python_runs_the_group_the_modules
              "register": "reconcile", "ignore_errors": True},
             {"name": "template", "mpi.operator.mpijob": {"template": "job.j2"}, "register": "template",
              "ignore_errors": True},
+            {"name": "wait", "mpi.operator.mpijob_wait": {"name": "pi"}, "register": "wait", "ignore_errors": True},
             {"name": "report", "ansible.builtin.copy": {"dest": str(report), "content": (
                 "{{ {'version': ansible_version.full, 'info': info.msg, 'scale': scale.msg,"
-                " 'reconcile': reconcile.msg, 'template': template.msg} | to_json }}")}},
+                " 'reconcile': reconcile.msg, 'template': template.msg, 'wait': wait.msg} | to_json }}")}},
         ],
     }]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
@@ -93,7 +94,7 @@ def test_the_oldest_ansible_core_on_its_oldest_python_runs_the_group_the_modules
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
     got = json.loads(report.read_text())
     assert got["version"].startswith("2.17."), got
-    for task in ("info", "scale", "reconcile"):
+    for task in ("info", "scale", "reconcile", "wait"):
         assert got[task].startswith("Kubernetes API server unreachable"), got
     # The module parsed the rendered text: the variable was substituted (unrendered, it is not even YAML).
     assert got["template"] == "definition must hold exactly one MPIJob, found 0", got
