@@ -1,31 +1,67 @@
-"""`molecule test -s default`: the install playbook on the test cluster, its idempotence, and verify."""
+"""`molecule test -s default`: the install playbook on the test cluster, its idempotence, and verify, in which the
+operator (in-cluster on the real node when there is one, else a local process) runs an MPIJob to Succeeded."""
 
 from __future__ import annotations
 
 import os
+import pathlib
+import re
+import signal
 import subprocess
 import sys
 
 import pytest
 
-from tests.integration._fixtures.install import ROOT, ansible_env
+from tests.integration._fixtures.install import ROOT, ansible_env, kubectl_path
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
-def test_molecule_default_scenario(kubeconfig: str, operator_crd: None, install_lock: None) -> None:
-    molecule = os.path.join(os.path.dirname(sys.executable), "molecule")
+def molecule(kubeconfig: str, ephemeral: pathlib.Path, *args: str, **env: str) -> tuple[int, str]:
+    """Runs `molecule ARGS -s default` with its state in `ephemeral` (so no earlier run's state is reused)."""
     proc = subprocess.run(
-        [molecule, "test", "-s", "default"],
+        [os.path.join(os.path.dirname(sys.executable), "molecule"), *args, "-s", "default"],
         cwd=ROOT,
-        env={**ansible_env(kubeconfig), "NO_COLOR": "1", "MOLECULE_NO_LOG": "false"},
+        env={**ansible_env(kubeconfig), "NO_COLOR": "1", "MOLECULE_NO_LOG": "false",
+             "MOLECULE_EPHEMERAL_DIRECTORY": str(ephemeral), **env},
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1100,  # a cold cache builds the operator image first (real node)
     )
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, output[-10000:]
-    # Every step ran (create is skipped when an interrupted earlier run left the scenario created);
-    # idempotence (converge again) found nothing to change.
-    for step in ("converge", "idempotence", "verify", "destroy"):
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_molecule_default_scenario(
+    kubeconfig: str, operator_crd: None, install_lock: None, tmp_path: pathlib.Path
+) -> None:
+    rc, output = molecule(kubeconfig, tmp_path, "test")
+    assert rc == 0, output[-10000:]
+    # Every step ran; idempotence (converge again) found nothing to change.
+    for step in ("create", "converge", "idempotence", "verify", "destroy"):
         assert f"[default > {step}] Executed: Successful" in output, step
+    # verify saw the job reconciled to the end (the assertion's success message is the job's progress line).
+    assert re.search(r'"msg": "mpi-operator-molecule-jobs/pi(-real)?: Succeeded, ', output), output[-10000:]
+
+
+def test_molecule_verify_fails_when_the_operator_does_not_run(
+    kubeconfig: str, operator_crd: None, install_lock: None, tmp_path: pathlib.Path
+) -> None:
+    """An installed operator that reconciles nothing must fail verify: its job never finishes."""
+    try:
+        for step in ("create", "converge"):
+            rc, output = molecule(kubeconfig, tmp_path, step)
+            assert rc == 0, output[-10000:]
+        pidfile = tmp_path / "operator.pid"
+        if pidfile.exists():  # the local operator process: stop it (the Deployment is on a simulated node)
+            os.kill(int(pidfile.read_text()), signal.SIGTERM)
+        else:  # in-cluster on the real node
+            subprocess.run([kubectl_path(), "--kubeconfig", kubeconfig, "-n", "mpi-operator-molecule", "scale",
+                            "deployment/mpi-operator", "--replicas=0"], check=True, capture_output=True)
+        rc, output = molecule(kubeconfig, tmp_path, "verify", MOLECULE_JOB_TIMEOUT="30")
+        assert rc != 0, output[-10000:]
+        # The job was never reconciled: the wait timed out, the job still Pending (no condition).
+        assert "timed out after 30s waiting for MPIJob mpi-operator-molecule-jobs/pi" in output, output[-10000:]
+    finally:
+        rc, output = molecule(kubeconfig, tmp_path, "destroy")
+        assert rc == 0, output[-10000:]
+
