@@ -3,6 +3,7 @@
 # when they are not (both idempotent), installs the operator in-cluster with playbooks/install.yml, runs the
 # MPIJobs of tests/e2e/manifests, and times create -> Succeeded over MPI_E2E_TIMING_RUNS (default 5) runs.
 # Extra arguments go to pytest (e.g. -k mpich). MPI_E2E_KEEP_OPERATOR=1 leaves the operator installed.
+# MPI_E2E_REPEAT=N runs each pi job N times in a row (default 1).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 bash hack/cluster/up.sh
@@ -10,6 +11,9 @@ MPI_CLUSTER_REAL_NODE=${MPI_CLUSTER_REAL_NODE:-1} bash hack/node/up.sh
 export MPI_E2E_TIMING_RUNS=${MPI_E2E_TIMING_RUNS:-5}
 # Here a missing real node is an error, not a skip.
 export MPI_E2E_REQUIRE=1
+# The kernel settings the pods' network depends on, in the log of every run (hack/node/up.sh checks them).
+echo "e2e: host net.ipv4.ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)" \
+  "net.bridge.bridge-nf-call-iptables=$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null || echo absent)"
 set +e
 .venv/bin/python -m pytest tests/e2e -m realnode -q -s -p no:cacheprovider "$@"
 rc=$?

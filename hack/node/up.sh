@@ -99,6 +99,30 @@ table ip mpi_node {
 }
 NFT
 
+# The kernel settings the pod network relies on, checked and stated in the log. ip_forward and route_localnet are set
+# above; bridge-nf-call-iptables is host-wide and left as it is: the node works with 0 and with 1, the production
+# value (kube-proxy needs it; br_netfilter's default). With 1, packets between pods on the bridge go through the
+# host's netfilter forward hook, so a forward chain that drops by default (Docker's FORWARD policy, a firewall)
+# would cut the pods off from each other: refuse to start then, naming it.
+kernel_settings() {
+  local forward localnet bridge_nf drops
+  forward=$(cat /proc/sys/net/ipv4/ip_forward)
+  localnet=$(cat "/proc/sys/net/ipv4/conf/$BRIDGE/route_localnet")
+  [ "$forward" = 1 ] || die "net.ipv4.ip_forward is $forward after setting it to 1: pods cannot leave the bridge"
+  [ "$localnet" = 1 ] || die "route_localnet on $BRIDGE is $localnet: pods cannot reach the API server through 10.96.0.1"
+  bridge_nf=$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null || echo absent)
+  if [ "$bridge_nf" = 1 ]; then
+    drops=$(nft list ruleset 2>/dev/null | awk '/^table /{t=$2" "$3} /^\tchain /{c=$2} /hook forward/ && /policy drop/{print t" chain "c}')
+    if command -v iptables-legacy >/dev/null && iptables-legacy -S FORWARD 2>/dev/null | grep -q '^-P FORWARD DROP'; then
+      drops="$drops iptables-legacy FORWARD"
+    fi
+    [ -z "$drops" ] || die "net.bridge.bridge-nf-call-iptables=1 and a forward chain drops by default ($drops):" \
+      "pod-to-pod traffic on $BRIDGE would be dropped; accept it there (iifname $BRIDGE oifname $BRIDGE accept)"
+  fi
+  nlog "kernel: net.ipv4.ip_forward=1, route_localnet=1 on $BRIDGE, net.bridge.bridge-nf-call-iptables=$bridge_nf"
+}
+kernel_settings
+
 # containerd, then the images every pod needs (cached; imported only when containerd lacks that build).
 start_daemon containerd /usr/bin/containerd --config "$NODE_STATE/containerd.toml"
 wait_until "containerd" 30 ctr --address "$CONTAINERD_SOCK" version || die "containerd did not start (see $LOGS/node-containerd.log)"
