@@ -126,6 +126,8 @@ def operator(api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) ->
         "mpi_operator_node_selector": REAL_NODE_SELECTOR,
         "mpi_operator_tolerations": [REAL_NODE_TOLERATION],
         "mpi_operator_wait_timeout": 180,
+        # Integration test sessions on the same cluster write the CRD with other field managers.
+        "mpi_operator_adopt_crd": True,
     }
     tmp = tmp_path_factory.mktemp("install")
     started = time.monotonic()
