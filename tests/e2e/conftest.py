@@ -103,6 +103,33 @@ def operator_image() -> tuple[str, str]:
     return ref.rsplit(":", 1)[0], recipe_hash
 
 
+LOCAL_IMAGE = re.compile(r"^localhost/(mpi-[a-z0-9]+):local$")
+BUILT_IMAGES: dict[str, str] = {}  # image name -> recipe hash of this checkout's build, once per session
+
+
+def pin_local_images(job: dict, built: dict[str, str]) -> None:
+    """Points the job's `localhost/mpi-<name>:local` images at `localhost/mpi-<name>:<recipe hash>`, the build of this
+    checkout's recipe: every checkout on the machine imports its own build under `:local`, so the tag can change under
+    a running suite (a Debian 12 MPICH image came back that way in the middle of 20 runs); the hash tag cannot."""
+    def visit(node: object) -> None:
+        if isinstance(node, dict):
+            image = node.get("image")
+            match = LOCAL_IMAGE.match(image) if isinstance(image, str) else None
+            if match:
+                if match[1] not in built:
+                    out = subprocess.run(["bash", str(ROOT / "hack/images/build.sh"), "--print", match[1].removeprefix("mpi-")],
+                                         check=True, stdout=subprocess.PIPE, text=True).stdout.split()
+                    built[match[1]] = out[2]
+                node["image"] = f"localhost/{match[1]}:{built[match[1]]}"
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(job)
+
+
 @pytest.fixture(scope="session")
 def operator(api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The operator, in-cluster on the real node, installed by playbooks/install.yml and watching JOBS_NAMESPACE.
@@ -171,6 +198,7 @@ class Jobs:
 
     def run(self, manifest: str, timeout: float = JOB_TIMEOUT_S) -> Outcome:
         job = yaml.safe_load((MANIFESTS / manifest).read_text())
+        pin_local_images(job, BUILT_IMAGES)
         version = job["apiVersion"].split("/")[1]
         name = f"{job['metadata']['name']}-{uuid.uuid4().hex[:5]}"
         job["metadata"] = {"name": name, "namespace": JOBS_NAMESPACE}
