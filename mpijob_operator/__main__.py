@@ -25,6 +25,11 @@ log = logging.getLogger("mpijob_operator")
 
 CHILD_SELECTOR = "app"  # non-pod children carry app=<job>: skip everything else server-side
 LEASE_NAME = "mpi-operator"
+# How late a heartbeat may be before /healthz calls the loop stuck. Generous: a CPU-starved process (a 50m limit, a
+# saturated node) is slow but not stuck, and restarting it only makes the node busier.
+MAIN_LOOP_ALLOWANCE = 60.0
+RUN_MARGIN = 120.0  # past --runner-timeout, when the runner should have killed the run already
+CRD_CHECK_TIMEOUT = 30.0
 
 
 class Operator:
@@ -33,12 +38,15 @@ class Operator:
         self.metrics = Metrics()
         self.queue = WorkQueue()
         self.api = api_client(cfg.kubeconfig, cfg.kube_api_qps, cfg.kube_api_burst)
-        self.controller = Controller(self.queue, self.metrics, self._runner, cfg.threadiness, cfg.max_batch)
+        self.heartbeats = health.Heartbeats()
+        self.controller = Controller(self.queue, self.metrics, self._runner, cfg.threadiness, cfg.max_batch,
+                                     heartbeats=self.heartbeats, run_allowance=cfg.runner_timeout + RUN_MARGIN)
         self.watchers: list[Watcher] = []
         self.synced: set[str] = set()
         self.elector: LeaderElector | None = None
         self.leading = threading.Event()
         self.stopping = threading.Event()
+        self.checked = threading.Event()  # the MPIJob API answered: start-up is over
         self.exit_code = 0
 
     def _runner(self, slot: int) -> BatchRunner:
@@ -48,7 +56,7 @@ class Operator:
                            rotate_artifacts=self.cfg.rotate_artifacts)
 
     # -- checks ------------------------------------------------------------------------------
-    def check_crd(self, timeout: float = 30.0) -> None:
+    def check_crd(self, timeout: float = CRD_CHECK_TIMEOUT) -> None:
         """Like Kubeflow: without the MPIJob CRD there is nothing to do, so fail loudly. An API server that
         is not reachable yet (both starting together) gets `timeout` seconds."""
         from kubernetes import client
@@ -77,6 +85,10 @@ class Operator:
             time.sleep(2)
 
     def healthz(self) -> str | None:
+        """Fails only when the process is broken or stuck, never because it is slow or the API server is away."""
+        stuck = self.heartbeats.stuck()
+        if stuck:
+            return f"stuck: {', '.join(stuck)}"
         if self.controller.crashed:
             return f"worker crashed: {self.controller.crashed}"
         dead = [w.name for w in self.watchers if not w.is_alive() and not self.stopping.is_set()]
@@ -90,6 +102,8 @@ class Operator:
     def readyz(self) -> str | None:
         if self.stopping.is_set():
             return "shutting down"
+        if not self.checked.is_set():
+            return "starting: checking the MPIJob API"
         if not self.leading.is_set():
             return None  # a standby replica is ready: it is waiting for the lease
         # Optional watches (PodGroups) do not hold readiness back: without the gang scheduler's CRD the operator still
@@ -129,11 +143,12 @@ class Operator:
         self.metrics.watch_restarts.labels(resource=name, reason=reason).inc()
 
     def run(self) -> int:
+        # The endpoints come up first, so a start-up probe sees a live process while it still checks the API.
+        self.heartbeats.beat("main", CRD_CHECK_TIMEOUT + MAIN_LOOP_ALLOWANCE)
+        servers = health.servers(self.cfg.monitoring_port, self.cfg.health_port, self.metrics.registry,
+                                 self.healthz, self.readyz, self._refresh_gauges)
         self.check_crd()
-        server = None
-        if self.cfg.monitoring_port:
-            server = health.serve(self.cfg.monitoring_port, self.metrics.registry, self.healthz, self.readyz,
-                                  before_scrape=self._refresh_gauges)
+        self.checked.set()
         self.metrics.is_leader.set(0)
         if self.cfg.leader_elect:
             from kubernetes import client
@@ -146,9 +161,10 @@ class Operator:
         else:
             self.start_leading()
         while not self.stopping.wait(1.0):
-            pass
+            self.heartbeats.beat("main", MAIN_LOOP_ALLOWANCE)
+        self.heartbeats.forget("main")
         self.shutdown()
-        if server is not None:
+        for server in servers:
             server.shutdown()
         return self.exit_code
 

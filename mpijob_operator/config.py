@@ -1,4 +1,7 @@
-"""Command line of `python3 -m mpijob_operator` (the Kubeflow controller's flags, plus the loop's own)."""
+"""Command line of `python3 -m mpijob_operator` (the Kubeflow controller's flags, plus the loop's own).
+
+Every flag is spelled `--flag` and, as Go's flag package (so Kubeflow's operator) accepts, `-flag` too, each with
+`=value` or the value as the next argument; booleans take `-flag`, `-flag=false` or `--no-flag`."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +10,7 @@ import socket
 import tempfile
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 IN_CLUSTER_WORK_DIR = "/var/run/mpi-operator"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -22,6 +26,7 @@ class Config:
     threadiness: int
     max_batch: int
     monitoring_port: int
+    health_port: int
     lock_namespace: str
     leader_elect: bool
     log_level: str
@@ -36,33 +41,68 @@ class Config:
     temporary_work_dir: bool = False  # made for this process: removed at exit
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python3 -m mpijob_operator", description="MPIJob operator (kubeflow.org MPIJob)")
-    p.add_argument("--namespace", default=os.environ.get("KUBEFLOW_NAMESPACE", ""),
-                   help='watched namespace; "" = all (default: $KUBEFLOW_NAMESPACE, else all)')
-    p.add_argument("--gang-scheduling", default="",
-                   help='"volcano" or a scheduler-plugins scheduler name; "" = off')
-    p.add_argument("--kube-api-qps", type=float, default=20.0,
-                   help="client requests per second of this process (lists, watches, the Lease; not the runs)")
-    p.add_argument("--kube-api-burst", type=int, default=40, help="client request burst")
-    p.add_argument("--threadiness", type=int, default=2, help="concurrent ansible-runner runs")
-    p.add_argument("--max-batch", type=int, default=50, help="most MPIJobs reconciled by one ansible-runner run")
-    p.add_argument("--monitoring-port", type=int, default=8080,
-                   help="port of /metrics, /healthz and /readyz; 0 = off")
-    p.add_argument("--lock-namespace", default="mpi-operator", help="namespace of the leader-election Lease")
-    p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
-                   help="elect one active replica through a Lease (default: on)")
-    p.add_argument("--log-level", default="info", choices=LOG_LEVELS)
-    p.add_argument("--log-format", default="text", choices=("text", "json"), help="logfmt text or JSON lines")
-    p.add_argument("--cluster-domain", default="", help="DNS suffix of hostfile entries (e.g. cluster.local)")
-    p.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None,
-                   help="kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)")
-    p.add_argument("--work-dir", default=None,
-                   help=f"ansible-runner private data dirs (default: {IN_CLUSTER_WORK_DIR} in-cluster, else a temp dir)")
-    p.add_argument("--runner-timeout", type=int, default=300, help="seconds before a stuck run is killed")
-    p.add_argument("--rotate-artifacts", type=int, default=3, help="runner artifact dirs kept per runner slot")
-    p.add_argument("--watch-timeout", type=int, default=300,
-                   help="seconds a watch request stays open before it is resumed")
+TRUE, FALSE = ("1", "t", "true", "yes", "on"), ("0", "f", "false", "no", "off")
+
+
+def go_bool(value: str) -> bool:
+    """A boolean flag's explicit value, as Go's strconv.ParseBool (plus yes/no) reads it."""
+    v = value.strip().lower()
+    if v in TRUE:
+        return True
+    if v in FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"not a boolean: {value!r} (true or false)")
+
+
+class GoFlags(argparse.ArgumentParser):
+    """argparse with Go's spellings: `flag("name", ...)` registers both `-name` and `--name`."""
+
+    def __init__(self, **kwargs: Any):
+        # No abbreviations: Go has none, and with one-dash long flags a prefix would be ambiguous.
+        super().__init__(add_help=False, allow_abbrev=False, **kwargs)
+        self.add_argument("-h", "-help", "--help", action="help", help="show this help and exit")
+
+    def _get_option_tuples(self, option_string: str) -> list:
+        # allow_abbrev=False covers only `--` prefixes; a one-dash `-names` would still match -namespace.
+        return []
+
+    def flag(self, name: str, **kwargs: Any) -> None:
+        self.add_argument(f"-{name}", f"--{name}", **kwargs)
+
+    def switch(self, name: str, default: bool, help: str) -> None:
+        """A boolean: `-name`, `-name=true|false` (`--` alike) and `--no-name`."""
+        dest = name.replace("-", "_")
+        self.add_argument(f"-{name}", f"--{name}", dest=dest, nargs="?", const=True, default=default,
+                          type=go_bool, metavar="BOOL", help=help)
+        self.add_argument(f"-no-{name}", f"--no-{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
+
+
+def parser() -> GoFlags:
+    p = GoFlags(prog="python3 -m mpijob_operator", description="MPIJob operator (kubeflow.org MPIJob)")
+    p.flag("namespace", default=os.environ.get("KUBEFLOW_NAMESPACE", ""),
+           help='watched namespace; "" = all (default: $KUBEFLOW_NAMESPACE, else all)')
+    p.flag("gang-scheduling", default="", help='"volcano" or a scheduler-plugins scheduler name; "" = off')
+    p.flag("kube-api-qps", type=float, default=20.0,
+           help="client requests per second of this process (lists, watches, the Lease; not the runs)")
+    p.flag("kube-api-burst", type=int, default=40, help="client request burst")
+    p.flag("threadiness", type=int, default=2, help="concurrent ansible-runner runs")
+    p.flag("max-batch", type=int, default=50, help="most MPIJobs reconciled by one ansible-runner run")
+    p.flag("monitoring-port", type=int, default=8080,
+           help="port of /metrics (and, unless --health-port differs, /healthz and /readyz); 0 = no /metrics")
+    p.flag("health-port", type=int, default=None,
+           help="port of /healthz and /readyz (default: the monitoring port); 0 = off")
+    p.flag("lock-namespace", default="mpi-operator", help="namespace of the leader-election Lease")
+    p.switch("leader-elect", True, "elect one active replica through a Lease (default: on; --no-leader-elect)")
+    p.flag("log-level", default="info", choices=LOG_LEVELS)
+    p.flag("log-format", default="text", choices=("text", "json"), help="logfmt text or JSON lines")
+    p.flag("cluster-domain", default="", help="DNS suffix of hostfile entries (e.g. cluster.local)")
+    p.flag("kubeconfig", default=os.environ.get("KUBECONFIG") or None,
+           help="kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)")
+    p.flag("work-dir", default=None,
+           help=f"ansible-runner private data dirs (default: {IN_CLUSTER_WORK_DIR} in-cluster, else a temp dir)")
+    p.flag("runner-timeout", type=int, default=300, help="seconds before a stuck run is killed")
+    p.flag("rotate-artifacts", type=int, default=3, help="runner artifact dirs kept per runner slot")
+    p.flag("watch-timeout", type=int, default=300, help="seconds a watch request stays open before it is resumed")
     return p
 
 
@@ -90,6 +130,8 @@ def parse(argv: list[str] | None = None) -> Config:
         errors.append("--kube-api-burst must be at least 1")
     if not 0 <= a.monitoring_port <= 65535:
         errors.append("--monitoring-port must be 0..65535")
+    if a.health_port is not None and not 0 <= a.health_port <= 65535:
+        errors.append("--health-port must be 0..65535")
     if a.rotate_artifacts < 1:
         errors.append("--rotate-artifacts must be at least 1")
     if a.kubeconfig and not os.path.exists(a.kubeconfig):
@@ -107,6 +149,7 @@ def parse(argv: list[str] | None = None) -> Config:
         threadiness=a.threadiness,
         max_batch=a.max_batch,
         monitoring_port=a.monitoring_port,
+        health_port=a.monitoring_port if a.health_port is None else a.health_port,
         lock_namespace=a.lock_namespace,
         leader_elect=a.leader_elect,
         log_level=a.log_level,

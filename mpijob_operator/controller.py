@@ -3,11 +3,13 @@ then requeue, back off or forget each job by what the module reported."""
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .health import Heartbeats
 from .log import job_fields
 from .metrics import Metrics, has_launcher, new_transitions
 from .queue import Key, WorkQueue
@@ -85,8 +87,12 @@ def decide(result: JobResult) -> Decision:
 
 class Controller:
     def __init__(self, queue: WorkQueue, metrics: Metrics, runner_factory: Callable[[int], BatchRunner],
-                 threadiness: int, max_batch: int):
+                 threadiness: int, max_batch: int, heartbeats: Heartbeats | None = None, run_allowance: float = 0):
         self.queue = queue
+        # A worker in a run promises to be back within run_allowance (the run's timeout plus a margin); waiting for
+        # work it promises nothing: /healthz then reports only a run that outlived its own kill.
+        self.heartbeats = heartbeats or Heartbeats()
+        self.run_allowance = run_allowance or math.inf
         self.metrics = metrics
         self.runner_factory = runner_factory
         self.threadiness = threadiness
@@ -130,12 +136,15 @@ class Controller:
     def _worker(self, slot: int) -> None:
         try:
             runner = self.runner_factory(slot)
+            name = f"runner-{slot}"
             while True:
+                self.heartbeats.beat(name, math.inf)
                 batch = self.queue.get_batch(self.max_batch)
                 if not batch:
                     if self.queue.is_shutdown:
                         return
                     continue
+                self.heartbeats.beat(name, self.run_allowance)
                 self.run_batch(runner, batch)
         except Exception as exc:  # a dead worker is reported by /healthz, which gets the pod restarted
             self.crashed = f"runner-{slot}: {exc!r}"

@@ -1,0 +1,80 @@
+"""Go's flag spellings (Kubeflow's `-namespace team-a`) and GNU's (`--namespace team-a`) parse the same."""
+import dataclasses
+
+import pytest
+
+from mpijob_operator import config
+
+
+@pytest.fixture
+def kc(tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBEFLOW_NAMESPACE", raising=False)
+    path = tmp_path / "kc"
+    path.write_text("{}")
+    return str(path)
+
+
+def parsed(argv):
+    cfg = config.parse(argv)
+    return {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("identity", "work_dir", "temporary_work_dir")}
+
+
+@pytest.mark.parametrize("spelling", [
+    ["-namespace", "x", "-gang-scheduling", "volcano", "-max-batch", "7", "-monitoring-port", "0"],
+    ["--namespace", "x", "--gang-scheduling", "volcano", "--max-batch", "7", "--monitoring-port", "0"],
+    ["-namespace=x", "-gang-scheduling=volcano", "-max-batch=7", "-monitoring-port=0"],
+    ["--namespace=x", "--gang-scheduling=volcano", "--max-batch=7", "--monitoring-port=0"],
+    ["-namespace", "x", "--gang-scheduling=volcano", "-max-batch=7", "--monitoring-port", "0"],
+])
+def test_one_and_two_dashes_parse_the_same(kc, spelling):
+    got = parsed(["-kubeconfig", kc, *spelling])
+    assert got == parsed(["--kubeconfig", kc, "--namespace", "x", "--gang-scheduling", "volcano",
+                          "--max-batch", "7", "--monitoring-port", "0"])
+    assert (got["namespace"], got["gang_scheduling"], got["max_batch"], got["monitoring_port"]) == (
+        "x", "volcano", 7, 0)
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    ([], True),
+    (["-leader-elect"], True),
+    (["--leader-elect"], True),
+    (["-leader-elect=false"], False),
+    (["--leader-elect=false"], False),
+    (["-leader-elect=true"], True),
+    (["--no-leader-elect"], False),
+    (["-no-leader-elect"], False),
+])
+def test_boolean_flags_take_go_values(kc, argv, expected):
+    assert config.parse(["--kubeconfig", kc, *argv]).leader_elect is expected
+
+
+def test_every_flag_has_both_spellings():
+    for action in config.parser()._actions:
+        long = [o for o in action.option_strings if o.startswith("--")]
+        for option in long:
+            assert option[1:] in action.option_strings, f"{option} has no one-dash spelling"
+
+
+def test_no_abbreviations_and_bad_values_name_the_flag(kc, capsys):
+    with pytest.raises(SystemExit):
+        config.parse(["--kubeconfig", kc, "-names", "x"])
+    assert "unrecognized arguments: -names" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        config.parse(["--kubeconfig", kc, "-leader-elect=maybe"])
+    assert "not a boolean" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        config.parse(["--kubeconfig", kc, "-health-port=70000"])
+    assert "--health-port must be 0..65535" in capsys.readouterr().err
+
+
+def test_health_port_defaults_to_the_monitoring_port(kc):
+    assert config.parse(["--kubeconfig", kc]).health_port == 8080
+    assert config.parse(["--kubeconfig", kc, "-monitoring-port=9090"]).health_port == 9090
+    cfg = config.parse(["--kubeconfig", kc, "-monitoring-port=0", "-health-port=8081"])
+    assert (cfg.monitoring_port, cfg.health_port) == (0, 8081)
+
+
+def test_help_in_go_spelling(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        config.parse(["-help"])
+    assert exit_.value.code == 0 and "-namespace NAMESPACE, --namespace NAMESPACE" in capsys.readouterr().out
