@@ -1,0 +1,180 @@
+"""install.yml when the operator pod cannot start (fails fast with the reason, events, log and advice), and the
+operator pod's start-up and health on the real node: monitoring off, two replicas, a starved CPU.
+
+The simulated (kwok) nodes run no containers, so the tests that need a real image, a real crash or real probes run
+on the real node (`make cluster-up` brings it up where the machine allows) and are skipped without it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.integration._fixtures.install import INSTALL_NAMESPACE, PlaybookRun
+
+Playbook = Callable[..., PlaybookRun]
+Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+
+REAL_NODE = "mpi-real-node"
+ON_REAL_NODE = {
+    "mpi_operator_node_selector": {"mpi.operator/real-node": "true"},
+    "mpi_operator_tolerations": [{"key": "mpi.operator/real-node", "operator": "Exists", "effect": "NoSchedule"}],
+}
+FAIL_FAST_S = 60  # the whole playbook, preflight and RBAC included
+
+
+@pytest.fixture
+def real_node(kubectl: Kubectl) -> None:
+    node = kubectl("get", "node", REAL_NODE, "-o", "json")
+    if node.returncode != 0:
+        pytest.skip(f"no real node {REAL_NODE} (make cluster-up brings it up where the machine can run containers)")
+    ready = [c for c in json.loads(node.stdout)["status"].get("conditions", []) if c["type"] == "Ready"]
+    if not ready or ready[0]["status"] != "True":
+        pytest.skip(f"node {REAL_NODE} is not Ready")
+
+
+@pytest.fixture
+def operator_image(real_node: None) -> dict[str, Any]:
+    """The operator image built from this checkout and imported into the real node's containerd."""
+    from tests.e2e.conftest import operator_image as build
+
+    repository, tag = build()
+    return {**ON_REAL_NODE, "mpi_operator_image_repository": repository, "mpi_operator_image_tag": tag,
+            "mpi_operator_image_pull_policy": "Never"}
+
+
+def timed(playbook: Playbook, extra_vars: dict[str, Any]) -> tuple[PlaybookRun, float]:
+    start = time.monotonic()
+    run = playbook("install.yml", extra_vars=extra_vars)
+    return run, time.monotonic() - start
+
+
+def operator_pods(kubectl: Kubectl) -> list[dict[str, Any]]:
+    proc = kubectl("get", "pods", "-n", INSTALL_NAMESPACE, "-l", "app.kubernetes.io/component=controller",
+                   "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    return [p for p in json.loads(proc.stdout)["items"] if not p["metadata"].get("deletionTimestamp")]
+
+
+def restarts(pod: dict[str, Any]) -> int:
+    return sum(cs.get("restartCount", 0) for cs in pod["status"].get("containerStatuses", []))
+
+
+# -- fail fast ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_unschedulable_fails_fast_naming_the_scheduler_message(
+    playbook: Playbook, uninstalled: None, operator_crd: None
+) -> None:
+    run, took = timed(playbook, {"mpi_operator_node_selector": {"mpi.operator/no-such-node": "true"}})
+    assert run.returncode != 0, run.output[-3000:]
+    assert "The operator did not start" in run.output and "cannot be scheduled" in run.output, run.output[-3000:]
+    assert "didn't match Pod's node affinity/selector" in run.output
+    assert "FailedScheduling" in run.output  # the pod's events
+    assert "mpi_operator_node_selector" in run.output  # what to do
+    assert took < FAIL_FAST_S, f"took {took:.0f}s"
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+@pytest.mark.realnode
+def test_a_missing_image_fails_fast_pointing_at_the_image_docs(
+    playbook: Playbook, uninstalled: None, operator_crd: None, real_node: None
+) -> None:
+    run, took = timed(playbook, {**ON_REAL_NODE, "mpi_operator_image_repository": "localhost/mpi-operator-missing",
+                                 "mpi_operator_image_tag": "0.0.0", "mpi_operator_image_pull_policy": "IfNotPresent"})
+    assert run.returncode != 0, run.output[-3000:]
+    assert "cannot get its image localhost/mpi-operator-missing:0.0.0" in run.output, run.output[-3000:]
+    assert "ErrImagePull" in run.output or "ImagePullBackOff" in run.output
+    assert "docs/install.md#image" in run.output
+    assert took < FAIL_FAST_S, f"took {took:.0f}s"
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+@pytest.mark.realnode
+def test_a_crash_loop_fails_fast_with_the_log_tail(
+    playbook: Playbook, uninstalled: None, operator_crd: None, operator_image: dict[str, Any]
+) -> None:
+    run, took = timed(playbook, {**operator_image, "mpi_operator_extra_args": ["--no-such-flag"]})
+    assert run.returncode != 0, run.output[-3000:]
+    assert "keeps exiting (exit code 2" in run.output, run.output[-3000:]
+    assert "unrecognized arguments: --no-such-flag" in run.output  # the log tail of the crashed container
+    assert took < FAIL_FAST_S, f"took {took:.0f}s"
+
+
+# -- the operator pod on the real node ---------------------------------------------------------------------------------
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+@pytest.mark.realnode
+def test_monitoring_port_0_installs_and_the_pod_becomes_ready(
+    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, operator_image: dict[str, Any]
+) -> None:
+    playbook("install.yml", extra_vars={**operator_image, "mpi_operator_monitoring_port": 0}).expect_ok()
+    (pod,) = operator_pods(kubectl)
+    assert all(c["status"] == "True" for c in pod["status"]["conditions"] if c["type"] == "Ready")
+    container = pod["spec"]["containers"][0]
+    assert [p["name"] for p in container["ports"]] == ["health"]
+    # /metrics is really off: nothing listens on 8080 in the pod; the probes' port answers.
+    ip = pod["status"]["podIP"]
+    probe = kubectl("get", "--raw", f"/api/v1/namespaces/{INSTALL_NAMESPACE}/pods/{pod['metadata']['name']}:8081/proxy/healthz")
+    assert probe.returncode == 0 and probe.stdout.strip() == "ok", probe.stderr
+    metrics = kubectl("get", "--raw", f"/api/v1/namespaces/{INSTALL_NAMESPACE}/pods/{pod['metadata']['name']}:8080/proxy/metrics")
+    assert metrics.returncode != 0, f"/metrics answered on {ip}:8080 with monitoring off"
+    assert restarts(pod) == 0
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+@pytest.mark.realnode
+def test_two_replicas_one_leader(
+    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, operator_image: dict[str, Any]
+) -> None:
+    playbook("install.yml", extra_vars={**operator_image, "mpi_operator_replicas": 2}).expect_ok()
+    pods = operator_pods(kubectl)
+    assert len(pods) == 2
+    lease = json.loads(kubectl("get", "lease", "mpi-operator", "-n", INSTALL_NAMESPACE, "-o", "json").stdout)
+    holder = lease["spec"]["holderIdentity"]
+    leaders = [p["metadata"]["name"] for p in pods if holder.startswith(p["metadata"]["name"] + "_")]
+    assert len(leaders) == 1, (holder, [p["metadata"]["name"] for p in pods])
+    is_leader = {}
+    for p in pods:
+        name = p["metadata"]["name"]
+        out = kubectl("get", "--raw", f"/api/v1/namespaces/{INSTALL_NAMESPACE}/pods/{name}:8080/proxy/metrics")
+        assert out.returncode == 0, out.stderr
+        line = next(ln for ln in out.stdout.splitlines() if ln.startswith("mpi_operator_is_leader "))
+        is_leader[name] = float(line.split()[1])
+    assert sorted(is_leader.values()) == [0.0, 1.0] and is_leader[leaders[0]] == 1.0
+    # Both are Ready: the standby waits for the lease, ready to take over.
+    assert all(c["status"] == "True" for p in pods for c in p["status"]["conditions"] if c["type"] == "Ready")
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+@pytest.mark.realnode
+def test_a_cpu_starved_operator_becomes_ready_without_a_restart(
+    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, operator_image: dict[str, Any]
+) -> None:
+    """A 50m CPU limit: Python's start-up takes far longer than the old liveness probe's 40 s allowed (measured in
+    the test's output); the startupProbe waits for it and the liveness probe does not kill a slow process."""
+    starved = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"cpu": "50m", "memory": "1Gi"}}
+    start = time.monotonic()
+    playbook("install.yml", extra_vars={**operator_image, "mpi_operator_resources": starved,
+                                        "mpi_operator_wait_timeout": 600}).expect_ok()
+    ready_after = time.monotonic() - start
+    (pod,) = operator_pods(kubectl)
+    assert pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "50m"
+    # Stay a while past readiness: liveness runs now, and a starved process must not be killed for being slow.
+    time.sleep(60)
+    (pod,) = operator_pods(kubectl)
+    assert restarts(pod) == 0, json.dumps(pod["status"].get("containerStatuses"), indent=1)
+    started = pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
+    print(f"starved operator ready {ready_after:.0f}s after install began; container started {started}")
