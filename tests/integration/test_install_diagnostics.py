@@ -10,7 +10,7 @@ import json
 import re
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -68,8 +68,25 @@ def timed(playbook: Playbook, extra_vars: dict[str, Any]) -> tuple[PlaybookRun, 
     return run, float(found[-1])
 
 
-def operator_pods(kubectl: Kubectl) -> list[dict[str, Any]]:
-    proc = kubectl("get", "pods", "-n", INSTALL_NAMESPACE, "-l", "app.kubernetes.io/component=controller",
+# The real-node operator tests install into their own operator namespace, watching only the test's namespace: their
+# cluster-scoped grants are named after it ("mpi-operator:<namespace>"), so they need not wait for the install lock
+# that serializes the tests sharing INSTALL_NAMESPACE.
+OWN_NAMESPACE = "mpi-operator-diag"
+
+
+@pytest.fixture
+def own_install(
+    playbook: Playbook, operator_crd: None, operator_image: dict[str, Any], namespace: str
+) -> Iterator[Callable[..., PlaybookRun]]:
+    """install(**vars): installs the real operator image into OWN_NAMESPACE watching `namespace`; uninstalled after."""
+    base = {**operator_image, "mpi_operator_namespace_name": OWN_NAMESPACE, "mpi_operator_watch_namespace": namespace}
+    playbook("uninstall.yml", extra_vars=base)  # a leftover of an interrupted run
+    yield lambda **extra: install(playbook, {**base, **extra})
+    playbook("uninstall.yml", extra_vars=base).expect_ok()
+
+
+def operator_pods(kubectl: Kubectl, namespace: str = INSTALL_NAMESPACE) -> list[dict[str, Any]]:
+    proc = kubectl("get", "pods", "-n", namespace, "-l", "app.kubernetes.io/component=controller",
                    "-o", "json")
     assert proc.returncode == 0, proc.stderr
     return [p for p in json.loads(proc.stdout)["items"] if not p["metadata"].get("deletionTimestamp")]
@@ -131,18 +148,19 @@ def test_a_crash_loop_fails_fast_with_the_log_tail(
 @pytest.mark.slow
 @pytest.mark.realnode
 def test_monitoring_port_0_installs_and_the_pod_becomes_ready(
-    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, operator_image: dict[str, Any]
+    kubectl: Kubectl, own_install: Callable[..., PlaybookRun]
 ) -> None:
-    install(playbook, {**operator_image, "mpi_operator_monitoring_port": 0}).expect_ok()
-    (pod,) = operator_pods(kubectl)
+    own_install(mpi_operator_monitoring_port=0).expect_ok()
+    (pod,) = operator_pods(kubectl, OWN_NAMESPACE)
     assert all(c["status"] == "True" for c in pod["status"]["conditions"] if c["type"] == "Ready")
     container = pod["spec"]["containers"][0]
     assert [p["name"] for p in container["ports"]] == ["health"]
     # /metrics is really off: nothing listens on 8080 in the pod; the probes' port answers.
     ip = pod["status"]["podIP"]
-    probe = kubectl("get", "--raw", f"/api/v1/namespaces/{INSTALL_NAMESPACE}/pods/{pod['metadata']['name']}:8081/proxy/healthz")
+    proxy = f"/api/v1/namespaces/{OWN_NAMESPACE}/pods/{pod['metadata']['name']}"
+    probe = kubectl("get", "--raw", f"{proxy}:8081/proxy/healthz")
     assert probe.returncode == 0 and probe.stdout.strip() == "ok", probe.stderr
-    metrics = kubectl("get", "--raw", f"/api/v1/namespaces/{INSTALL_NAMESPACE}/pods/{pod['metadata']['name']}:8080/proxy/metrics")
+    metrics = kubectl("get", "--raw", f"{proxy}:8080/proxy/metrics")
     assert metrics.returncode != 0, f"/metrics answered on {ip}:8080 with monitoring off"
     assert restarts(pod) == 0
 
@@ -150,20 +168,18 @@ def test_monitoring_port_0_installs_and_the_pod_becomes_ready(
 @pytest.mark.cluster
 @pytest.mark.slow
 @pytest.mark.realnode
-def test_two_replicas_one_leader(
-    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, operator_image: dict[str, Any]
-) -> None:
-    install(playbook, {**operator_image, "mpi_operator_replicas": 2}).expect_ok()
-    pods = operator_pods(kubectl)
+def test_two_replicas_one_leader(kubectl: Kubectl, own_install: Callable[..., PlaybookRun]) -> None:
+    own_install(mpi_operator_replicas=2).expect_ok()
+    pods = operator_pods(kubectl, OWN_NAMESPACE)
     assert len(pods) == 2
-    lease = json.loads(kubectl("get", "lease", "mpi-operator", "-n", INSTALL_NAMESPACE, "-o", "json").stdout)
+    lease = json.loads(kubectl("get", "lease", "mpi-operator", "-n", OWN_NAMESPACE, "-o", "json").stdout)
     holder = lease["spec"]["holderIdentity"]
     leaders = [p["metadata"]["name"] for p in pods if holder.startswith(p["metadata"]["name"] + "_")]
     assert len(leaders) == 1, (holder, [p["metadata"]["name"] for p in pods])
     is_leader = {}
     for p in pods:
         name = p["metadata"]["name"]
-        out = kubectl("get", "--raw", f"/api/v1/namespaces/{INSTALL_NAMESPACE}/pods/{name}:8080/proxy/metrics")
+        out = kubectl("get", "--raw", f"/api/v1/namespaces/{OWN_NAMESPACE}/pods/{name}:8080/proxy/metrics")
         assert out.returncode == 0, out.stderr
         line = next(ln for ln in out.stdout.splitlines() if ln.startswith("mpi_operator_is_leader "))
         is_leader[name] = float(line.split()[1])
@@ -176,20 +192,19 @@ def test_two_replicas_one_leader(
 @pytest.mark.slow
 @pytest.mark.realnode
 def test_a_cpu_starved_operator_becomes_ready_without_a_restart(
-    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, operator_image: dict[str, Any]
+    kubectl: Kubectl, own_install: Callable[..., PlaybookRun]
 ) -> None:
     """A 50m CPU limit: Python's start-up takes far longer than the old liveness probe's 40 s allowed (measured in
     the test's output); the startupProbe waits for it and the liveness probe does not kill a slow process."""
     starved = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"cpu": "50m", "memory": "1Gi"}}
     start = time.monotonic()
-    install(playbook, {**operator_image, "mpi_operator_resources": starved,
-                                        "mpi_operator_wait_timeout": 600}).expect_ok()
+    own_install(mpi_operator_resources=starved, mpi_operator_wait_timeout=600).expect_ok()
     ready_after = time.monotonic() - start
-    (pod,) = operator_pods(kubectl)
+    (pod,) = operator_pods(kubectl, OWN_NAMESPACE)
     assert pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "50m"
     # Stay a while past readiness: liveness runs now, and a starved process must not be killed for being slow.
     time.sleep(60)
-    (pod,) = operator_pods(kubectl)
+    (pod,) = operator_pods(kubectl, OWN_NAMESPACE)
     assert restarts(pod) == 0, json.dumps(pod["status"].get("containerStatuses"), indent=1)
     started = pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
     print(f"starved operator ready {ready_after:.0f}s after install began; container started {started}")
