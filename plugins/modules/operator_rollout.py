@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: mpi.operator contributors
-# Apache License 2.0 (see galaxy.yml)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -8,7 +9,7 @@ module: operator_rollout
 short_description: Wait until the MPI operator Deployment is rolled out; fail fast, with the reason, when it cannot start
 version_added: 0.1.0
 author:
-  - mpi.operator contributors
+  - mpi.operator contributors (!UNKNOWN)
 description:
   - Polls the Deployment, its pods and their events until every replica is updated and available.
   - Fails as soon as a pod shows a cause that waiting will not cure (the image cannot be pulled, the container keeps
@@ -59,7 +60,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 state:
-  description: V(ready), or V(failed) (then the task fails and RV(msg) says why).
+  description: V(ready), or V(failed) (then the task fails and the task's C(msg) says why).
   returned: always
   type: str
 reason:
