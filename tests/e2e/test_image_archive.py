@@ -1,6 +1,9 @@
-"""`make image-archive` as a kind user meets it: the archive is loaded into the real node's containerd with the very
-command `kind load image-archive` runs on a kind node, read by skopeo, and the operator it holds is installed by
-playbooks/install.yml with pull policy Never and becomes Ready (and elected) without a restart."""
+"""`make image-archive` as users meet it (docs/install.md#image).
+kind user: the archive is loaded into the real node's containerd with the very command `kind load image-archive` runs
+on a kind node, read by skopeo, and the operator it holds is installed by playbooks/install.yml with pull policy
+Never, becomes Ready (and elected) without a restart, and runs a job submitted with submit.yml.
+Registry user: the archive is pushed with skopeo to a registry (CNCF distribution, built from the Go module proxy,
+on 127.0.0.1, which containerd reaches over plain HTTP) and the kubelet pulls it (pull policy Always)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tarfile
 import time
@@ -16,13 +20,13 @@ import uuid
 import pytest
 from kubernetes import client
 
-from tests.e2e.conftest import MANIFESTS, REAL_NODE_SELECTOR, REAL_NODE_TOLERATION, ROOT, _playbook
+from tests.e2e.conftest import CACHE, MANIFESTS, REAL_NODE_SELECTOR, REAL_NODE_TOLERATION, ROOT, _playbook
 
 pytestmark = [pytest.mark.realnode, pytest.mark.slow]
 
 CONTAINERD_SOCK = os.environ.get("MPI_CONTAINERD_SOCK", "/run/containerd/containerd.sock")
 OPERATOR_NAMESPACE = "mpi-operator-archive"
-WATCH_NAMESPACE = "mpi-archive-jobs"  # its own, so the operators other tests install are left alone
+REGISTRY_MODULE = "github.com/distribution/distribution/v3/cmd/registry@v3.0.0"
 
 
 def sha256(data: bytes) -> str:
@@ -81,43 +85,97 @@ def test_image_archive_loads_into_containerd_and_install_runs_it(api: client.Api
                             capture_output=True, text=True)
     assert listed.stdout.split() == [image], listed.stdout + listed.stderr
 
-    repository = image.rsplit(":", 1)[0]
-    install_vars = {
+    pod = install_and_check(api, tmp_path, image, "Never")
+    assert pod.spec.containers[0].image_pull_policy == "Never"
+
+
+def install_vars(image: str, pull_policy: str, watch: str) -> dict:
+    repository, tag = image.rsplit(":", 1)
+    return {
         "mpi_operator_namespace_name": OPERATOR_NAMESPACE,
-        "mpi_operator_watch_namespace": WATCH_NAMESPACE,
+        "mpi_operator_watch_namespace": watch,
         "mpi_operator_image_repository": repository,
         "mpi_operator_image_tag": tag,
-        "mpi_operator_image_pull_policy": "Never",
+        "mpi_operator_image_pull_policy": pull_policy,
         "mpi_operator_node_selector": REAL_NODE_SELECTOR,
         "mpi_operator_tolerations": [REAL_NODE_TOLERATION],
         "mpi_operator_wait_timeout": 240,
     }
+
+
+def install_and_check(api: client.ApiClient, tmp_path, image: str, pull_policy: str, submit: bool = True):
+    """install.yml with `image` on the real node; the pod Ready, leading, and (with submit) running a job; then
+    uninstall. Returns the operator pod as it was."""
+    tag = image.rsplit(":", 1)[1]
+    watch = f"mpi-archive-{pull_policy.lower()}"  # its own, so the operators other tests install are left alone
+    install = install_vars(image, pull_policy, watch)
     core = client.CoreV1Api(api)
     try:
-        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=WATCH_NAMESPACE)))
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=watch)))
     except client.ApiException as err:
         if err.status != 409:
             raise
     try:
         started = time.monotonic()
-        _playbook("install.yml", install_vars, tmp_path)  # waits until the Deployment is available
+        _playbook("install.yml", install, tmp_path)  # waits until the Deployment is available
         print(f"installed and available in {time.monotonic() - started:.1f} s")
         pods = core.list_namespaced_pod(OPERATOR_NAMESPACE, label_selector="app.kubernetes.io/name=mpi-operator").items
         assert len(pods) == 1
         pod = pods[0]
         status = pod.status.container_statuses[0]
-        assert pod.spec.containers[0].image_pull_policy == "Never"
         assert status.image.endswith(f"mpi-operator:{tag}"), status.image
         assert status.ready and status.restart_count == 0, status
         lease = client.CoordinationV1Api(api).read_namespaced_lease("mpi-operator", OPERATOR_NAMESPACE)
         assert lease.spec.holder_identity.startswith(pod.metadata.name), lease.spec.holder_identity
+        if not submit:
+            return pod
         # And it runs jobs: submit.yml waits until the job Succeeded (it fails the play otherwise).
         started = time.monotonic()
-        _playbook("submit.yml", {"mpijob_src": str(MANIFESTS / "pi-openmpi4.yaml"), "mpijob_namespace": WATCH_NAMESPACE,
+        _playbook("submit.yml", {"mpijob_src": str(MANIFESTS / "pi-openmpi4.yaml"), "mpijob_namespace": watch,
                                  "mpijob_wait_timeout": 300}, tmp_path)
         print(f"pi-openmpi4 submitted and Succeeded in {time.monotonic() - started:.1f} s")
+        return pod
     finally:
-        _playbook("uninstall.yml", install_vars, tmp_path)
+        _playbook("uninstall.yml", install, tmp_path)
         subprocess.run(["ctr", "--address", CONTAINERD_SOCK, "-n", "k8s.io", "images", "rm", image],
                        capture_output=True)
-        core.delete_namespace(WATCH_NAMESPACE)
+        core.delete_namespace(watch)
+
+
+def registry_binary() -> str | None:
+    """The CNCF distribution registry: $CACHE/bin/registry, built from the Go module proxy once when Go is here."""
+    path = CACHE / "bin/registry"
+    if not path.exists() and shutil.which("go"):
+        subprocess.run(["go", "install", REGISTRY_MODULE], env={**os.environ, "GOBIN": str(path.parent)},
+                       capture_output=True, timeout=1800)
+    return str(path) if path.exists() else None
+
+
+def test_image_pushed_to_a_registry_is_pulled_by_the_kubelet(api: client.ApiClient, tmp_path) -> None:
+    binary = registry_binary()
+    if binary is None or not shutil.which("skopeo"):
+        pytest.skip(f"needs skopeo (Debian package) and a registry ({REGISTRY_MODULE}, Go)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "registry.yml"
+    config.write_text(f"version: 0.1\nstorage: {{filesystem: {{rootdirectory: {tmp_path / 'data'}}}}}\n"
+                      f"http: {{addr: '127.0.0.1:{port}'}}\nlog: {{level: error}}\n")
+    env = {**os.environ, "OTEL_TRACES_EXPORTER": "none"}
+    registry = subprocess.Popen([binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=env)
+    image = f"127.0.0.1:{port}/team/mpi-operator:push-{uuid.uuid4().hex[:8]}"
+    try:
+        archive = str(tmp_path / "mpi-operator.tar")
+        make_image_archive(image, archive)
+        pushed = subprocess.run(["skopeo", "copy", "--dest-tls-verify=false", f"docker-archive:{archive}",
+                                 f"docker://{image}"], capture_output=True, text=True, timeout=900)
+        assert pushed.returncode == 0, pushed.stderr
+        # Always: the kubelet asks the registry, whatever containerd holds.
+        pod = install_and_check(api, tmp_path, image, "Always", submit=False)
+        digest = json.loads(subprocess.run(["skopeo", "inspect", "--tls-verify=false", f"docker://{image}"],
+                                           capture_output=True, text=True, check=True).stdout)["Digest"]
+        assert pod.status.container_statuses[0].image_id.endswith(digest), (pod.status.container_statuses[0], digest)
+    finally:
+        registry.terminate()
+        registry.wait(10)
