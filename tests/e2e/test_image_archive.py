@@ -146,8 +146,11 @@ def registry_binary() -> str | None:
     """The CNCF distribution registry: $CACHE/bin/registry, built from the Go module proxy once when Go is here."""
     path = CACHE / "bin/registry"
     if not path.exists() and shutil.which("go"):
-        subprocess.run(["go", "install", REGISTRY_MODULE], env={**os.environ, "GOBIN": str(path.parent)},
-                       capture_output=True, timeout=1800)
+        try:  # about 5 minutes on a busy 2-core machine, once
+            subprocess.run(["go", "install", REGISTRY_MODULE], env={**os.environ, "GOBIN": str(path.parent)},
+                           capture_output=True, timeout=900)
+        except subprocess.TimeoutExpired:
+            return None
     return str(path) if path.exists() else None
 
 
