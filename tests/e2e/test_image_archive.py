@@ -18,9 +18,19 @@ import time
 import uuid
 
 import pytest
+import yaml
 from kubernetes import client
 
-from tests.e2e.conftest import CACHE, MANIFESTS, REAL_NODE_SELECTOR, REAL_NODE_TOLERATION, ROOT, _playbook
+from tests.e2e.conftest import (
+    BUILT_IMAGES,
+    CACHE,
+    MANIFESTS,
+    REAL_NODE_SELECTOR,
+    REAL_NODE_TOLERATION,
+    ROOT,
+    _playbook,
+    pin_local_images,
+)
 
 pytestmark = [pytest.mark.realnode, pytest.mark.slow]
 
@@ -100,6 +110,8 @@ def install_vars(image: str, pull_policy: str, watch: str) -> dict:
         "mpi_operator_node_selector": REAL_NODE_SELECTOR,
         "mpi_operator_tolerations": [REAL_NODE_TOLERATION],
         "mpi_operator_wait_timeout": 240,
+        # Integration test sessions on the same cluster write the CRD with other field managers.
+        "mpi_operator_adopt_crd": True,
     }
 
 
@@ -131,7 +143,11 @@ def install_and_check(api: client.ApiClient, tmp_path, image: str, pull_policy: 
             return pod
         # And it runs jobs: submit.yml waits until the job Succeeded (it fails the play otherwise).
         started = time.monotonic()
-        _playbook("submit.yml", {"mpijob_src": str(MANIFESTS / "pi-openmpi4.yaml"), "mpijob_namespace": watch,
+        job = yaml.safe_load((MANIFESTS / "pi-openmpi4.yaml").read_text())
+        pin_local_images(job, BUILT_IMAGES)  # this checkout's MPI image build, as the other e2e tests run
+        manifest = tmp_path / "pi-openmpi4.yaml"
+        manifest.write_text(yaml.safe_dump(job))
+        _playbook("submit.yml", {"mpijob_src": str(manifest), "mpijob_namespace": watch,
                                  "mpijob_wait_timeout": 300}, tmp_path)
         print(f"pi-openmpi4 submitted and Succeeded in {time.monotonic() - started:.1f} s")
         return pod
