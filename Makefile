@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: images cluster-status venv demo test test-unit test-integration lint run cluster-up cluster-down kubeconfig bench e2e
+.PHONY: image image-archive images cluster-status venv demo test test-unit test-integration lint run cluster-up cluster-down kubeconfig bench e2e
 
 venv:
 	@bash hack/venv.sh
@@ -23,6 +23,14 @@ kubeconfig:
 
 images:
 	@bash hack/images/build.sh
+
+# The operator image with podman, buildah or docker, else the project's own builder; IMAGE=NAME:TAG,
+# IMAGE_BUILDER=auto|podman|buildah|docker|local, IMAGE_ARCHIVE=PATH (docs/install.md#image).
+image: venv
+	@bash hack/images/image.sh build
+
+image-archive: venv
+	@bash hack/images/image.sh archive
 
 cluster-status:
 	@bash hack/cluster/status.sh

@@ -33,7 +33,9 @@ def _free_port() -> int:
 class OperatorProcess:
     """One operator process; `metrics()` reads its /metrics, `logs()` its output so far."""
 
-    def __init__(self, kubeconfig: str, work_dir: pathlib.Path, args: list[str], name: str = "operator"):
+    def __init__(self, kubeconfig: str, work_dir: pathlib.Path, args: list[str], name: str = "operator",
+                 root: pathlib.Path = _ROOT):
+        self.root = root  # the source tree it runs from (another release's, in the upgrade test)
         self.port = _free_port()
         self.log_path = work_dir / f"{name}-{self.port}.log"
         self.args = ["--kubeconfig", kubeconfig, "--monitoring-port", str(self.port),
@@ -42,11 +44,13 @@ class OperatorProcess:
 
     def start(self) -> OperatorProcess:
         env = dict(os.environ)
-        env["PYTHONPATH"] = str(_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = str(self.root) + os.pathsep + env.get("PYTHONPATH", "")
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        if self.root != _ROOT:  # its runs use that tree's collection too
+            env["ANSIBLE_COLLECTIONS_PATH"] = str(self.root / ".collections")
         with open(self.log_path, "ab") as out:
             # its own process group: kill_all() takes the runs in flight down with it, like a container dying
-            self.proc = subprocess.Popen([sys.executable, "-m", "mpijob_operator", *self.args], cwd=_ROOT,
+            self.proc = subprocess.Popen([sys.executable, "-m", "mpijob_operator", *self.args], cwd=self.root,
                                          stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         return self
 
