@@ -27,9 +27,11 @@ if [ -n "$reason" ]; then
 fi
 apiserver_ready || die "the API server is not up: run hack/cluster/up.sh first"
 
-# Debian packages (idempotent: only what is missing).
+# Debian packages (idempotent: only what is missing). skopeo is not the node's: it reads and pushes the image
+# archives of `make image-archive` in the e2e tier (tests/e2e/test_image_archive.py).
 need=()
-for pair in containerd:containerd runc:runc debootstrap:debootstrap nft:nftables ip:iproute2 openssl:openssl; do
+for pair in containerd:containerd runc:runc debootstrap:debootstrap nft:nftables ip:iproute2 openssl:openssl \
+  skopeo:skopeo; do
   command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
 done
 [ -x "$CNI_BIN_DIR/bridge" ] || need+=(containernetworking-plugins)
