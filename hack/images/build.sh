@@ -34,7 +34,9 @@ build_recipe() {
   local name=$1 hash tar
   hash=$(recipe_hash "$name")
   (
-    # A subshell per recipe so one recipe's variables and functions don't leak into the next.
+    # A subshell per recipe so one recipe's variables and functions don't leak into the next. errexit again:
+    # a command substitution drops it, and a recipe step that fails must fail the build, not pack a broken image.
+    set -e
     source "$images_dir/recipes/_mpi.sh"
     source "$images_dir/recipes/$name.sh"
     ref=localhost/$image:$image_tag

@@ -14,7 +14,8 @@ mpicc=mpicc
 horovod_version=0.28.1
 # Elastic mode needs Gloo; MPI too so `horovodrun --mpi` (and mpirun) work; no TensorFlow, MXNet or CUDA.
 horovod_flags="HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1"
-horovod_build_packages="libtorch-dev pybind11-dev cmake g++ make python3-dev libopenmpi-dev python3-setuptools python3-wheel"
+# (pip brings setuptools and wheel, which the build uses: purging them would take pip along)
+horovod_build_packages="libtorch-dev pybind11-dev cmake g++ make python3-dev libopenmpi-dev"
 image_config='{'"$mpi_entrypoint"',"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","OMPI_MCA_btl_vader_single_copy_mechanism=none","PYTHONUNBUFFERED=1"]}'
 
 customize() {
@@ -32,7 +33,7 @@ customize() {
 horovod_wheel() {
   local root=$1 key dir
   # (the build packages come from the same Debian release as these, so the suite's name covers them)
-  key=$( { echo "$horovod_version $suite $horovod_flags $horovod_build_packages"
+  key=$( { echo "$horovod_version $suite $horovod_flags"
            in_root "$root" dpkg-query -W python3.11 python3-torch libtorch1.13 libopenmpi3; } | sha256sum | cut -c1-16)
   dir=$image_cache/wheels/horovod-$key
   if ! ls "$dir"/horovod-*.whl >/dev/null 2>&1; then
