@@ -101,8 +101,8 @@ def check_resized_run(outcome: Outcome) -> None:
     assert {2, 3, 1} <= set(epoch_sizes), epoch_sizes  # whole epochs trained at every size
     finished = FINISHED.search(log)
     assert finished and finished[1] == str(EPOCHS) and finished[2] == "1", log[-2000:]
-    print("\n" + "\n".join(m[0] for m in WORLD.finditer(log)) + f"\n{finished[0]}\n"
-          f"{outcome.name}: Succeeded in {outcome.seconds:.0f} s")
+    shown = [line for line in log.splitlines() if WORLD.search(line) or FINISHED.search(line)]
+    print("\n" + "\n".join(shown) + f"\n{outcome.name}: Succeeded in {outcome.seconds:.0f} s")
 
 
 def replicas_patch(n: int) -> str:

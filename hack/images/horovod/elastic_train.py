@@ -88,7 +88,8 @@ def main() -> None:
                 time.sleep(args.batch_seconds)
                 state.batch += 1
                 # Commit every few batches: a lost worker costs at most that much work; new workers join here.
-                if state.batch % 5 == 0:
+                # (The epoch's last batch is committed with the epoch below, so a restart never begins past it.)
+                if state.batch % 5 == 0 and state.batch < args.batches_per_epoch:
                     state.commit()
             mean_loss = hvd.allreduce(loss.detach(), name="epoch_loss").item()
             log(f"epoch {state.epoch} done: world size {hvd.size()}, loss {mean_loss:.4f}")
