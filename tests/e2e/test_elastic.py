@@ -14,7 +14,7 @@ import time
 import pytest
 import yaml
 
-from tests.e2e.conftest import JOBS_NAMESPACE, ROOT, Jobs, Outcome, _ansible_env, kubeconfig_path
+from tests.e2e.conftest import GROUP, JOBS_NAMESPACE, ROOT, Jobs, Outcome, _ansible_env, kubeconfig_path
 
 # The first build of the image compiles Horovod (tens of minutes on a busy 2-core machine); later ones are cached.
 pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.timeout(3600)]
@@ -69,8 +69,12 @@ def mpijob_module(**params: object) -> dict:
 class Resizes:
     """Watches the launcher log of one running elastic job for the world sizes its rank 0 reports."""
 
-    def __init__(self, jobs: Jobs, name: str) -> None:
-        self.jobs, self.name, self.seen = jobs, name, 0
+    def __init__(self, jobs: Jobs, version: str, name: str) -> None:
+        self.jobs, self.version, self.name, self.seen = jobs, version, name, 0
+
+    def failed(self) -> bool:
+        job = self.jobs.custom.get_namespaced_custom_object(GROUP, self.version, JOBS_NAMESPACE, "mpijobs", self.name)
+        return any(c["type"] == "Failed" and c["status"] == "True" for c in job.get("status", {}).get("conditions", []))
 
     def next_world(self, size: int, timeout: float = RESIZE_TIMEOUT_S) -> list[str]:
         """Waits for a restart with `size` ranks reported after the last one seen; returns the ranks' hosts."""
@@ -82,7 +86,7 @@ class Resizes:
                 self.seen += 1
                 if int(match[1]) == size:
                     return match[4].split()
-            if FINISHED.search(log):
+            if FINISHED.search(log) or self.failed():
                 break
             time.sleep(2)
         raise AssertionError(f"no 'world size {size}' in the launcher log of {self.name} in time:\n{log[-4000:]}\n"
@@ -112,7 +116,7 @@ def replicas_patch(n: int) -> str:
 def test_elastic_horovod_resized_with_kubectl_patch(jobs: Jobs, horovod_image: str) -> None:
     started = time.monotonic()
     version, name = jobs.start(elastic_job(horovod_image))
-    watch = Resizes(jobs, name)
+    watch = Resizes(jobs, version, name)
     assert sorted(watch.next_world(2)) == [f"{name}-worker-0", f"{name}-worker-1"]
 
     kubectl("patch", f"mpijobs.{version}.kubeflow.org", name, "--type", "merge", "-p", replicas_patch(3))
@@ -127,7 +131,7 @@ def test_elastic_horovod_resized_with_kubectl_patch(jobs: Jobs, horovod_image: s
 def test_elastic_horovod_resized_with_the_module_and_kubectl_scale(jobs: Jobs, horovod_image: str) -> None:
     started = time.monotonic()
     version, name = jobs.start(elastic_job(horovod_image))
-    watch = Resizes(jobs, name)
+    watch = Resizes(jobs, version, name)
     assert len(watch.next_world(2)) == 2
 
     result = mpijob_module(name=name, workers=3)
