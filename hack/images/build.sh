@@ -2,8 +2,9 @@
 # Builds the local images without Docker or a registry, caches each as a `docker save` tar keyed by
 # the hash of its recipe, and imports it into containerd (namespace k8s.io) when containerd runs and
 # lacks that build. Images: localhost/<name>:${MPI_IMAGE_TAG:-local}.
-# usage: hack/images/build.sh [--no-import] [--print] [pause|openmpi4|openmpi5|mpich|python|operator ...]
-#   (default: pause openmpi4 openmpi5 mpich operator); --print: print "<ref> <tar> <recipe hash>" per image.
+# usage: hack/images/build.sh [--no-import] [--print] [pause|openmpi4|openmpi5|mpich|python|horovod|operator ...]
+#   (default: pause openmpi4 openmpi5 mpich operator; horovod is built on demand, its first build compiles)
+#   --print: print "<ref> <tar> <recipe hash>" per image.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { log "needs root (debootstrap, chroot)"; exit 1; }
@@ -19,10 +20,13 @@ done
 names=("$@")
 [ "${#names[@]}" -gt 0 ] || names=(pause openmpi4 openmpi5 mpich operator)
 
-# Hash of everything that goes into recipe $1's image.
+# Hash of everything that goes into recipe $1's image (hack/images/$1/: files only that recipe uses).
 recipe_hash() {
-  cat "$images_dir/lib.sh" "$images_dir/pack.py" "$images_dir/recipes/_mpi.sh" \
-    "$images_dir/recipes/$1.sh" "$images_dir"/src/* | sha256sum | cut -c1-16
+  {
+    cat "$images_dir/lib.sh" "$images_dir/pack.py" "$images_dir/recipes/_mpi.sh" \
+      "$images_dir/recipes/$1.sh" "$images_dir"/src/*
+    if [ -d "$images_dir/$1" ]; then cat "$images_dir/$1"/*; fi
+  } | sha256sum | cut -c1-16
 }
 
 # Builds recipe $1 into the cache unless it is there; prints "<ref> <tar> <hash>".
@@ -30,7 +34,9 @@ build_recipe() {
   local name=$1 hash tar
   hash=$(recipe_hash "$name")
   (
-    # A subshell per recipe so one recipe's variables and functions don't leak into the next.
+    # A subshell per recipe so one recipe's variables and functions don't leak into the next. errexit again:
+    # a command substitution drops it, and a recipe step that fails must fail the build, not pack a broken image.
+    set -e
     source "$images_dir/recipes/_mpi.sh"
     source "$images_dir/recipes/$name.sh"
     ref=localhost/$image:$image_tag

@@ -25,8 +25,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = pathlib.Path(__file__).parent / "manifests"
 CACHE = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
 NODE_NAME = os.environ.get("MPI_REAL_NODE_NAME", "mpi-real-node")
-OPERATOR_NAMESPACE = "mpi-operator-e2e"
-JOBS_NAMESPACE = "mpi-e2e"
+# Overridable so that two runs on the shared cluster do not install into (and uninstall from) the same namespaces.
+OPERATOR_NAMESPACE = os.environ.get("MPI_E2E_OPERATOR_NAMESPACE", "mpi-operator-e2e")
+JOBS_NAMESPACE = os.environ.get("MPI_E2E_NAMESPACE", "mpi-e2e")
 JOB_TIMEOUT_S = float(os.environ.get("MPI_E2E_JOB_TIMEOUT", "240"))
 REAL_NODE_SELECTOR = {"mpi.operator/real-node": "true"}
 REAL_NODE_TOLERATION = {"key": "mpi.operator/real-node", "operator": "Exists", "effect": "NoSchedule"}
@@ -198,13 +199,23 @@ class Jobs:
 
     def run(self, manifest: str, timeout: float = JOB_TIMEOUT_S) -> Outcome:
         job = yaml.safe_load((MANIFESTS / manifest).read_text())
+        started = time.monotonic()
+        version, name = self.start(job)
+        return self.wait(version, name, started, timeout)
+
+    def start(self, job: dict) -> tuple[str, str]:
+        """Creates `job` under a unique name in JOBS_NAMESPACE, local images pinned to this checkout's builds;
+        returns its (version, name)."""
         pin_local_images(job, BUILT_IMAGES)
         version = job["apiVersion"].split("/")[1]
         name = f"{job['metadata']['name']}-{uuid.uuid4().hex[:5]}"
         job["metadata"] = {"name": name, "namespace": JOBS_NAMESPACE}
-        started = time.monotonic()
         self.custom.create_namespaced_custom_object(GROUP, version, JOBS_NAMESPACE, "mpijobs", job)
         self.created.append((version, name))
+        return version, name
+
+    def wait(self, version: str, name: str, started: float, timeout: float = JOB_TIMEOUT_S) -> Outcome:
+        """Waits until the job succeeded or failed, at most `timeout` seconds after `started` (monotonic)."""
         while True:
             current = self.custom.get_namespaced_custom_object(GROUP, version, JOBS_NAMESPACE, "mpijobs", name)
             conditions = {c["type"]: c["status"] for c in current.get("status", {}).get("conditions", [])}
@@ -217,6 +228,20 @@ class Jobs:
         seconds = time.monotonic() - started
         log, code = self.launcher(name)
         return Outcome(name, current, seconds, log, code)
+
+    def launcher_log_so_far(self, name: str) -> str:
+        """The log of the job's newest launcher pod while it runs; empty before its container started."""
+        selector = f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=launcher"
+        pods = self.core.list_namespaced_pod(JOBS_NAMESPACE, label_selector=selector).items
+        if not pods:
+            return ""
+        pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
+        try:
+            return self.core.read_namespaced_pod_log(pod.metadata.name, JOBS_NAMESPACE)
+        except ApiException as err:
+            if err.status == 400:  # ContainerCreating: no log yet
+                return ""
+            raise
 
     def launcher(self, name: str) -> tuple[str, int | None]:
         """The log and exit code of the job's last launcher pod."""
