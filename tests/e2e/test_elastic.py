@@ -17,7 +17,11 @@ import yaml
 from tests.e2e.conftest import GROUP, JOBS_NAMESPACE, ROOT, Jobs, Outcome, _ansible_env, kubeconfig_path
 
 # The first build of the image compiles Horovod (tens of minutes on a busy 2-core machine); later ones are cached.
-pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.timeout(3600)]
+# Opt-in (MPI_E2E_ELASTIC=1 make e2e) until issue 17 is closed: the first build compiles Horovod (about 30 min cold
+# on a loaded 2-core machine) and the module + kubectl scale run passed 1 of 3 (docs/real-node.md).
+pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.timeout(3600),
+              pytest.mark.skipif(os.environ.get("MPI_E2E_ELASTIC") != "1",
+                                 reason="elastic Horovod e2e is opt-in: MPI_E2E_ELASTIC=1 make e2e")]
 
 EXAMPLE = ROOT / "examples/local/horovod-elastic.yaml"
 # What elastic_train.py's rank 0 prints when training (re)starts, and at the end.
