@@ -256,6 +256,14 @@ def reached(job: dict, wait_for: str) -> bool:
     return job_phase(job) in WAIT_TARGETS[wait_for]
 
 
+def unreachable(job: dict, wait_for: str) -> str | None:
+    """Why a job can never become `wait_for` (a finished job is never suspended), so a wait ends at once; else None."""
+    phase = job_phase(job)
+    if phase in FINISHED and not reached(job, wait_for):
+        return f"MPIJob {ref(job)} has finished ({phase}): it will never be {wait_for}"
+    return None
+
+
 # ---- launcher log ----------------------------------------------------------------------------------------------------
 
 def newest_launcher_pod(pods: list[dict]) -> dict | None:

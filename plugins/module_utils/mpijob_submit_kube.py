@@ -154,7 +154,12 @@ class Jobs:
                 return True
             if report is not None:
                 report(current, time.monotonic() - started)
-            return S.reached(current, target)
+            if S.reached(current, target):
+                return True
+            never = S.unreachable(current, target)
+            if never:
+                raise JobError(never)
+            return False
 
         current = self.wait(job, over, timeout, sleep, f"to be {target}")
         if current is None:

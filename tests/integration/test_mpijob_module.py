@@ -242,3 +242,25 @@ def test_a_job_deleted_while_waited_for_fails_the_wait_at_once(ansible_play, ope
     assert run["wait"]["msg"] == f"MPIJob {namespace}/doomed-too was deleted while waiting for it to be Succeeded"
     assert run["wait"]["rounds"] >= 2
     assert time.monotonic() - started < 60
+
+
+def test_suspending_a_finished_job_with_wait_fails_at_once(ansible_play, operator_crd, api_client, namespace):
+    """A finished job never becomes Suspended: `suspend: true, wait: true` ends at once, naming why, instead of
+    waiting out wait_timeout. The job is managed by "another controller" (this test), which marks it Succeeded."""
+    from kubernetes import client
+
+    definition = example_manifest("local/pi.yaml", namespace=namespace, name="done")
+    definition["spec"]["runPolicy"] = {"managedBy": "kueue.x-k8s.io/multikueue"}
+    assert "submit" not in ansible_play([mpijob(definition=definition)]).failed
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    succeeded = {"type": "Succeeded", "status": "True", "reason": "MPIJobSucceeded", "message": "done",
+                 "lastTransitionTime": now, "lastUpdateTime": now}
+    client.CustomObjectsApi(api_client).patch_namespaced_custom_object_status(
+        "kubeflow.org", "v2beta1", namespace, "mpijobs", "done",
+        {"status": {"conditions": [succeeded], "completionTime": now, "phase": "Succeeded"}})
+    started = time.monotonic()
+    run = ansible_play([mpijob("suspend", name="done", namespace=namespace, suspend=True, wait=True,
+                               wait_timeout=300)])
+    assert "suspend" in run.failed
+    assert run["suspend"]["msg"] == f"MPIJob {namespace}/done has finished (Succeeded): it will never be Suspended"
+    assert time.monotonic() - started < 60

@@ -224,6 +224,18 @@ def test_reached(phase, wait_for, done):
     assert S.reached(j, wait_for) is done
 
 
+@pytest.mark.parametrize("phase, wait_for, never", [
+    ("Succeeded", "Suspended", True), ("Failed", "Suspended", True), ("Running", "Suspended", False),
+    ("Succeeded", "Succeeded", False), ("Failed", "Running", False), ("Pending", "Suspended", False),
+])
+def test_a_finished_job_is_never_suspended_so_the_wait_ends(phase, wait_for, never):
+    j = job(conditions=CONDITIONS_OF[phase])
+    why = S.unreachable(j, wait_for)
+    assert bool(why) is never
+    if never:
+        assert why == f"MPIJob {S.ref(j)} has finished ({phase}): it will never be Suspended"
+
+
 def test_reached_names_a_bad_target():
     with pytest.raises(S.SubmitError, match="wait_for: must be one of Succeeded, Running, Suspended, got 'Done'"):
         S.reached(job(), "Done")
