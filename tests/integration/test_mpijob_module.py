@@ -8,7 +8,7 @@ import pytest
 
 from tests.integration._fixtures.cluster import wait_for
 from tests.integration._fixtures.operator import children, expected_children, get_mpijob, patch_mpijob
-from tests.integration._fixtures.submit import example_manifest
+from tests.integration._fixtures.submit import example_manifest, mark_succeeded
 
 pytestmark = [pytest.mark.cluster]
 
@@ -247,17 +247,10 @@ def test_a_job_deleted_while_waited_for_fails_the_wait_at_once(ansible_play, ope
 def test_suspending_a_finished_job_with_wait_fails_at_once(ansible_play, operator_crd, api_client, namespace):
     """A finished job never becomes Suspended: `suspend: true, wait: true` ends at once, naming why, instead of
     waiting out wait_timeout. The job is managed by "another controller" (this test), which marks it Succeeded."""
-    from kubernetes import client
-
     definition = example_manifest("local/pi.yaml", namespace=namespace, name="done")
     definition["spec"]["runPolicy"] = {"managedBy": "kueue.x-k8s.io/multikueue"}
     assert "submit" not in ansible_play([mpijob(definition=definition)]).failed
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    succeeded = {"type": "Succeeded", "status": "True", "reason": "MPIJobSucceeded", "message": "done",
-                 "lastTransitionTime": now, "lastUpdateTime": now}
-    client.CustomObjectsApi(api_client).patch_namespaced_custom_object_status(
-        "kubeflow.org", "v2beta1", namespace, "mpijobs", "done",
-        {"status": {"conditions": [succeeded], "completionTime": now, "phase": "Succeeded"}})
+    mark_succeeded(api_client, namespace, "done")
     started = time.monotonic()
     run = ansible_play([mpijob("suspend", name="done", namespace=namespace, suspend=True, wait=True,
                                wait_timeout=300)])

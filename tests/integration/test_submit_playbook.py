@@ -15,7 +15,7 @@ import yaml
 
 from tests.integration._fixtures.install import ROOT
 from tests.integration._fixtures.operator import get_mpijob, has_condition
-from tests.integration._fixtures.submit import SUBMIT_EXAMPLES, example_manifest
+from tests.integration._fixtures.submit import SUBMIT_EXAMPLES, example_manifest, mark_succeeded
 
 pytestmark = [pytest.mark.cluster]
 
@@ -95,8 +95,6 @@ def test_a_wait_of_thousands_of_polls_completes_printing_progress(kubeconfig, op
     246 rounds): 2,000 polls and more, a progress line each, memory flat, then the job succeeds and the play ends 0.
     The job is managed by "another controller" (managedBy: MultiKueue, so no operator touches it): this test is that
     controller and writes its status."""
-    from kubernetes import client
-
     polls = 2000
     job = example_manifest("local/pi.yaml", namespace=namespace, name="long")
     job["spec"].setdefault("runPolicy", {})["managedBy"] = "kueue.x-k8s.io/multikueue"
@@ -120,12 +118,7 @@ def test_a_wait_of_thousands_of_polls_completes_printing_progress(kubeconfig, op
         if progress in (200, polls):
             rss[progress] = _tree_rss_kib(proc.pid)
         if progress == polls:
-            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            done = {"type": "Succeeded", "status": "True", "reason": "MPIJobSucceeded", "message": "done",
-                    "lastTransitionTime": now, "lastUpdateTime": now}
-            client.CustomObjectsApi(api_client).patch_namespaced_custom_object_status(
-                "kubeflow.org", "v2beta1", namespace, "mpijobs", "long",
-                {"status": {"conditions": [done], "completionTime": now, "phase": "Succeeded"}})
+            mark_succeeded(api_client, namespace, "long")
     rc = proc.wait(timeout=60)
     text = "".join(out)
     assert rc == 0, text[-4000:]
