@@ -4,11 +4,7 @@ and the collection tarball built and installed offline."""
 from __future__ import annotations
 
 import json
-import os
-import pathlib
 import subprocess
-import sys
-import tarfile
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +18,6 @@ from tests.integration._fixtures.install import (
     PRIORITYCLASSES_ROLE,
     ROOT,
     PlaybookRun,
-    ansible_env,
 )
 
 Playbook = Callable[..., PlaybookRun]
@@ -248,55 +243,3 @@ def test_every_role_default_is_documented_in_its_argument_spec(role: str) -> Non
             assert documented[name] == option.get("default"), f"{role}: {name} defaults differ between entry points"
     assert documented == defaults
 
-
-def run_tool(tool: str, *args: str, collections: str, cwd: pathlib.Path) -> None:
-    """Runs an Ansible command of the venv with the given collections path; fails the test on an error."""
-    env = {**ansible_env(os.environ.get("KUBECONFIG", "")), "ANSIBLE_COLLECTIONS_PATH": collections}
-    cmd = [os.path.join(os.path.dirname(sys.executable), tool), *args]
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"{' '.join(cmd)}:\n{proc.stdout}{proc.stderr}"
-
-
-@pytest.mark.slow
-def test_collection_tarball_builds_and_installs_offline(tmp_path: pathlib.Path) -> None:
-    project_collections = str(ROOT / ".collections")
-    run_tool(
-        "ansible-galaxy",
-        "collection",
-        "build",
-        "--output-path",
-        str(tmp_path),
-        collections=project_collections,
-        cwd=ROOT,
-    )
-    version = yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"]
-    tarball = tmp_path / f"mpi-operator-{version}.tar.gz"
-    with tarfile.open(tarball) as tar:
-        names = tar.getnames()
-    assert "roles/crds/files/mpijobs.kubeflow.org.yaml" in names and "playbooks/install.yml" in names
-    assert "LICENSE" in names and "meta/runtime.yml" in names
-    assert not [n for n in names if n.startswith((".venv", ".collections", ".git/"))]
-
-    target = tmp_path / "collections"
-    # Only the target on the collections path: the project's own .collections already holds mpi.operator.
-    run_tool(
-        "ansible-galaxy",
-        "collection",
-        "install",
-        "--offline",
-        "-p",
-        str(target),
-        str(tarball),
-        collections=str(target),
-        cwd=tmp_path,
-    )
-    installed = target / "ansible_collections/mpi/operator"
-    assert json.loads((installed / "MANIFEST.json").read_text())["collection_info"]["version"] == version
-    # The installed collection's playbook resolves its roles (kubernetes.core from the project's collections path).
-    run_tool(
-        "ansible-playbook",
-        "--syntax-check",
-        "mpi.operator.install",
-        collections=f"{target}{os.pathsep}{project_collections}",
-        cwd=tmp_path,
-    )
