@@ -87,5 +87,7 @@ import_image() {
     ctr -n "$ctr_ns" images label "$ref" "mpi.operator/recipe=$hash" >/dev/null
     log "imported $ref in $((SECONDS - start)) s"
   fi
-  ctr -n "$ctr_ns" images tag --force "$ref" "${ref%:*}:$hash" >/dev/null
+  # Only when missing: a forced re-tag is a delete and a create of the name, and containerd 1.6's CRI then lost the
+  # name for the kubelet (ErrImageNeverPull for an image `ctr images ls` and crictl still listed).
+  [ "$(image_label "${ref%:*}:$hash")" = "$hash" ] || ctr -n "$ctr_ns" images tag --force "$ref" "${ref%:*}:$hash" >/dev/null
 }
