@@ -10,3 +10,10 @@ if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", COLLECTIONS)
 os.environ.setdefault("ANSIBLE_CONFIG", os.path.join(ROOT, "ansible.cfg"))
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The image-archive tests run last: they import the operator's image content under other names, and in a full
+    run the next in-cluster install on the real node then got ErrImageNeverPull for the build's own tag (containerd
+    1.6's CRI; not root-caused yet), so nothing that installs from the build runs after them."""
+    items.sort(key=lambda item: item.nodeid.startswith("tests/e2e/test_image_archive.py"))
