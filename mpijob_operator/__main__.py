@@ -30,6 +30,7 @@ LEASE_NAME = "mpi-operator"
 MAIN_LOOP_ALLOWANCE = 60.0
 RUN_MARGIN = 120.0  # past --runner-timeout, when the runner should have killed the run already
 CRD_CHECK_TIMEOUT = 30.0
+CRD_CHECK_REQUEST_TIMEOUT = 10.0
 
 
 class Operator:
@@ -66,10 +67,14 @@ class Operator:
         end = time.monotonic() + timeout
         while True:
             try:
+                # A bounded request: a path that drops packets (no route to the API server from the pod network)
+                # would otherwise hang here without a word in the log.
                 if self.cfg.namespace:
-                    api.list_namespaced_custom_object(GROUP, VERSION, self.cfg.namespace, PLURAL, limit=1)
+                    api.list_namespaced_custom_object(GROUP, VERSION, self.cfg.namespace, PLURAL, limit=1,
+                                                      _request_timeout=CRD_CHECK_REQUEST_TIMEOUT)
                 else:
-                    api.list_cluster_custom_object(GROUP, VERSION, PLURAL, limit=1)
+                    api.list_cluster_custom_object(GROUP, VERSION, PLURAL, limit=1,
+                                                   _request_timeout=CRD_CHECK_REQUEST_TIMEOUT)
                 return
             except ApiException as exc:
                 if exc.status == 404:

@@ -10,6 +10,13 @@ if [ "$(id -u)" != 0 ]; then
   exit 0
 fi
 
+# The bridge, the DNAT table, the CNI network namespaces and the mounts are host-wide: only the cluster whose state
+# holds the node (up.sh rendered its config there) may take them down. A second cluster (MPI_CLUSTER_PORT_OFFSET with
+# its own cache, as the scripts' own tests start) going down must leave the main cluster's pods their network.
+if [ ! -d "$NODE_STATE" ]; then
+  exit 0
+fi
+
 if apiserver_ready && kubectl_admin get node "$NODE_NAME" >/dev/null 2>&1; then
   kubectl_admin delete node "$NODE_NAME" --wait=false >/dev/null
 fi

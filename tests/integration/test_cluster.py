@@ -430,6 +430,7 @@ def test_cluster_up_recovers_from_a_killed_session(local_cluster: bool, tmp_path
                 found.add(int(proc))
         return found
 
+    host_network_before = _real_node_network()
     try:
         first = script("up.sh")
         assert first.returncode == 0, first.stderr
@@ -451,3 +452,13 @@ def test_cluster_up_recovers_from_a_killed_session(local_cluster: bool, tmp_path
         down = script("down.sh")
     assert down.returncode == 0, down.stderr
     assert not ours(), "cluster-down left processes behind"
+    # The second cluster has no real node: its cluster-down must leave the main node's bridge, DNAT and pods' network
+    # namespaces alone (it once deleted them, and every later in-cluster operator hung on its first API call).
+    assert _real_node_network() == host_network_before
+
+
+def _real_node_network() -> dict[str, bool]:
+    """Whether the host-wide pieces of the main cluster's real node exist: its bridge and its DNAT table."""
+    def ok(*cmd: str) -> bool:
+        return subprocess.run(list(cmd), capture_output=True).returncode == 0
+    return {"bridge mpi0": ok("ip", "link", "show", "mpi0"), "nft table mpi_node": ok("nft", "list", "table", "ip", "mpi_node")}
