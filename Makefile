@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: image image-archive images cluster-status venv demo test test-unit test-integration lint run cluster-up cluster-down kubeconfig bench e2e
+.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-cluster test-realnode lint run cluster-up cluster-down kubeconfig bench e2e
 
 venv:
 	@bash hack/venv.sh
@@ -35,8 +35,19 @@ image-archive: venv
 cluster-status:
 	@bash hack/cluster/status.sh
 
+# The test tiers, each alone (hack/test.sh): pure (tests/unit, seconds), runner (real ansible-runner/-playbook/-test
+# processes, no cluster), cluster (the API server), realnode (the real kubelet + containerd node).
 test-unit: venv
 	$(PY) -m pytest tests/unit -q
+
+test-runner: venv
+	bash hack/test.sh runner
+
+test-cluster: venv
+	bash hack/test.sh cluster
+
+test-realnode: venv
+	bash hack/test.sh realnode
 
 test: venv
 	bash hack/test.sh

@@ -1,6 +1,9 @@
 """Makes the collection importable as ansible_collections.mpi.operator for every test."""
 import os
+import pathlib
 import sys
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, ".collections")
@@ -10,6 +13,19 @@ if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", COLLECTIONS)
 os.environ.setdefault("ANSIBLE_CONFIG", os.path.join(ROOT, "ansible.cfg"))
+
+
+# The tiers, by what a test needs: each folder is one tier and its tests get the tier's marker. A test that needs more
+# than its folder's tier says so with its own marker (a cluster test that needs the real node: realnode) and runs
+# with that tier. hack/test.sh TIER (`make test-TIER`) selects one tier alone.
+TIERS = {"unit": "pure", "runner": "runner", "integration": "cluster", "e2e": "realnode"}
+TESTS = pathlib.Path(__file__).resolve().parent
+
+
+def pytest_itemcollected(item):
+    folder = pathlib.Path(item.path).resolve().relative_to(TESTS).parts[0]
+    if folder in TIERS:
+        item.add_marker(getattr(pytest.mark, TIERS[folder]))
 
 
 def pytest_collection_modifyitems(session, config, items):

@@ -25,6 +25,7 @@ description:
   - The MPI operator must be running for a job to make progress; this module only talks to the API server.
 extends_documentation_fragment:
   - mpi.operator.auth
+  - mpi.operator.wait
 options:
   state:
     description:
@@ -141,21 +142,12 @@ options:
       - Wait until the job reaches O(wait_for); with O(state=absent), until the job and its children are gone.
     type: bool
     default: false
-  wait_for:
-    description:
-      - What O(wait) waits for. V(Succeeded) waits until the job has finished, succeeded or failed. V(Running) waits
-        until it runs (or has already finished). V(Suspended) waits until it is suspended.
-      - Defaults to V(Suspended) when the job is suspended, else V(Succeeded).
-    type: str
-    choices: [Succeeded, Running, Suspended]
+  # wait_for, wait_timeout and wait_sleep (what O(wait) waits for, and how) are described in the mpi.operator.wait
+  # fragment
   wait_timeout:
-    description:
-      - Seconds to wait before failing the task with a timeout (the job keeps running).
     type: int
     default: 600
   wait_sleep:
-    description:
-      - Seconds between two looks at the job while waiting.
     type: int
     default: 2
   fail_on_job_failure:

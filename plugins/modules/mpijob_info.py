@@ -16,6 +16,7 @@ description:
   - Never changes anything.
 extends_documentation_fragment:
   - mpi.operator.auth
+  - mpi.operator.attributes_readonly
 options:
   name:
     description:
@@ -48,16 +49,6 @@ options:
       - Return the jobs' recent events (the operator's Created, Running, Succeeded, Failed, ... events).
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
-  idempotent:
-    support: full
-    description: Read-only.
 notes:
   - Simulated pods (the local kwok cluster) and some kubelets serve no logs; C(launcher_log) is then empty and
     C(launcher_log_note) says why.

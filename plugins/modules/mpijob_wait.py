@@ -21,6 +21,8 @@ description:
     C(KUBECONFIG) variables.
 extends_documentation_fragment:
   - mpi.operator.auth
+  - mpi.operator.attributes_readonly
+  - mpi.operator.wait
 options:
   name:
     description:
@@ -32,33 +34,14 @@ options:
       - Namespace of the MPIJob.
     type: str
     default: default
-  wait_for:
-    description:
-      - V(Succeeded) waits until the job has finished, succeeded or failed (see RV(summary)'s C(phase)). V(Running)
-        waits until it runs (or has already finished). V(Suspended) waits until it is suspended.
-      - Without it, V(Suspended) for a suspended job (which would never finish), else V(Succeeded).
-    type: str
-    choices: [Succeeded, Running, Suspended]
+  # wait_for, wait_timeout and wait_sleep are described in the mpi.operator.wait fragment
   wait_timeout:
-    description:
-      - Seconds to wait before failing the task with a timeout (the job keeps running).
     type: float
     default: 3600
   wait_sleep:
-    description:
-      - Seconds between two looks at the job (fractions allowed).
     type: float
     default: 5
 attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
-  idempotent:
-    support: full
-    description: Read-only.
   action:
     support: full
     description: An action plugin; the loop runs on the controller.

@@ -18,6 +18,7 @@ description:
   - Used by the C(mpi.operator.operator) role; never changes anything.
 extends_documentation_fragment:
   - mpi.operator.auth
+  - mpi.operator.attributes_readonly
 options:
   name:
     description: Name of the Deployment.
@@ -39,16 +40,6 @@ options:
     description: Lines of the failing container's log shown in the message.
     type: int
     default: 20
-attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes.
-  idempotent:
-    support: full
-    description: Read-only.
 """
 
 EXAMPLES = r"""

@@ -9,14 +9,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.integration._fixtures.install import (
     CLUSTER_ROLE,
     INSTALL_NAMESPACE,
     MANIFESTS,
     PRIORITYCLASSES_ROLE,
-    ROOT,
     PlaybookRun,
 )
 
@@ -223,23 +221,3 @@ def test_preflight_fails_when_the_watched_namespace_is_missing(playbook: Playboo
     run = playbook("install.yml", extra_vars={"mpi_operator_watch_namespace": "no-such-namespace"})
     assert run.returncode != 0
     assert "the namespace no-such-namespace does not exist" in run.output
-
-
-def test_default_image_tag_is_the_collection_version() -> None:
-    galaxy = yaml.safe_load((ROOT / "galaxy.yml").read_text())
-    defaults = yaml.safe_load((ROOT / "roles/operator/defaults/main.yml").read_text())
-    assert defaults["mpi_operator_image_tag"] == galaxy["version"]
-
-
-@pytest.mark.parametrize("role", ["preflight", "crds", "operator"])
-def test_every_role_default_is_documented_in_its_argument_spec(role: str) -> None:
-    defaults = yaml.safe_load((ROOT / f"roles/{role}/defaults/main.yml").read_text())
-    specs = yaml.safe_load((ROOT / f"roles/{role}/meta/argument_specs.yml").read_text())["argument_specs"]
-    documented: dict[str, Any] = {}
-    for entry_point in specs.values():
-        for name, option in entry_point["options"].items():
-            assert option.get("description"), f"{role}: {name} has no description"
-            documented.setdefault(name, option.get("default"))
-            assert documented[name] == option.get("default"), f"{role}: {name} defaults differ between entry points"
-    assert documented == defaults
-

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.integration._fixtures.cluster import wait_for
 from tests.integration._fixtures.install import INSTALL_NAMESPACE, PlaybookRun
 
 Playbook = Callable[..., PlaybookRun]
@@ -95,6 +96,18 @@ def operator_pods(kubectl: Kubectl, namespace: str = INSTALL_NAMESPACE) -> list[
 
 def restarts(pod: dict[str, Any]) -> int:
     return sum(cs.get("restartCount", 0) for cs in pod["status"].get("containerStatuses", []))
+
+
+def probe_results(kubectl: Kubectl, pod: dict[str, Any], probe: str) -> dict[str, float]:
+    """result -> count of the pod's `probe` ("Liveness", ...) probes, from its kubelet's prober metrics (the
+    /metrics/probes endpoint, through the API server's node proxy)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    proc = kubectl("get", "--raw", f"/api/v1/nodes/{pod['spec']['nodeName']}/proxy/metrics/probes")
+    assert proc.returncode == 0, proc.stderr
+    return {s.labels["result"]: s.value for family in text_string_to_metric_families(proc.stdout)
+            for s in family.samples if s.name == "prober_probe_total"
+            and s.labels.get("pod_uid") == pod["metadata"]["uid"] and s.labels.get("probe_type") == probe}
 
 
 # -- fail fast ---------------------------------------------------------------------------------------------------------
@@ -203,8 +216,17 @@ def test_a_cpu_starved_operator_becomes_ready_without_a_restart(
     ready_after = time.monotonic() - start
     (pod,) = operator_pods(kubectl, OWN_NAMESPACE)
     assert pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "10m"
-    # Stay a while past readiness: liveness runs now, and a starved process must not be killed for being slow.
-    time.sleep(60)
+    # Liveness runs now, and a starved process must not be killed for being slow: wait until the kubelet has
+    # probed it 3 times (its own count), failing at the first failed probe.
+    probe = pod["spec"]["containers"][0]["livenessProbe"]
+
+    def lively() -> bool:
+        results = probe_results(kubectl, pod, "Liveness")
+        assert set(results) <= {"successful"}, f"liveness probe results: {results}"
+        return results.get("successful", 0) >= 3
+
+    wait_for(lively, 3 * (probe["periodSeconds"] + probe["timeoutSeconds"]) + 30, interval=2,
+             what="3 successful liveness probes")
     (pod,) = operator_pods(kubectl, OWN_NAMESPACE)
     assert restarts(pod) == 0, json.dumps(pod["status"].get("containerStatuses"), indent=1)
     started = pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]

@@ -72,7 +72,8 @@ def test_launcher_failure_fails_the_job(running_operator, api_client, namespace)
 def test_suspend_and_resume(running_operator, api_client, namespace):
     create_mpijob(api_client, namespace, new_mpijob("sus", workers=2, runPolicy={"suspend": True}))
     wait_condition(api_client, namespace, "sus", "Suspended", 30)
-    time.sleep(2)  # give a wrong operator the chance to create pods
+    # a wrong operator would create the pods in the run that set Suspended, or in one its events start
+    wait_for(running_operator.idle, 30, what="the operator idle after suspending")
     assert children(api_client, namespace, "sus")["Worker"] == []
     assert "MPIJobSuspended" in event_reasons(api_client, namespace, "sus")
     patch_mpijob(api_client, namespace, "sus", {"spec": {"runPolicy": {"suspend": False}}})
@@ -126,7 +127,8 @@ def test_clean_pod_policy(running_operator, api_client, namespace):
         wait_condition(api_client, namespace, name, "Succeeded", 90)
         wait_for(lambda name=name, n=workers_left: len(children(api_client, namespace, name)["Worker"]) == n, 30,
                  what=f"{workers_left} workers left under cleanPodPolicy {policy}")
-    time.sleep(1)
+    # nothing more happens: the operator has acted on every event of the cleanup (its queue empty, no run in flight)
+    wait_for(running_operator.idle, 30, what="the operator idle after the cleanup")
     for policy, workers_left in want.items():
         name = f"clean-{policy.lower()}"
         assert len(children(api_client, namespace, name)["Worker"]) == workers_left, policy

@@ -16,6 +16,7 @@ from tests.integration._fixtures.operator import (
     get_mpijob,
     has_condition,
     new_mpijob,
+    owned_children,
     wait_condition,
 )
 
@@ -28,19 +29,7 @@ def _all_succeeded(api_client, namespace, names):
 
 def _owned_children(api_client, namespace):
     """Every object the operator creates in the namespace, with the uid of its controller."""
-    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
-    out = []
-    for kind, items in (
-        ("Pod", core.list_namespaced_pod(namespace, label_selector="training.kubeflow.org/operator-name").items),
-        ("Service", core.list_namespaced_service(namespace, label_selector="app").items),
-        ("ConfigMap", core.list_namespaced_config_map(namespace, label_selector="app").items),
-        ("Secret", core.list_namespaced_secret(namespace, label_selector="app").items),
-        ("Job", batch.list_namespaced_job(namespace, label_selector="app").items),
-    ):
-        for obj in items:
-            refs = [r for r in obj.metadata.owner_references or [] if r.controller]
-            out.append((kind, obj.metadata.name, refs[0].kind if refs else None, refs[0].uid if refs else None))
-    return out
+    return [(c.kind, c.name, c.owner_kind, c.owner_uid) for c in owned_children(api_client, namespace)]
 
 
 def test_killed_mid_batch_then_restarted_every_job_finishes_once(operator_factory, api_client, namespace):

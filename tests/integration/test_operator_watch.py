@@ -18,6 +18,16 @@ def _mpijobs():
     return next(r for r in resources("app") if r.name == "mpijobs")
 
 
+class CountingWatcher(Watcher):
+    """The real Watcher, counting the watch requests it opens: the server ending one shows as the next one."""
+
+    watches = 0
+
+    def stream(self):
+        self.watches += 1
+        yield from super().stream()
+
+
 def test_watch_lists_resumes_and_relists_on_gone(kubeconfig, operator_crd, api_client, namespace):
     api = operator_client(kubeconfig, 50, 100)
     seen: list[tuple[str, str]] = []
@@ -29,13 +39,13 @@ def test_watch_lists_resumes_and_relists_on_gone(kubeconfig, operator_crd, api_c
             seen.append((key[1], change.event))
 
     create_mpijob(api_client, namespace, new_mpijob("before", workers=1))
-    w = Watcher(api, _mpijobs(), namespace, enqueue, on_restart=lambda _n, why: restarts.append(why),
-                watch_timeout=2)  # the server ends each watch after 2 s: the watcher must resume
+    w = CountingWatcher(api, _mpijobs(), namespace, enqueue, on_restart=lambda _n, why: restarts.append(why),
+                        watch_timeout=2)  # the server ends each watch after 2 s: the watcher must resume
     w.start()
     try:
         wait_for(lambda: ("before", "LIST") in seen, 20, what="the initial list")
         wait_for(lambda: w.state.resource_version is not None and w.state.synced, 10, what="synced")
-        threading.Event().wait(5)  # at least two server-side watch timeouts
+        wait_for(lambda: w.watches >= 3, 20, what="two server-side watch timeouts, each resumed")
         create_mpijob(api_client, namespace, new_mpijob("after", workers=1))
         wait_for(lambda: ("after", "ADDED") in seen, 20, what="the ADDED event after resuming")
         assert "gone" not in restarts and seen.count(("before", "LIST")) == 1  # resumed, never relisted
@@ -70,7 +80,7 @@ def test_deleted_podgroup_is_put_back(
     first = podgroup()["metadata"]["uid"]
     # Let the job settle (its pods stay Pending: nothing runs this scheduler), so that only the PodGroup's own
     # DELETED event can wake the operator.
-    threading.Event().wait(8)
+    wait_for(op.idle, 30, what="the operator idle after creating the job's children")
     custom.delete_namespaced_custom_object("scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", "gang")
     wait_for(lambda: (pg := podgroup()) is not None and pg["metadata"]["uid"] != first, 10,
              what="the PodGroup put back")

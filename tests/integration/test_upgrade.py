@@ -16,7 +16,6 @@ import pathlib
 import subprocess
 import sys
 import tarfile
-import time
 from collections.abc import Callable
 
 import pytest
@@ -25,7 +24,13 @@ from kubernetes import client
 
 from tests.integration._fixtures.cluster import wait_for
 from tests.integration._fixtures.install import ROOT, PlaybookRun, ansible_env, local_cluster_vars
-from tests.integration._fixtures.operator import OperatorProcess, has_condition, new_mpijob, wait_condition
+from tests.integration._fixtures.operator import (
+    OperatorProcess,
+    has_condition,
+    new_mpijob,
+    owned_children,
+    wait_condition,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -78,85 +83,61 @@ def run_playbook(tree: pathlib.Path, name: str, kubeconfig: str, work: pathlib.P
 
 def child_uids(api: client.ApiClient, namespace: str) -> dict[str, str]:
     """kind/name -> uid of every child the jobs in `namespace` have."""
-    core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
-    found: dict[str, str] = {}
-    for kind, items in (
-        ("Pod", core.list_namespaced_pod(namespace, label_selector="training.kubeflow.org/job-name").items),
-        ("Service", core.list_namespaced_service(namespace, label_selector="app").items),
-        ("ConfigMap", core.list_namespaced_config_map(namespace, label_selector="app").items),
-        ("Secret", core.list_namespaced_secret(namespace, label_selector="app").items),
-        ("Job", batch.list_namespaced_job(namespace, label_selector="app").items),
-    ):
-        found.update({f"{kind}/{o.metadata.name}": o.metadata.uid for o in items if not o.metadata.deletion_timestamp})
-    return found
+    return {f"{c.kind}/{c.name}": c.uid for c in owned_children(api, namespace) if not c.deleting}
 
 
 def reconciled(op: OperatorProcess, jobs: int) -> Callable[[], bool]:
-    return lambda: (op.metric("mpi_operator_reconciles_total", {"result": "ok"}) or 0) >= jobs
+    """It reconciled the jobs and is idle: whatever it was going to do to their children, it has done."""
+    return lambda: (op.metric("mpi_operator_reconciles_total", {"result": "ok"}) or 0) >= jobs and op.idle()
 
 
 def test_upgrade_from_the_previous_release_keeps_running_jobs(
     previous: pathlib.Path, kubeconfig: str, api_client: client.ApiClient, namespace: str,
-    playbook: Callable[..., PlaybookRun], uninstalled: None, tmp_path: pathlib.Path, request: pytest.FixtureRequest,
+    playbook: Callable[..., PlaybookRun], uninstalled: None, tmp_path: pathlib.Path,
+    operator_factory: Callable[..., OperatorProcess],
 ) -> None:
-    operators: list[OperatorProcess] = []
-
     def operator(tree: pathlib.Path, name: str) -> OperatorProcess:
-        op = OperatorProcess(kubeconfig, tmp_path, ["--namespace", namespace, "--no-leader-elect"], name=name,
-                             root=tree).start()
-        operators.append(op)
-        op.wait_ready(90)
-        return op
+        return operator_factory("--namespace", namespace, "--no-leader-elect", name=name, root=tree, ready=90)
 
     custom = client.CustomObjectsApi(api_client)
-    try:
-        # The previous release: its CRD and Deployment, its operator, two jobs (v2beta1 and v1) running.
-        run_playbook(previous, "install.yml", kubeconfig, tmp_path).expect_ok()
-        old = operator(previous, "previous")
-        custom.create_namespaced_custom_object("kubeflow.org", "v2beta1", namespace, "mpijobs",
-                                               new_mpijob("alpha", workers=2, launcher_annotations=RUN))
-        v1 = yaml.safe_load((ROOT / "tests/integration/manifests/seed001-openmpi-helloworld.v1.yaml").read_text())
-        for role in ("Launcher", "Worker"):
-            v1["spec"]["mpiReplicaSpecs"][role]["template"].setdefault("metadata", {})["annotations"] = RUN
-        v1["metadata"]["name"] = "beta"
-        custom.create_namespaced_custom_object("kubeflow.org", "v1", namespace, "mpijobs", v1)
-        for name in ("alpha", "beta"):
-            wait_condition(api_client, namespace, name, "Running", 120)
-        workers = 2 + v1["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
-        # Per job a Service, ConfigMap, Secret, launcher Job and its pod; and the workers.
-        wait_for(lambda: len(child_uids(api_client, namespace)) == 2 * 5 + workers, 30, what="every child")
-        before = child_uids(api_client, namespace)
-        old.stop()
+    # The previous release: its CRD and Deployment, its operator, two jobs (v2beta1 and v1) running.
+    run_playbook(previous, "install.yml", kubeconfig, tmp_path).expect_ok()
+    old = operator(previous, "previous")
+    custom.create_namespaced_custom_object("kubeflow.org", "v2beta1", namespace, "mpijobs",
+                                           new_mpijob("alpha", workers=2, launcher_annotations=RUN))
+    v1 = yaml.safe_load((ROOT / "tests/integration/manifests/seed001-openmpi-helloworld.v1.yaml").read_text())
+    for role in ("Launcher", "Worker"):
+        v1["spec"]["mpiReplicaSpecs"][role]["template"].setdefault("metadata", {})["annotations"] = RUN
+    v1["metadata"]["name"] = "beta"
+    custom.create_namespaced_custom_object("kubeflow.org", "v1", namespace, "mpijobs", v1)
+    for name in ("alpha", "beta"):
+        wait_condition(api_client, namespace, name, "Running", 120)
+    workers = 2 + v1["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
+    # Per job a Service, ConfigMap, Secret, launcher Job and its pod; and the workers.
+    wait_for(lambda: len(child_uids(api_client, namespace)) == 2 * 5 + workers, 30, what="every child")
+    before = child_uids(api_client, namespace)
+    old.stop()
 
-        # The upgrade: this tree's install.yml (CRD + Deployment), then this tree's operator.
-        upgrade = playbook("install.yml", extra_vars=ADOPT_CRD).expect_ok()
-        assert upgrade.recap["changed"] > 0
-        for version in ("v1", "v2beta1"):
-            stored = custom.list_namespaced_custom_object("kubeflow.org", version, namespace, "mpijobs")["items"]
-            assert sorted(j["metadata"]["name"] for j in stored) == ["alpha", "beta"], version
-            assert all(has_condition(j, "Running") for j in stored), version
-        new = operator(ROOT, "current")
-        wait_for(reconciled(new, 2), 90, what="both jobs reconciled by the upgraded operator")
-        time.sleep(3)  # a wrong operator would be deleting or recreating children by now
-        assert child_uids(api_client, namespace) == before
-        for name in ("alpha", "beta"):
-            job = custom.get_namespaced_custom_object("kubeflow.org", "v2beta1", namespace, "mpijobs", name)
-            assert has_condition(job, "Running") and not has_condition(job, "Failed"), job.get("status")
-        new.stop()
+    # The upgrade: this tree's install.yml (CRD + Deployment), then this tree's operator.
+    upgrade = playbook("install.yml", extra_vars=ADOPT_CRD).expect_ok()
+    assert upgrade.recap["changed"] > 0
+    for version in ("v1", "v2beta1"):
+        stored = custom.list_namespaced_custom_object("kubeflow.org", version, namespace, "mpijobs")["items"]
+        assert sorted(j["metadata"]["name"] for j in stored) == ["alpha", "beta"], version
+        assert all(has_condition(j, "Running") for j in stored), version
+    new = operator(ROOT, "current")
+    wait_for(reconciled(new, 2), 90, what="both jobs reconciled by the upgraded operator")
+    assert child_uids(api_client, namespace) == before
+    for name in ("alpha", "beta"):
+        job = custom.get_namespaced_custom_object("kubeflow.org", "v2beta1", namespace, "mpijobs", name)
+        assert has_condition(job, "Running") and not has_condition(job, "Failed"), job.get("status")
+    new.stop()
 
-        # Rollback: the previous operator reads what the upgraded one wrote, and recreates nothing either.
-        back = operator(previous, "previous-again")
-        wait_for(reconciled(back, 2), 90, what="both jobs reconciled by the previous operator again")
-        time.sleep(3)
-        assert child_uids(api_client, namespace) == before
-        back.stop()
-    finally:
-        for op in operators:
-            op.stop()
-        report = getattr(request.node, "rep_call", None)
-        if report is None or report.failed:
-            for op in operators:
-                sys.stderr.write(f"\n----- {op.log_path.name} -----\n{op.logs()[-15000:]}\n")
+    # Rollback: the previous operator reads what the upgraded one wrote, and recreates nothing either.
+    back = operator(previous, "previous-again")
+    wait_for(reconciled(back, 2), 90, what="both jobs reconciled by the previous operator again")
+    assert child_uids(api_client, namespace) == before
+    back.stop()
 
 
 def test_previous_release_tree_is_the_one_asked_for(previous: pathlib.Path) -> None:

@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 import yaml
@@ -97,14 +97,25 @@ class OperatorProcess:
         raise AssertionError(f"operator not ready in {timeout}s:\n{self.logs()}")
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        values = self.metric_values(name, labels)
+        return values[0] if values else None
+
+    def metric_values(self, name: str, labels: dict[str, str] | None = None) -> list[float]:
+        """Every sample of the metric whose labels include `labels`."""
         from prometheus_client.parser import text_string_to_metric_families
 
         _, text = self.get("/metrics")
-        for family in text_string_to_metric_families(text):
-            for s in family.samples:
-                if s.name == name and all(s.labels.get(k) == v for k, v in (labels or {}).items()):
-                    return s.value
-        return None
+        return [s.value for family in text_string_to_metric_families(text) for s in family.samples
+                if s.name == name and all(s.labels.get(k) == v for k, v in (labels or {}).items())]
+
+    def idle(self) -> bool:
+        """No job waits for a runner and every run it started has ended: what the events it received asked for, it
+        has done. The positive signal a test waits for before it checks that the operator did *not* do something
+        (the queue gauge is refreshed at each scrape; a run is counted in batch_size when it starts, in runner_runs
+        when it ends)."""
+        started = self.metric("mpi_operator_batch_size_count") or 0
+        return self.metric("mpi_operator_queue_depth") == 0 and sum(
+            self.metric_values("mpi_operator_runner_runs_total")) == started
 
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -176,11 +187,13 @@ def operator_factory(kubeconfig: str, operator_crd: None, tmp_path: pathlib.Path
     when it failed."""
     started: list[OperatorProcess] = []
 
-    def make(*args: str, name: str = "operator", ready: bool = True) -> OperatorProcess:
-        op = OperatorProcess(kubeconfig, tmp_path, list(args), name=name).start()
+    def make(*args: str, name: str = "operator", ready: bool | float = True, root: pathlib.Path = _ROOT
+             ) -> OperatorProcess:
+        """`ready`: wait until it is ready (for that many seconds, if a number); `root`: the source tree it runs from."""
+        op = OperatorProcess(kubeconfig, tmp_path, list(args), name=name, root=root).start()
         started.append(op)
         if ready:
-            op.wait_ready()
+            op.wait_ready(60 if ready is True else ready)
         return op
 
     yield make
@@ -315,6 +328,36 @@ def children(api_client: Any, namespace: str, name: str) -> dict[str, list[str]]
         "LauncherPod": [p.metadata.name for p in pods
                         if (p.metadata.labels or {}).get("training.kubeflow.org/job-role") == "launcher"],
     }
+
+
+class Child(NamedTuple):
+    kind: str
+    name: str
+    uid: str
+    owner_kind: str | None  # of its controller
+    owner_uid: str | None
+    deleting: bool
+
+
+def owned_children(api_client: Any, namespace: str) -> list[Child]:
+    """Every object the operator creates in the namespace, for every job: worker and launcher pods, Services,
+    ConfigMaps, Secrets, launcher Jobs."""
+    from kubernetes import client
+
+    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
+    out = []
+    for kind, items in (
+        ("Pod", core.list_namespaced_pod(namespace, label_selector="training.kubeflow.org/job-name").items),
+        ("Service", core.list_namespaced_service(namespace, label_selector="app").items),
+        ("ConfigMap", core.list_namespaced_config_map(namespace, label_selector="app").items),
+        ("Secret", core.list_namespaced_secret(namespace, label_selector="app").items),
+        ("Job", batch.list_namespaced_job(namespace, label_selector="app").items),
+    ):
+        for obj in items:
+            refs = [r for r in obj.metadata.owner_references or [] if r.controller]
+            out.append(Child(kind, obj.metadata.name, obj.metadata.uid, refs[0].kind if refs else None,
+                             refs[0].uid if refs else None, bool(obj.metadata.deletion_timestamp)))
+    return out
 
 
 def expected_children(name: str, workers: int) -> dict[str, list[str]]:

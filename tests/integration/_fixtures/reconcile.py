@@ -1,7 +1,9 @@
 """Fixtures of the mpijob_reconcile module tests: the module run as a user (or the operator) runs it, through
-`ansible` ad hoc, against the test cluster with the collection's CRD installed."""
+`ansible` ad hoc, against the test cluster with the collection's CRD installed; `loop` runs it until a job gets
+somewhere; the manifests of tests/integration/manifests placed on kwok nodes (or nowhere)."""
 from __future__ import annotations
 
+import copy
 import json
 import os
 import pathlib
@@ -12,6 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import yaml
+
+from tests.integration._fixtures.cluster import wait_for
+from tests.integration._fixtures.operator import get_mpijob
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -64,6 +70,59 @@ def reconcile(kubeconfig: str, operator_crd: None) -> Callable[..., ModuleRun]:
         return run_reconcile(kubeconfig, jobs, **kwargs)
 
     return run
+
+
+_MANIFESTS = pathlib.Path(_ROOT) / "tests/integration/manifests"
+KWOK = {"nodeSelector": {"type": "kwok"}}  # kwok runs the pods and ends them as their annotations say
+NOWHERE = {"nodeSelector": {"type": "no-such-node"}}  # pods stay Pending: a world that holds still
+
+
+def _core(api_client: Any):
+    from kubernetes import client
+
+    return client.CoreV1Api(api_client), client.BatchV1Api(api_client)
+
+
+def _dict(api_client: Any, obj: Any) -> dict:
+    return api_client.sanitize_for_serialization(obj)
+
+
+def create_as_written(api_client: Any, namespace: str, body: dict) -> dict:
+    """Creates an MPIJob through the API version it is written in (v1 manifests through kubeflow.org/v1)."""
+    from kubernetes import client
+
+    group, version = body["apiVersion"].split("/")
+    return client.CustomObjectsApi(api_client).create_namespaced_custom_object(group, version, namespace, "mpijobs", body)
+
+
+def load(name: str) -> dict:
+    return yaml.safe_load((_MANIFESTS / name).read_text())
+
+
+def _on_kwok(body: dict, placement: dict = KWOK) -> dict:
+    body = copy.deepcopy(body)
+    for replica in body["spec"]["mpiReplicaSpecs"].values():
+        replica["template"]["spec"].update(placement)
+    return body
+
+
+@pytest.fixture
+def loop(reconcile, api_client):
+    """Runs the module on one job, as the operator would, until pred(job, run) holds; returns the job."""
+    def until(namespace: str, name: str, pred, timeout: float = 120) -> dict:
+        last: dict = {}
+
+        def step():
+            nonlocal last
+            last = run_once = reconcile([{"namespace": namespace, "name": name}])
+            job = get_mpijob(api_client, namespace, name)
+            return (job or {"deleted": True}) if pred(job, run_once) else None
+
+        try:
+            return wait_for(step, timeout, interval=0.5, what=f"{namespace}/{name}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last run: {getattr(last, 'result', last)}") from None
+    return until
 
 
 def _podgroup_api(api_client: Any, group: str, version: str) -> None:

@@ -261,29 +261,6 @@ def test_newest_launcher_pod_and_tail():
     assert S.tail("1\n2\n3\n", 2) == ["2", "3"] and S.tail("1\n2\n", 0) == ["1", "2"] and S.tail("", 5) == []
 
 
-@pytest.mark.parametrize("module", ["mpijob", "mpijob_info"])
-def test_module_docs_examples_and_argspec_agree(module):
-    """Every documented option is in the argument spec and back, and the EXAMPLES use only real options."""
-    import importlib
-
-    mod = importlib.import_module(f"ansible_collections.mpi.operator.plugins.modules.{module}")
-    spec = mod.argspec()
-    doc = yaml.safe_load(mod.DOCUMENTATION)
-    from ansible_collections.mpi.operator.plugins.doc_fragments.auth import ModuleDocFragment
-
-    documented = set(doc["options"]) | set(yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"])
-    assert documented == set(spec)
-    for name, option in doc["options"].items():
-        assert option.get("default") == spec[name].get("default"), name
-        assert option.get("choices") == spec[name].get("choices"), name
-    assert set(doc["attributes"]) == {"check_mode", "diff_mode", "idempotent"}
-    known = set(spec) | {a for o in spec.values() for a in o.get("aliases", [])}
-    tasks = yaml.safe_load(mod.EXAMPLES)
-    used = [t[f"mpi.operator.{module}"] for t in tasks if f"mpi.operator.{module}" in t]
-    assert used and all(set(params) <= known for params in used)
-    yaml.safe_load(mod.RETURN)
-
-
 def test_api_errors_become_messages_that_say_what_to_do():
     from ansible_collections.mpi.operator.plugins.module_utils.kube import ApiError
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob_submit_kube import _explain

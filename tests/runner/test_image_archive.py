@@ -14,7 +14,7 @@ import tarfile
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "hack/images"
 sys.path.insert(0, str(IMAGES))
 

@@ -1,4 +1,5 @@
-"""The parts of the shell that need no API server: SSH keys, API paths, the module's argument spec."""
+"""The parts of the shell that need no API server: SSH keys, API paths, the reconcile module's argument spec
+(tests/unit/docs checks every module's documentation against its spec)."""
 from __future__ import annotations
 
 from cryptography.hazmat.primitives import serialization
@@ -37,20 +38,3 @@ def test_result_shape() -> None:
     result = kube.JobResult(namespace="ns", name="pi").as_dict()
     assert set(result) == {"namespace", "name", "uid", "actions", "status", "error", "retry", "requeue_after",
                            "deleted"}
-
-
-def test_documentation_matches_the_argument_spec() -> None:
-    import yaml
-
-    from ansible_collections.mpi.operator.plugins.doc_fragments.auth import ModuleDocFragment
-
-    documented = dict(yaml.safe_load(mpijob_reconcile.DOCUMENTATION)["options"])
-    documented.update(yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"])
-    spec = mpijob_reconcile.argspec()
-    assert set(documented) == set(spec)
-    for name, arg in spec.items():
-        doc = documented[name]
-        assert doc.get("type") == arg.get("type"), name
-        assert doc.get("default") == arg.get("default"), name
-        assert sorted(doc.get("aliases") or []) == sorted(arg.get("aliases") or []), name
-        assert bool(doc.get("required")) == bool(arg.get("required")), name

@@ -1,0 +1,26 @@
+"""Real ansible-runner runs of the operator's BatchRunner, no cluster: results, failures, artifact rotation."""
+import os
+
+from mpijob_operator.runner import BatchRunner
+
+A, B = ("ns", "a"), ("ns", "b")
+
+
+def test_real_runs_return_results_and_keep_disk_bounded(tmp_path):
+    # ansible.builtin.ping stands in for the reconcile module: same runner path, no cluster needed
+    runner = BatchRunner(str(tmp_path), slot=0, module="ansible.builtin.ping", module_args={"data": "pong"},
+                         rotate_artifacts=2, timeout=60)
+    for _ in range(4):
+        outcome = runner.run([A])
+        assert outcome.status == "successful", outcome
+        assert outcome.jobs[A].error == "the module did not report this job"
+    artifacts = os.listdir(os.path.join(runner.private_data_dir, "artifacts"))
+    assert len(artifacts) <= 2
+
+
+def test_a_failing_module_is_reported_not_raised(tmp_path):
+    runner = BatchRunner(str(tmp_path), slot=1, module="ansible.builtin.fail", module_args={"msg": "boom"},
+                         timeout=60)
+    outcome = runner.run([A, B])
+    assert outcome.status == "failed"
+    assert outcome.jobs[A].error == "boom" and outcome.jobs[A].retry
