@@ -218,7 +218,8 @@ def run_in_root(root: Path, argv: list[str], env: dict[str, str], user: str, wor
            *userspec, str(root), "/usr/bin/env", "-i", *envs, "/bin/sh", "-c",
            'cd "$0" && exec "$@"', workdir, *argv]
     print(f"[containerfile] RUN {' '.join(argv)}", file=sys.stderr, flush=True)
-    if subprocess.run(cmd).returncode:
+    # A step's output goes to stderr: stdout carries the build's result line only.
+    if subprocess.run(cmd, stdout=sys.stderr).returncode:
         raise BuildError(f"RUN failed: {' '.join(argv)}")
     (root / "etc/resolv.conf").write_text("")
     (root / BUILD_CA.lstrip("/")).unlink(missing_ok=True)

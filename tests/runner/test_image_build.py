@@ -46,7 +46,8 @@ def images(tmp_path: pathlib.Path) -> pathlib.Path:
 
 def containerfile(images: pathlib.Path, last_run: str) -> None:
     (images / "scratchtest/Containerfile").write_text(
-        "FROM scratch\nADD scratchtest/rootfs.tar /\nENV GREETING=hi\nRUN echo one > /one\n"
+        # The first RUN also prints: a step's output must not mix with build.sh's result line on stdout.
+        "FROM scratch\nADD scratchtest/rootfs.tar /\nENV GREETING=hi\nRUN echo one > /one && echo step output\n"
         f"COPY scratchtest/hello.txt /hello.txt\nRUN {last_run}\nENTRYPOINT [\"/bin/sh\"]\n")
 
 
@@ -65,14 +66,15 @@ def members(image_tar: str) -> tuple[dict, dict[str, bytes]]:
     with tarfile.open(image_tar) as image:
         manifest = json.load(image.extractfile("manifest.json"))[0]
         config = json.load(image.extractfile(manifest["Config"]))
-        layer = tarfile.open(fileobj=image.extractfile(manifest["Layers"][0]))
-        files = {m.name.lstrip("./"): layer.extractfile(m).read() for m in layer if m.isfile()}
+        with tarfile.open(fileobj=image.extractfile(manifest["Layers"][0])) as layer:
+            files = {m.name.lstrip("./"): layer.extractfile(m).read() for m in layer if m.isfile()}
     return {**manifest, "config": config["config"]}, files
 
 
 def test_an_image_builds_once_and_a_second_run_is_a_cache_hit(images: pathlib.Path) -> None:
     first = build(images)
     assert first.returncode == 0, first.stderr
+    assert "step output" in builder_log(images)
     ref, tar, key = first.stdout.split()
     assert ref == "localhost/mpi-scratchtest:test" and tar.endswith(f"mpi-scratchtest-{key}.tar")
     manifest, files = members(tar)
