@@ -31,7 +31,7 @@ declare -A built_ref=() built_tar=() built_key=()
 
 # Builds image $1 (its base first) unless cached; sets built_ref/built_tar/built_key[$1].
 build_image() {
-  local name=$1 image file context base args=() out start=$SECONDS
+  local name=$1 image file context base args=() out start
   [ -z "${built_key[$name]:-}" ] || return 0
   case $name in
     pause) image=pause ;;
@@ -60,6 +60,7 @@ build_image() {
            --tag-of-base "${built_ref[$base]}")
   fi
   # The builder's own log goes to a file (the operator's `pip install` is long) and is shown when it fails.
+  start=$SECONDS
   out=$(python3 "$images_dir/containerfile.py" --file "$file" --context "$context" --name "$image" \
           --tag "localhost/$image:$image_tag" --key-tag --out-dir "$image_cache" "${args[@]}" 2>"$image_cache/$image.log") ||
     { tail -30 "$image_cache/$image.log" >&2; log "building $image failed (log: $image_cache/$image.log)"; exit 1; }
