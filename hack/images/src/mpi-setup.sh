@@ -25,4 +25,5 @@ cd /opt/mpi
 cp hostnames /helloworld/mpi_hello_world
 # shellcheck disable=SC2086
 apt-get purge -y -qq --auto-remove $BUILD_PACKAGES >/dev/null
-rm -rf "$src" /var/lib/apt/lists/* /var/cache/apt/*.bin /usr/share/doc/* /usr/share/man/*
+apt-get clean
+rm -rf "$src" /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/*
