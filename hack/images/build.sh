@@ -62,7 +62,8 @@ build_image() {
   # The builder's own log goes to a file (the operator's `pip install` is long) and is shown when it fails.
   start=$SECONDS
   out=$(python3 "$images_dir/containerfile.py" --file "$file" --context "$context" --name "$image" \
-          --tag "localhost/$image:$image_tag" --key-tag --out-dir "$image_cache" "${args[@]}" 2>"$image_cache/$image.log") ||
+          --tag "localhost/$image:$image_tag" --key-tag --out-dir "$image_cache" "${args[@]}" \
+          2>"$image_cache/$image.log") ||
     { tail -30 "$image_cache/$image.log" >&2; log "building $image failed (log: $image_cache/$image.log)"; exit 1; }
   read -r built_ref[$name] built_tar[$name] built_key[$name] <<<"$out"
   grep -q '^\[containerfile\] .*: cached' "$image_cache/$image.log" ||
