@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -303,162 +304,233 @@ def wait_until(pred: Any, timeout: float, what: str, interval: float = 0.05) -> 
         time.sleep(interval)
 
 
-def main() -> int:
-    kubeconfig = os.environ["KUBECONFIG"]
-    config.load_kube_config(kubeconfig)
-    api = client.ApiClient()
+@dataclass
+class Capacity:
+    """Whether the cluster can take every pod of the run at once (else the latencies measure the queue)."""
+    slots: int
+    needed: int
+
+
+@dataclass
+class Single:
+    """Phase 2: one job on an idle operator."""
+    to_children: float
+    to_running: float
+
+
+@dataclass
+class Bulk:
+    """Phase 3: JOBS jobs created at once."""
+    keys: list[tuple[str, str]]
+    created_all: float
+    wall: float
+    to_children: list[float]
+    to_pods_up: list[float]
+    to_running: list[float]
+    react: list[float]  # the operator's share of "Running": from the pods being up to the condition
+    runs: float
+    reconciles: float
+    mean_batch: float
+    cpu: dict[str, float]
+
+
+@dataclass
+class Finish:
+    """Phase 4: every launcher told to succeed at once (only when the launchers keep running)."""
+    wall: float = float("nan")
+    to_succeeded: list[float] = field(default_factory=list)
+    runs: float = 0.0
+    cpu: dict[str, float] = field(default_factory=dict)
+
+
+def prepare(api: client.ApiClient) -> Capacity:
+    """The CRD, no namespace of a previous run left, and a warning when the nodes cannot take every pod."""
     core = client.CoreV1Api(api)
-    custom = client.CustomObjectsApi(api)
     install_crd(api)
     delete_namespaces(core, wait=300)
-    needed = (JOBS + 1) * (WORKERS + 1)
-    slots = free_pod_slots(core)
-    if slots < needed:
-        print(f"WARNING: the schedulable nodes can take {slots} more pods, the bench needs {needed}: jobs will wait "
-              "for capacity and the latencies measure that (make bench sizes the local cluster; MPI_CLUSTER_NODES)",
-              file=sys.stderr)
+    capacity = Capacity(free_pod_slots(core), (JOBS + 1) * (WORKERS + 1))
+    if capacity.slots < capacity.needed:
+        print(f"WARNING: the schedulable nodes can take {capacity.slots} more pods, the bench needs {capacity.needed}: "
+              "jobs will wait for capacity and the latencies measure that (make bench sizes the local cluster; "
+              "MPI_CLUSTER_NODES)", file=sys.stderr)
+    return capacity
 
-    baseline = runner_baseline()
-    work = pathlib.Path(tempfile.mkdtemp(prefix="mpi-operator-bench-"))
-    # one namespace, watched alone: a shared cluster's other MPIJobs are none of the bench's business
-    ns = f"{PREFIX}{uuid.uuid4().hex[:6]}"
-    create_namespace(core, ns)
-    scope = [] if os.environ.get("BENCH_ALL_NAMESPACES") else ["--namespace", ns]
-    op = OperatorProcess(kubeconfig, work, ["--no-leader-elect", *scope, *OPERATOR_ARGS],
-                         name="bench-operator").start()
-    tracker = Tracker(api, WORKERS)
-    rss_peak_tree = 0
-    sampling = threading.Event()
 
-    def sample() -> None:
-        nonlocal rss_peak_tree
-        while not sampling.is_set():
-            rss_peak_tree = max(rss_peak_tree, rss_tree_kib(op.proc.pid))
-            sampling.wait(0.25)
+def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: v - before[k] for k, v in after.items() if k in before}
 
-    try:
-        op.wait_ready()
-        tracker.start()
-        threading.Thread(target=sample, daemon=True).start()
+
+class Bench:
+    """One run against the operator under test: its namespace, the operator subprocess, the watches and the RSS
+    sampler; a method per measured phase."""
+
+    def __init__(self, kubeconfig: str, api: client.ApiClient):
+        self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        work = pathlib.Path(tempfile.mkdtemp(prefix="mpi-operator-bench-"))
+        # one namespace, watched alone: a shared cluster's other MPIJobs are none of the bench's business
+        self.ns = f"{PREFIX}{uuid.uuid4().hex[:6]}"
+        create_namespace(self.core, self.ns)
+        scope = [] if os.environ.get("BENCH_ALL_NAMESPACES") else ["--namespace", self.ns]
+        self.flags = ["--no-leader-elect", *scope, *OPERATOR_ARGS]
+        self.op = OperatorProcess(kubeconfig, work, self.flags, name="bench-operator").start()
+        self.tracker = Tracker(api, WORKERS)
+        self.rss_peak_tree = 0
+        self.peak = 0
+        self.sampling = threading.Event()
+
+    def _sample(self) -> None:
+        while not self.sampling.is_set():
+            self.rss_peak_tree = max(self.rss_peak_tree, rss_tree_kib(self.op.proc.pid))
+            self.sampling.wait(0.25)
+
+    def start(self) -> None:
+        self.op.wait_ready()
+        self.tracker.start()
+        threading.Thread(target=self._sample, daemon=True).start()
         time.sleep(1)
 
-        # -- one job, idle operator ----------------------------------------------------------
-        ns1 = ns
-        key1 = (ns1, "single")
-        tracker.created[key1] = time.time()
-        custom.create_namespaced_custom_object(GROUP, VERSION, ns1, PLURAL, mpijob("single", WORKERS))
-        wait_until(lambda: key1 in tracker.running, 120, "the single job to run")
-        single_children = tracker.all_children[key1] - tracker.created[key1]
-        single_running = tracker.running[key1] - tracker.created[key1]
+    def stop(self) -> None:
+        self.sampling.set()
+        self.tracker.stop.set()
+        self.op.stop()
+        delete_namespaces(self.core)
+
+    def counters(self) -> dict[str, float]:
+        op = self.op
+        return {
+            "reconciles": sum(op.metric("mpi_operator_reconciles_total", {"result": r}) or 0
+                              for r in ("ok", "retry", "error", "deleted")),
+            "runs": op.metric("mpi_operator_batch_size_count") or 0,
+            "batched": op.metric("mpi_operator_batch_size_sum") or 0,
+        }
+
+    def create(self, key: tuple[str, str]) -> None:
+        self.tracker.created[key] = time.time()
+        self.custom.create_namespaced_custom_object(GROUP, VERSION, key[0], PLURAL, mpijob(key[1], WORKERS))
+
+    def single(self) -> Single:
+        tracker, key = self.tracker, (self.ns, "single")
+        self.create(key)
+        wait_until(lambda: key in tracker.running, 120, "the single job to run")
+        result = Single(tracker.all_children[key] - tracker.created[key], tracker.running[key] - tracker.created[key])
         time.sleep(2)  # let the loop settle before the bulk run
+        return result
 
-        # -- N jobs at once ------------------------------------------------------------------
-        def counters() -> dict[str, float]:
-            return {
-                "reconciles": sum(op.metric("mpi_operator_reconciles_total", {"result": r}) or 0
-                                  for r in ("ok", "retry", "error", "deleted")),
-                "runs": op.metric("mpi_operator_batch_size_count") or 0,
-                "batched": op.metric("mpi_operator_batch_size_sum") or 0,
-            }
-
-        before = counters()
-        cpu_before = cpu_snapshot(op.proc.pid)
-        keys = [(ns, f"job-{i:04d}") for i in range(JOBS)]
+    def bulk(self) -> Bulk:
+        tracker = self.tracker
+        before, cpu_before = self.counters(), cpu_snapshot(self.op.proc.pid)
+        keys = [(self.ns, f"job-{i:04d}") for i in range(JOBS)]
         start = time.time()
-
-        def create(key: tuple[str, str]) -> None:
-            tracker.created[key] = time.time()
-            custom.create_namespaced_custom_object(GROUP, VERSION, key[0], PLURAL, mpijob(key[1], WORKERS))
-
         with cf.ThreadPoolExecutor(16) as pool:
-            list(pool.map(create, keys))
+            list(pool.map(self.create, keys))
         created_all = time.time() - start
         try:
             wait_until(lambda: all(k in tracker.running for k in keys), TIMEOUT, "every job to run")
         except TimeoutError as exc:
             print(f"WARNING: {exc}: {sum(k in tracker.running for k in keys)}/{JOBS} running", file=sys.stderr)
         wall = time.time() - start
-        cpu_after = cpu_snapshot(op.proc.pid)
+        cpu = cpu_delta(cpu_before, cpu_snapshot(self.op.proc.pid))
         time.sleep(1)
-        after = counters()
-        to_children = [tracker.all_children[k] - tracker.created[k] for k in keys if k in tracker.all_children]
-        to_running = [tracker.running[k] - tracker.created[k] for k in keys if k in tracker.running]
-        to_pods_up = [tracker.pods_up[k] - tracker.created[k] for k in keys if k in tracker.pods_up]
-        # the operator's share of "Running": from the pods being up to the condition
-        react = [max(0.0, tracker.running[k] - tracker.pods_up[k]) for k in keys
-                 if k in tracker.running and k in tracker.pods_up]
+        after = self.counters()
         runs = after["runs"] - before["runs"]
-        reconciles = after["reconciles"] - before["reconciles"]
-        mean_batch = (after["batched"] - before["batched"]) / runs if runs else float("nan")
+        return Bulk(
+            keys=keys, created_all=created_all, wall=wall,
+            to_children=[tracker.all_children[k] - tracker.created[k] for k in keys if k in tracker.all_children],
+            to_pods_up=[tracker.pods_up[k] - tracker.created[k] for k in keys if k in tracker.pods_up],
+            to_running=[tracker.running[k] - tracker.created[k] for k in keys if k in tracker.running],
+            react=[max(0.0, tracker.running[k] - tracker.pods_up[k]) for k in keys
+                   if k in tracker.running and k in tracker.pods_up],
+            runs=runs, reconciles=after["reconciles"] - before["reconciles"],
+            mean_batch=(after["batched"] - before["batched"]) / runs if runs else float("nan"), cpu=cpu)
 
-        # -- all of them finish at once ------------------------------------------------------
-        done_wall, to_succeeded, finish_runs, finish_cpu = float("nan"), [], 0.0, {}
-        if OUTCOME == "run":
-            finish_before, cpu_before2 = counters(), cpu_snapshot(op.proc.pid)
-            told = finish_all(core, ns, keys)
-            try:
-                wait_until(lambda: all(k in tracker.succeeded for k in keys), TIMEOUT, "every job to succeed")
-            except TimeoutError as exc:
-                print(f"WARNING: {exc}: {sum(k in tracker.succeeded for k in keys)}/{JOBS} succeeded",
-                      file=sys.stderr)
-            done_wall = time.time() - min(told.values(), default=time.time())
-            cpu_after2 = cpu_snapshot(op.proc.pid)
-            finish_cpu = {k: v - cpu_before2[k] for k, v in cpu_after2.items() if k in cpu_before2}
-            to_succeeded = [tracker.succeeded[k] - told[k] for k in keys if k in tracker.succeeded and k in told]
-            finish_runs = counters()["runs"] - finish_before["runs"]
-        peak = peak_rss_kib(op.proc.pid)
-    finally:
-        sampling.set()
-        tracker.stop.set()
-        op.stop()
-        delete_namespaces(core)
+    def finish(self, keys: list[tuple[str, str]]) -> Finish:
+        tracker = self.tracker
+        before, cpu_before = self.counters(), cpu_snapshot(self.op.proc.pid)
+        told = finish_all(self.core, self.ns, keys)
+        try:
+            wait_until(lambda: all(k in tracker.succeeded for k in keys), TIMEOUT, "every job to succeed")
+        except TimeoutError as exc:
+            print(f"WARNING: {exc}: {sum(k in tracker.succeeded for k in keys)}/{JOBS} succeeded", file=sys.stderr)
+        wall = time.time() - min(told.values(), default=time.time())
+        return Finish(wall=wall, cpu=cpu_delta(cpu_before, cpu_snapshot(self.op.proc.pid)),
+                      to_succeeded=[tracker.succeeded[k] - told[k] for k in keys
+                                    if k in tracker.succeeded and k in told],
+                      runs=self.counters()["runs"] - before["runs"])
 
-    row = "| {:<44} | {:>10} |"
+    def run(self) -> tuple[Single, Bulk, Finish]:
+        try:
+            self.start()
+            single = self.single()
+            bulk = self.bulk()
+            finish = self.finish(bulk.keys) if OUTCOME == "run" else Finish()
+            self.peak = peak_rss_kib(self.op.proc.pid)
+        finally:
+            self.stop()
+        return single, bulk, finish
+
+
+ROW = "| {:<44} | {:>10} |"
+
+
+def print_spread(label: str, values: list[float]) -> None:
+    print(ROW.format(f"{label}: p50", f"{percentile(values, 50):.1f} s"))
+    print(ROW.format(f"{label}: p95", f"{percentile(values, 95):.1f} s"))
+    print(ROW.format(f"{label}: max", f"{max(values) if values else float('nan'):.1f} s"))
+
+
+def report(bench: Bench, capacity: Capacity, baseline: float, single: Single, bulk: Bulk, finish: Finish) -> None:
+    row = ROW
     print()
-    print(f"## make bench: {JOBS} MPIJobs x {WORKERS} workers, operator flags: "
-          f"{' '.join(['--no-leader-elect', *scope, *OPERATOR_ARGS])}")
+    print(f"## make bench: {JOBS} MPIJobs x {WORKERS} workers, operator flags: {' '.join(bench.flags)}")
     print()
     print(row.format("measure", "value"))
     print(row.format("-" * 44, "-" * 10))
     print(row.format("bare ansible-runner run (ping, median of 3)", f"{baseline:.2f} s"))
-    print(row.format("single job, idle: create -> all children", f"{single_children:.2f} s"))
-    print(row.format("single job, idle: create -> Running", f"{single_running:.2f} s"))
-    print(row.format("free pod slots on schedulable nodes / needed", f"{slots}/{needed}"))
-    print(row.format(f"{JOBS} jobs created (client, 16 threads)", f"{created_all:.1f} s"))
-    for label, values in (("create -> all children", to_children), ("create -> pods up (cluster side)", to_pods_up),
-                          ("create -> Running", to_running), ("pods up -> Running (operator side)", react)):
-        print(row.format(f"{label}: p50", f"{percentile(values, 50):.1f} s"))
-        print(row.format(f"{label}: p95", f"{percentile(values, 95):.1f} s"))
-        print(row.format(f"{label}: max", f"{max(values) if values else float('nan'):.1f} s"))
-    print(row.format("jobs with all children / Running", f"{len(to_children)}/{len(to_running)} of {JOBS}"))
-    print(row.format("total wall time (first create -> all Running)", f"{wall:.1f} s"))
-    print(row.format("reconciles/s", f"{reconciles / wall:.1f}"))
-    print(row.format("ansible-runner runs", f"{runs:.0f}"))
-    print(row.format("mean batch size (jobs per run)", f"{mean_batch:.1f}"))
+    print(row.format("single job, idle: create -> all children", f"{single.to_children:.2f} s"))
+    print(row.format("single job, idle: create -> Running", f"{single.to_running:.2f} s"))
+    print(row.format("free pod slots on schedulable nodes / needed", f"{capacity.slots}/{capacity.needed}"))
+    print(row.format(f"{JOBS} jobs created (client, 16 threads)", f"{bulk.created_all:.1f} s"))
+    for label, values in (("create -> all children", bulk.to_children),
+                          ("create -> pods up (cluster side)", bulk.to_pods_up),
+                          ("create -> Running", bulk.to_running), ("pods up -> Running (operator side)", bulk.react)):
+        print_spread(label, values)
+    print(row.format("jobs with all children / Running", f"{len(bulk.to_children)}/{len(bulk.to_running)} of {JOBS}"))
+    print(row.format("total wall time (first create -> all Running)", f"{bulk.wall:.1f} s"))
+    print(row.format("reconciles/s", f"{bulk.reconciles / bulk.wall:.1f}"))
+    print(row.format("ansible-runner runs", f"{bulk.runs:.0f}"))
+    print(row.format("mean batch size (jobs per run)", f"{bulk.mean_batch:.1f}"))
     print(row.format("load average (1 min) at the end", f"{os.getloadavg()[0]:.1f}"))
-    print(row.format("operator peak RSS (VmHWM, Python process)", f"{peak / 1024:.0f} MiB"))
-    print(row.format("peak RSS incl. runner subprocesses (sampled)", f"{rss_peak_tree / 1024:.0f} MiB"))
+    print(row.format("operator peak RSS (VmHWM, Python process)", f"{bench.peak / 1024:.0f} MiB"))
+    print(row.format("peak RSS incl. runner subprocesses (sampled)", f"{bench.rss_peak_tree / 1024:.0f} MiB"))
     if OUTCOME == "run":
         print(row.format("then all launchers succeed at once:", ""))
-        print(row.format("launcher told -> Succeeded: p50", f"{percentile(to_succeeded, 50):.1f} s"))
-        print(row.format("launcher told -> Succeeded: p95", f"{percentile(to_succeeded, 95):.1f} s"))
-        print(row.format("launcher told -> Succeeded: max",
-                         f"{max(to_succeeded) if to_succeeded else float('nan'):.1f} s"))
-        print(row.format("jobs Succeeded", f"{len(to_succeeded)} of {JOBS}"))
-        print(row.format("wall time (first told -> all Succeeded)", f"{done_wall:.1f} s"))
-        print(row.format("ansible-runner runs", f"{finish_runs:.0f}"))
+        print_spread("launcher told -> Succeeded", finish.to_succeeded)
+        print(row.format("jobs Succeeded", f"{len(finish.to_succeeded)} of {JOBS}"))
+        print(row.format("wall time (first told -> all Succeeded)", f"{finish.wall:.1f} s"))
+        print(row.format("ansible-runner runs", f"{finish.runs:.0f}"))
     print()
-    print(f"CPU seconds, {os.cpu_count()} cores: from the first create to all Running ({wall:.0f} s wall)"
-          + (f"; from the first launcher told to all Succeeded ({done_wall:.0f} s wall)" if finish_cpu else "") + ":")
+    print(f"CPU seconds, {os.cpu_count()} cores: from the first create to all Running ({bulk.wall:.0f} s wall)"
+          + (f"; from the first launcher told to all Succeeded ({finish.wall:.0f} s wall)" if finish.cpu else "")
+          + ":")
     print()
-    header = row.format("process", "to Running") + (" all Succeeded |" if finish_cpu else "")
-    print(header)
-    print(row.format("-" * 44, "-" * 10) + (" ------------- |" if finish_cpu else ""))
-    for name, value in cpu_after.items():
-        if name in cpu_before:
-            extra = f" {finish_cpu.get(name, float('nan')):>13.1f} |" if finish_cpu else ""
-            print(row.format(name, f"{value - cpu_before[name]:.1f}") + extra)
-    ok = len(to_running) == JOBS and (OUTCOME != "run" or len(to_succeeded) == JOBS)
+    print(row.format("process", "to Running") + (" all Succeeded |" if finish.cpu else ""))
+    print(row.format("-" * 44, "-" * 10) + (" ------------- |" if finish.cpu else ""))
+    for name, value in bulk.cpu.items():
+        extra = f" {finish.cpu.get(name, float('nan')):>13.1f} |" if finish.cpu else ""
+        print(row.format(name, f"{value:.1f}") + extra)
+
+
+def main() -> int:
+    kubeconfig = os.environ["KUBECONFIG"]
+    config.load_kube_config(kubeconfig)
+    api = client.ApiClient()
+    capacity = prepare(api)
+    baseline = runner_baseline()
+    bench = Bench(kubeconfig, api)
+    single, bulk, finish = bench.run()
+    report(bench, capacity, baseline, single, bulk, finish)
+    ok = len(bulk.to_running) == JOBS and (OUTCOME != "run" or len(finish.to_succeeded) == JOBS)
     return 0 if ok else 1
 
 

@@ -6,6 +6,8 @@ usage: archive.py SOURCE.tar OUT.tar REF
 Only manifest.json changes (its RepoTags); the config and layers are copied byte for byte.
 """
 
+from __future__ import annotations
+
 import io
 import json
 import os
@@ -13,15 +15,18 @@ import sys
 import tarfile
 
 
-def retag(source: str, out: str, ref: str) -> None:
-    if ":" not in ref.rsplit("/", 1)[-1]:
-        sys.exit(f"archive.py: {ref!r} has no tag (NAME:TAG)")
+def retag(source: str, out: str, refs: str | list[str]) -> None:
+    """Writes `out` naming the image `refs`; `out` may be `source` (renamed in place)."""
+    refs = [refs] if isinstance(refs, str) else refs
+    for ref in refs:
+        if ":" not in ref.rsplit("/", 1)[-1]:
+            sys.exit(f"archive.py: {ref!r} has no tag (NAME:TAG)")
     partial = out + ".partial"
     with tarfile.open(source) as src, tarfile.open(partial, "w") as dst:
         manifest = json.load(src.extractfile("manifest.json"))
         if len(manifest) != 1:
             sys.exit(f"archive.py: {source} holds {len(manifest)} images, expected one")
-        manifest[0]["RepoTags"] = [ref]
+        manifest[0]["RepoTags"] = refs
         body = json.dumps(manifest).encode()
         for member in src:
             if member.name == "manifest.json":

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Builds the local images without Docker or a registry, caches each as a `docker save` tar keyed by
-# the hash of its recipe, and imports it into containerd (namespace k8s.io) when containerd runs and
-# lacks that build. Images: localhost/<name>:${MPI_IMAGE_TAG:-local}.
-# usage: hack/images/build.sh [--no-import] [--print] [pause|openmpi4|openmpi5|mpich|python|horovod|operator ...]
+# Builds the local images without Docker or a registry, each from its Containerfile with the project's one builder
+# (containerfile.py: cached by its build key, see there), and imports each into containerd (namespace k8s.io) when
+# containerd runs and lacks that build. Images: localhost/<name>:${MPI_IMAGE_TAG:-local}, also named by their key.
+# usage: hack/images/build.sh [--no-import] [--print] [pause|openmpi4|openmpi5|mpich|horovod|python|operator ...]
 #   (default: pause openmpi4 openmpi5 mpich operator; horovod is built on demand, its first build compiles)
-#   --print: print "<ref> <tar> <recipe hash>" per image.
+#   --print: print "<ref> <tar> <build key>" per image.
+# The Containerfiles: the project's own (operator) and hack/images/<name>/Containerfile, whose context is
+# hack/images. A Containerfile's `ARG BASE_IMAGE=<registry image>` names its base; here a local stand-in built the
+# same way replaces it (stand_in below), the one difference from `podman build`.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { log "needs root (debootstrap, chroot)"; exit 1; }
@@ -20,66 +23,62 @@ done
 names=("$@")
 [ "${#names[@]}" -gt 0 ] || names=(pause openmpi4 openmpi5 mpich operator)
 
-# Hash of everything that goes into recipe $1's image (hack/images/$1/: files only that recipe uses).
-recipe_hash() {
-  {
-    cat "$images_dir/lib.sh" "$images_dir/pack.py" "$images_dir/recipes/_mpi.sh" \
-      "$images_dir/recipes/$1.sh" "$images_dir"/src/*
-    if [ -d "$images_dir/$1" ]; then cat "$images_dir/$1"/*; fi
-  } | sha256sum | cut -c1-16
-}
+# The registry images the Containerfiles start from, and the local image that stands in for each.
+declare -A stand_in=([debian:bookworm]=debian-bookworm [debian:trixie]=debian-trixie
+                     [python:3.11-slim-bookworm]=python)
+# Results of build_image, by name (a base is built once per run however many images use it).
+declare -A built_ref=() built_tar=() built_key=()
 
-# Builds recipe $1 into the cache unless it is there; prints "<ref> <tar> <hash>".
-build_recipe() {
-  local name=$1 hash tar
-  hash=$(recipe_hash "$name")
-  (
-    # A subshell per recipe so one recipe's variables and functions don't leak into the next. errexit again:
-    # a command substitution drops it, and a recipe step that fails must fail the build, not pack a broken image.
-    set -e
-    source "$images_dir/recipes/_mpi.sh"
-    source "$images_dir/recipes/$name.sh"
-    ref=localhost/$image:$image_tag
-    tar=$image_cache/$image-$hash.tar
-    if [ ! -f "$tar" ]; then
-      start=$SECONDS
-      root=$image_cache/work/$image
-      if [ -n "$suite" ]; then
-        fresh_rootfs "$suite" "$root"
-        in_root_prepare "$root"
-        if [ -n "$packages" ]; then
-          in_root "$root" apt-get update -qq >/dev/null
-          # shellcheck disable=SC2086
-          in_root "$root" apt-get install -y -qq $packages >/dev/null
-        fi
-        customize "$root"
-        in_root_finish "$root"
-      else
-        rm -rf "$root"; mkdir -p "$root"
-        customize "$root"
-      fi
-      python3 "$images_dir/pack.py" "$root" "$tar" "$ref" "$image_config"
-      rm -rf "$root"
-      find "$image_cache" -maxdepth 1 -name "$image-*.tar" ! -name "$image-$hash.tar" -delete
-      log "built $ref in $((SECONDS - start)) s ($(du -m "$tar" | cut -f1) MB)"
-    fi
-    echo "$ref $tar $hash"
-  )
+# Builds image $1 (its base first) unless cached; sets built_ref/built_tar/built_key[$1].
+build_image() {
+  local name=$1 image file context base args=() out start
+  [ -z "${built_key[$name]:-}" ] || return 0
+  case $name in
+    pause) image=pause ;;
+    python) image=mpi-python-base ;;
+    *) image=mpi-$name ;;
+  esac
+  file=$images_dir/$name/Containerfile context=$images_dir
+  case $name in
+    operator) file=$root_dir/Containerfile context=$root_dir
+              operator_context ;;
+    debian-*) file=$images_dir/debian/Containerfile context=$image_cache/base
+              base_rootfs "${name#debian-}" >/dev/null
+              args+=(--build-arg "SUITE=${name#debian-}") ;;
+    # Compiled outside the image, as Kubernetes' own pause image is: the image holds nothing else.
+    pause) context=$image_cache/context/pause
+           mkdir -p "$context"
+           gcc -O2 -static -o "$context/pause" "$images_dir/pause/pause.c" ;;
+  esac
+  [ -f "$file" ] || { log "no image '$name' (no $file)"; exit 2; }
+  base=$(sed -n 's/^ARG BASE_IMAGE=//p' "$file")
+  if [ -n "$base" ]; then
+    [ -n "${stand_in[$base]:-}" ] || { log "$file: no local stand-in for its base $base"; exit 2; }
+    build_image "${stand_in[$base]}"
+    base=${stand_in[$base]}
+    args+=(--build-arg "BASE_IMAGE=${built_ref[$base]}" --base-tar "${built_tar[$base]}"
+           --tag-of-base "${built_ref[$base]}")
+  fi
+  # The builder's own log goes to a file (the operator's `pip install` is long) and is shown when it fails.
+  start=$SECONDS
+  out=$(python3 "$images_dir/containerfile.py" --file "$file" --context "$context" --name "$image" \
+          --tag "localhost/$image:$image_tag" --key-tag --out-dir "$image_cache" "${args[@]}" \
+          2>"$image_cache/$image.log") ||
+    { tail -30 "$image_cache/$image.log" >&2; log "building $image failed (log: $image_cache/$image.log)"; exit 1; }
+  read -r built_ref[$name] built_tar[$name] built_key[$name] <<<"$out"
+  grep -q '^\[containerfile\] .*: cached' "$image_cache/$image.log" ||
+    log "built ${built_ref[$name]} in $((SECONDS - start)) s ($(du -m "${built_tar[$name]}" | cut -f1) MB)"
 }
 
 containerd_up() { ctr -n "$ctr_ns" version >/dev/null 2>&1; }
 
 ensure_host_tools
 for name in "${names[@]}"; do
-  case $name in
-    operator) out=$(bash "$images_dir/operator.sh") ;;
-    *) [ -f "$images_dir/recipes/$name.sh" ] || { log "no recipe for image '$name'"; exit 2; }
-       out=$(build_recipe "$name") ;;
-  esac
-  read -r ref tar hash <<<"$out"
-  [ "$print" = 0 ] || echo "$out"
+  build_image "$name"
+  ref=${built_ref[$name]} tar=${built_tar[$name]} key=${built_key[$name]}
+  [ "$print" = 0 ] || echo "$ref $tar $key"
   if [ "$import" = 1 ]; then
-    if containerd_up; then import_image "$ref" "$tar" "$hash"
+    if containerd_up; then import_image "$ref" "$tar" "$key"
     else log "containerd is not running: $ref stays in $tar"; fi
   fi
 done

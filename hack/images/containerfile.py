@@ -1,12 +1,20 @@
-"""Builds an image from a Containerfile without a container engine: RUN steps run chrooted in the
-root filesystem (in a private mount namespace), COPY/ADD copy from the build context, and
-ENV/USER/WORKDIR/ENTRYPOINT/CMD/LABEL/EXPOSE go into the image config. The root filesystem after
-each RUN is cached, keyed by the chain of instructions and copied content, like a layer cache.
+"""Builds an image from a Containerfile without a container engine: the one image builder of hack/images.
+RUN steps run chrooted in the root filesystem (in a private mount namespace), COPY/ADD copy from the build
+context (ADD unpacks a local tar, as podman does), and ENV/USER/WORKDIR/ENTRYPOINT/CMD/LABEL/EXPOSE go into the
+image config.
 
-usage: containerfile.py --file Containerfile --context DIR --base-tar IMAGE.tar --tag NAME:TAG
-                        --out OUT.tar [--build-arg K=V ...] [--cache DIR]
-FROM must name the image in --base-tar (after build-arg substitution); that is the one place the
-build differs from `podman build`: the base comes from a local tar, not a registry.
+One cache key scheme, like a layer cache: a chain of hashes that starts from the base image's content (the digest
+of its config, which names its layers' digests; a constant for `FROM scratch`) and takes in every instruction
+and the content every COPY/ADD copies. The root filesystem after each RUN is cached under its step's key (in
+--cache); the image under the last step's key, `<--out-dir>/<--name>-<key[:16]>.tar`. An unchanged build is
+therefore found without running anything, and a change re-runs only the steps from the first one it touches.
+Tags are not part of the key: a cached image asked for under other tags is only renamed.
+
+usage: containerfile.py --file Containerfile --context DIR --name NAME --tag NAME:TAG [--tag ...] [--key-tag]
+                        --out-dir DIR [--base-tar IMAGE.tar --tag-of-base REF] [--build-arg K=V ...] [--cache DIR]
+Prints "<first tag> <image tar> <key[:16]>". FROM must name the image in --base-tar (after build-arg
+substitution), or `scratch`; that is the one place the build differs from `podman build`: the base comes from a
+local tar, not a registry.
 """
 
 from __future__ import annotations
@@ -27,7 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from archive import retag
 from pack import pack
+
+# Part of every key: change it when the builder's output changes for the same Containerfile and context.
+KEY_SCHEME = "containerfile.py/2"
 
 BUILD_CA = "/run/build-ca.crt"
 UNEXPANDED = ("RUN", "CMD", "ENTRYPOINT")
@@ -135,10 +147,11 @@ def context_files(context: Path, source: str, patterns: list[str]) -> list[Path]
     return files
 
 
-def content_hash(files: list[Path]) -> str:
+def content_hash(context: Path, files: list[Path]) -> str:
+    """Paths relative to the context, modes and bytes: the same sources give the same key in any checkout."""
     digest = hashlib.sha256()
     for path in files:
-        digest.update(str(path).encode())
+        digest.update(f"{path.relative_to(context)} {path.stat().st_mode:o}".encode())
         if path.is_file():
             digest.update(path.read_bytes())
     return digest.hexdigest()
@@ -205,7 +218,8 @@ def run_in_root(root: Path, argv: list[str], env: dict[str, str], user: str, wor
            *userspec, str(root), "/usr/bin/env", "-i", *envs, "/bin/sh", "-c",
            'cd "$0" && exec "$@"', workdir, *argv]
     print(f"[containerfile] RUN {' '.join(argv)}", file=sys.stderr, flush=True)
-    if subprocess.run(cmd).returncode:
+    # A step's output goes to stderr: stdout carries the build's result line only.
+    if subprocess.run(cmd, stdout=sys.stderr).returncode:
         raise BuildError(f"RUN failed: {' '.join(argv)}")
     (root / "etc/resolv.conf").write_text("")
     (root / BUILD_CA.lstrip("/")).unlink(missing_ok=True)
@@ -226,17 +240,11 @@ def snapshot(root: Path, path: Path) -> None:
     os.replace(f"{path}.partial", path)
 
 
-def build(args: argparse.Namespace) -> None:
-    context = Path(args.context).resolve()
-    steps = instructions(Path(args.file).read_text())
-    patterns = ignore_patterns(context)
-    build_args = dict(a.split("=", 1) for a in args.build_arg)
-    cache = Path(args.cache)
-    cache.mkdir(parents=True, exist_ok=True)
-
-    # First pass: resolve every step's cache key and find the last RUN already cached.
+def step_keys(steps: list[tuple[str, str]], context: Path, patterns: list[str], build_args: dict[str, str],
+              base: str) -> list[str]:
+    """The cache key of every step: the chain of hashes (see the docstring), computed without building anything."""
     variables: dict[str, str] = {}
-    chain = hashlib.sha256(Path(args.base_tar).name.encode()).hexdigest()
+    chain = hashlib.sha256(f"{KEY_SCHEME} {base}".encode()).hexdigest()
     keys: list[str] = []
     for keyword, raw in steps:
         text = raw if keyword in UNEXPANDED else substitute(raw, variables)
@@ -245,14 +253,54 @@ def build(args: argparse.Namespace) -> None:
                 variables[k] = build_args.get(k, substitute(v, variables))
         elif keyword == "ENV":
             variables.update({k: substitute(v, variables) for k, v in key_values(raw).items()})
+        elif keyword == "FROM":
+            text = base  # the base's content, not the name it goes by here
         elif keyword in ("COPY", "ADD"):
-            text += content_hash([f for s in _sources(text) for f in context_files(context, s, patterns)])
+            text += content_hash(context, [f for s in _sources(text) for f in context_files(context, s, patterns)])
         chain = hashlib.sha256((chain + keyword + text).encode()).hexdigest()
         keys.append(chain)
+    return keys
+
+
+def build(args: argparse.Namespace) -> tuple[str, Path, str]:
+    """Builds the image unless its key's tar is cached; returns (first tag, image tar, short key)."""
+    context = Path(args.context).resolve()
+    steps = instructions(Path(args.file).read_text())
+    if not any(keyword == "FROM" for keyword, _ in steps):
+        raise BuildError(f"{args.file}: no FROM")
+    patterns = ignore_patterns(context)
+    build_args = dict(a.split("=", 1) for a in args.build_arg)
+    base_tar = Path(args.base_tar) if args.base_tar else None
+    keys = step_keys(steps, context, patterns, build_args, _base_identity(base_tar))
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / f"{args.name}-{keys[-1][:16]}.tar"
+    tags = args.tag + ([f"{args.tag[0].rsplit(':', 1)[0]}:{keys[-1][:16]}"] if args.key_tag else [])
+    if out.exists():
+        print(f"[containerfile] {args.name}: cached ({out.name})", file=sys.stderr)
+        if _tags(out) != tags:
+            retag(str(out), str(out), tags)
+    else:
+        cache = Path(args.cache or out_dir / "steps" / args.name)
+        cache.mkdir(parents=True, exist_ok=True)
+        run_steps(steps, keys, context, patterns, build_args, base_tar, args.tag_of_base, cache, out, tags)
+        # Keep only this build: of the image, and of its steps.
+        for old in out_dir.glob(f"{args.name}-*.tar"):
+            if old != out and re.fullmatch(rf"{re.escape(args.name)}-[0-9a-f]{{16}}\.tar", old.name):
+                old.unlink()
+        for old in cache.glob("*.tar"):
+            if old.stem not in keys:
+                old.unlink()
+    return args.tag[0], out, keys[-1][:16]
+
+
+def run_steps(steps: list[tuple[str, str]], keys: list[str], context: Path, patterns: list[str],
+              build_args: dict[str, str], base_tar: Path | None, tag_of_base: str | None, cache: Path, out: Path,
+              tags: list[str]) -> None:
+    """Runs the steps after the last RUN already cached and packs the image into `out`."""
     resume = max((i for i, (kw, _) in enumerate(steps) if kw == "RUN" and (cache / f"{keys[i]}.tar").exists()),
                  default=-1)
-
-    root = Path(args.out).with_suffix(".rootfs")
+    root = out.with_suffix(".rootfs")
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     try:
@@ -273,11 +321,14 @@ def build(args: argparse.Namespace) -> None:
                 if seen_from:
                     raise BuildError("multi-stage Containerfiles are not supported here")
                 seen_from = True
-                if text.split()[0] != args.tag_of_base:
-                    raise BuildError(f"FROM {text} but the base given is {args.tag_of_base}")
+                if text.split()[0] == "scratch":
+                    config = ImageConfig()
+                    continue
+                if base_tar is None or text.split()[0] != tag_of_base:
+                    raise BuildError(f"FROM {text} but the base given is {tag_of_base or 'none'}")
                 if replay:
-                    unpack_image_tar(Path(args.base_tar), root)
-                config = ImageConfig(**_base_config(Path(args.base_tar)))
+                    unpack_image_tar(base_tar, root)
+                config = ImageConfig(**_base_config(base_tar))
             elif keyword == "ENV":
                 config.env.update({k: substitute(v, {**variables, **config.env}) for k, v in key_values(raw).items()})
             elif keyword == "LABEL":
@@ -300,7 +351,10 @@ def build(args: argparse.Namespace) -> None:
                     if any(not f.startswith("--chown=") for f in flags):
                         raise BuildError(f"{keyword} {' '.join(flags)}: only --chown is supported")
                     chown = flags[0].split("=", 1)[1] if flags else None
-                    copy_into(root, context, _sources(text), text.split()[-1], config.workdir, chown, patterns)
+                    sources, dest = _sources(text), text.split()[-1]
+                    if keyword == "ADD":
+                        sources = unpack_archives(root, context, sources, dest, config.workdir)
+                    copy_into(root, context, sources, dest, config.workdir, chown, patterns)
             elif keyword == "RUN":
                 if replay:
                     run_in_root(root, json_or_shell(text), {**variables, **config.env}, config.user, config.workdir)
@@ -309,13 +363,36 @@ def build(args: argparse.Namespace) -> None:
                 print(f"[containerfile] {keyword} ignored", file=sys.stderr)
             else:
                 raise BuildError(f"unknown instruction {keyword}")
-        pack(str(root), args.out, args.tag, config.runtime())
-        # Keep only this build's cached steps.
-        for old in cache.glob("*.tar"):
-            if old.stem not in keys:
-                old.unlink()
+        pack(str(root), str(out), tags, config.runtime())
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def unpack_archives(root: Path, context: Path, sources: list[str], dest: str, workdir: str) -> list[str]:
+    """ADD's one difference from COPY here: a local tar archive is unpacked into `dest`. Returns the other sources."""
+    rest = []
+    for source in sources:
+        path = context / source.lstrip("/")
+        if path.is_file() and tarfile.is_tarfile(path):
+            target = root / (dest if dest.startswith("/") else os.path.join(workdir, dest)).lstrip("/")
+            target.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["tar", "--numeric-owner", "--xattrs", "-C", str(target), "-xpf", str(path)], check=True)
+        else:
+            rest.append(source)
+    return rest
+
+
+def _base_identity(base_tar: Path | None) -> str:
+    """The base image's content as the key sees it: its config's digest (the config names every layer's digest)."""
+    if base_tar is None:
+        return "scratch"
+    with tarfile.open(base_tar) as image:
+        return json.load(image.extractfile("manifest.json"))[0]["Config"]
+
+
+def _tags(image_tar: Path) -> list[str]:
+    with tarfile.open(image_tar) as image:
+        return json.load(image.extractfile("manifest.json"))[0]["RepoTags"]
 
 
 def _sources(text: str) -> list[str]:
@@ -337,16 +414,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--file", required=True)
     parser.add_argument("--context", required=True)
-    parser.add_argument("--base-tar", required=True)
-    parser.add_argument("--tag-of-base", required=True, help="the reference FROM must resolve to")
-    parser.add_argument("--tag", required=True)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--name", required=True, help="the image tar's name in --out-dir: NAME-<key>.tar")
+    parser.add_argument("--tag", required=True, action="append", help="NAME:TAG the image tar names (repeatable)")
+    parser.add_argument("--key-tag", action="store_true", help="also name the image <first tag's name>:<key[:16]>")
+    parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--base-tar", help="the base image (FROM), a tar in the `docker save` layout")
+    parser.add_argument("--tag-of-base", help="the reference FROM must resolve to")
     parser.add_argument("--build-arg", action="append", default=[])
-    parser.add_argument("--cache", required=True)
+    parser.add_argument("--cache", help="the steps' cache (default: OUT_DIR/steps/NAME)")
     try:
-        build(parser.parse_args())
+        ref, out, key = build(parser.parse_args())
     except BuildError as err:
         sys.exit(f"containerfile.py: {err}")
+    print(ref, out, key)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make image / make image-archive: the operator image from the project's Containerfile, built with whatever this
-# machine has: podman, buildah or docker when one of them works, else the project's own builder (operator.sh: no
-# container engine, no registry; needs root). The archive is one image in the `docker save` layout, which
+# machine has: podman, buildah or docker when one of them works, else the project's own builder (build.sh operator:
+# no container engine, no registry; needs root). The archive is one image in the `docker save` layout, which
 # `kind load image-archive`, `ctr -n k8s.io images import`, `podman load`, `docker load` and
 # `skopeo copy docker-archive:` read.
 # usage: hack/images/image.sh build|archive
@@ -40,17 +40,17 @@ case $builder in
   *) die "IMAGE_BUILDER=$builder: one of auto, podman, buildah, docker, local" ;;
 esac
 if [ "$builder" = local ] && [ "$(id -u)" != 0 ]; then
-  die "no working podman, buildah or docker, and the project's own builder (hack/images/operator.sh) needs root"
+  die "no working podman, buildah or docker, and the project's own builder (hack/images/build.sh) needs root"
 fi
 say "building $image with $builder"
 
-# The build; for the local builder, leaves "<ref> <tar> <hash>" of the cached build in $local_build.
+# The build; for the local builder, leaves "<ref> <tar> <key>" of the cached build in $local_build.
 build() {
   case $builder in
-    local) local_build=$(bash "$images_dir/operator.sh") ;;
-    buildah) bash "$images_dir/operator.sh" --context-only
+    local) local_build=$(bash "$images_dir/build.sh" --no-import --print operator) ;;
+    buildah) operator_context
              buildah bud -t "$image" -f "$root_dir/Containerfile" "$root_dir" ;;
-    *) bash "$images_dir/operator.sh" --context-only
+    *) operator_context
        "$builder" build -t "$image" -f "$root_dir/Containerfile" "$root_dir" ;;
   esac
 }
@@ -65,12 +65,12 @@ write_archive() {
   esac
 }
 
+source "$images_dir/lib.sh"
 build
 case $mode in
   build)
     if [ "$builder" = local ]; then
       # The local builder has no image store of its own: containerd (the real node's) is it, when it runs.
-      source "$images_dir/lib.sh"
       read -r _ tar hash <<<"$local_build"
       if ctr -n "$ctr_ns" version >/dev/null 2>&1; then
         if [ "$(image_label "$image")" != "$hash" ]; then

@@ -1,5 +1,5 @@
-# Shared by hack/images/*.sh: a cached Debian base, chroot helpers, packing and importing.
-# Sourced, not run. Needs root (debootstrap, chroot, mounts).
+# Shared by hack/images/build.sh and image.sh: the inputs a build needs from the host (Debian's root filesystem,
+# kubernetes.core) and the import into containerd. Sourced, not run. Needs root (debootstrap).
 images_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root_dir=$(cd "$images_dir/../.." && pwd)
 cache=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}
@@ -21,32 +21,8 @@ ensure_host_tools() {
   fi
 }
 
-# Runs a command chrooted in $1 with /proc and /dev, in a private mount namespace so the
-# mounts vanish with it, and without starting services (policy-rc.d, see in_root_prepare).
-in_root() {
-  local root=$1; shift
-  unshare --mount --propagation private -- /bin/sh -c '
-    root=$1; shift
-    mount -t proc proc "$root/proc" && mount --rbind /dev "$root/dev" && exec chroot "$root" "$@"
-  ' in_root "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes "$@"
-}
-
-in_root_prepare() {
-  local root=$1
-  printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"
-  chmod 755 "$root/usr/sbin/policy-rc.d"
-  cp /etc/resolv.conf "$root/etc/resolv.conf"
-}
-
-in_root_finish() {
-  local root=$1
-  rm -f "$root/usr/sbin/policy-rc.d"
-  : > "$root/etc/resolv.conf"
-  rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/tmp/* "$root"/root/.cache
-}
-
-# Prints the path of a tarred Debian minbase rootfs for suite $1, making it once.
+# Prints the path of a tarred Debian minbase rootfs for suite $1, making it once (the input of debian/Containerfile:
+# what a registry's debian:<suite> is made from).
 base_rootfs() {
   local suite=$1 tar=$image_cache/base/$1.tar
   if [ ! -f "$tar" ]; then
@@ -65,29 +41,29 @@ base_rootfs() {
   echo "$tar"
 }
 
-# Unpacks a fresh copy of the base for suite $1 into directory $2.
-fresh_rootfs() {
-  local tar; tar=$(base_rootfs "$1") || return 1
-  rm -rf "$2"; mkdir -p "$2"
-  tar --numeric-owner --xattrs -C "$2" -xpf "$tar"
-}
-
-# The recipe hash containerd's copy of image $1 was imported from, empty when absent.
+# The build key (containerfile.py's) containerd's copy of image $1 was imported from, empty when absent.
 image_label() {
   ctr -n "$ctr_ns" images ls "name==$1" 2>/dev/null | grep -o 'mpi.operator/recipe=[0-9a-f]*' | cut -d= -f2
 }
 
-# Imports image tar $2 as $1 unless containerd already has it from recipe hash $3; also names it
-# <name>:<hash>, so a Deployment can pin one build and roll when it changes.
+# Imports image tar $2, which names the image $1 (build.sh's also <name>:<key>), unless containerd already has $1
+# from build key $3. <name>:<key> lets a Deployment pin one build and roll when it changes. The import creates or
+# updates the names in place; never `ctr images tag --force`: a forced re-tag is a delete and a create of the name, and
+# containerd 1.6's CRI then lost the name for the kubelet (ErrImageNeverPull for an image `ctr images ls` listed).
 import_image() {
-  local ref=$1 tar=$2 hash=$3
-  if [ "$(image_label "$ref")" != "$hash" ]; then
-    local start=$SECONDS
-    ctr -n "$ctr_ns" images import "$tar" >/dev/null
-    ctr -n "$ctr_ns" images label "$ref" "mpi.operator/recipe=$hash" >/dev/null
-    log "imported $ref in $((SECONDS - start)) s"
-  fi
-  # Only when missing: a forced re-tag is a delete and a create of the name, and containerd 1.6's CRI then lost the
-  # name for the kubelet (ErrImageNeverPull for an image `ctr images ls` and crictl still listed).
-  [ "$(image_label "${ref%:*}:$hash")" = "$hash" ] || ctr -n "$ctr_ns" images tag --force "$ref" "${ref%:*}:$hash" >/dev/null
+  local ref=$1 tar=$2 key=$3 start=$SECONDS
+  [ "$(image_label "$ref")" != "$key" ] || return 0
+  ctr -n "$ctr_ns" images import "$tar" >/dev/null
+  ctr -n "$ctr_ns" images label "$ref" "mpi.operator/recipe=$key" >/dev/null
+  log "imported $ref in $((SECONDS - start)) s"
+}
+
+# Puts kubernetes.core into the operator's build context (build/collections/, as the Containerfile expects), from the
+# copy hack/venv.sh took out of the ansible wheel: no Galaxy needed, whichever engine builds.
+operator_context() {
+  local kc dest=$root_dir/build/collections/ansible_collections/kubernetes
+  kc=$(ls -d "$cache"/kubernetes.core-from-ansible-*/ansible_collections/kubernetes/core 2>/dev/null | tail -1)
+  [ -n "$kc" ] || { log "no kubernetes.core in $cache: run hack/venv.sh (make venv) first"; return 1; }
+  mkdir -p "$dest"
+  rm -rf "$dest/core"; cp -a "$kc" "$dest/core"
 }

@@ -1,9 +1,11 @@
 """Packs a root filesystem into one image tar in the `docker save` layout, which
 `ctr images import` reads: manifest.json, the image config, and a single layer tar.
 
-usage: pack.py ROOTFS OUT.tar NAME:TAG CONFIG_JSON
+usage: pack.py ROOTFS OUT.tar NAME:TAG CONFIG_JSON   (hack/images/containerfile.py packs its builds with it)
 CONFIG_JSON holds the OCI runtime config (Env, Entrypoint, Cmd, User, WorkingDir, ...).
 """
+
+from __future__ import annotations
 
 import hashlib
 import json
@@ -25,7 +27,8 @@ def sha256_file(path: str) -> str:
     return digest.hexdigest()
 
 
-def pack(rootfs: str, out: str, ref: str, runtime_config: dict) -> None:
+def pack(rootfs: str, out: str, refs: str | list[str], runtime_config: dict) -> None:
+    refs = [refs] if isinstance(refs, str) else refs
     with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(out))) as tmp:
         layer = os.path.join(tmp, "layer.tar")
         excludes = [f"--exclude=./{d}/*" for d in RUNTIME_DIRS]
@@ -39,11 +42,12 @@ def pack(rootfs: str, out: str, ref: str, runtime_config: dict) -> None:
             "os": "linux",
             "config": runtime_config,
             "rootfs": {"type": "layers", "diff_ids": [f"sha256:{diff_id}"]},
-            "history": [{"created_by": f"hack/images/build.sh {ref}"}],
+            # No tag in the config: its digest is the image's identity in the keys of the images built on it.
+            "history": [{"created_by": "hack/images/containerfile.py"}],
         }
         config_bytes = json.dumps(config, sort_keys=True).encode()
         config_name = hashlib.sha256(config_bytes).hexdigest() + ".json"
-        manifest = [{"Config": config_name, "RepoTags": [ref], "Layers": [f"{diff_id}/layer.tar"]}]
+        manifest = [{"Config": config_name, "RepoTags": refs, "Layers": [f"{diff_id}/layer.tar"]}]
         with open(os.path.join(tmp, config_name), "wb") as f:
             f.write(config_bytes)
         with open(os.path.join(tmp, "manifest.json"), "w") as f:

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Run by the MPI images' Containerfiles, inside the image, with the files of src/ in /tmp/mpi-src: sshd that takes
+# the operator's mounted key, the entrypoint, and the MPI programs under /opt/mpi (plus the seed's
+# /helloworld/mpi_hello_world), compiled with $MPICC; $BUILD_PACKAGES (the compiler and MPI headers) are removed
+# afterwards.
+set -eu
+: "${MPICC:?}" "${BUILD_PACKAGES:?}"
+src=/tmp/mpi-src
+install -m 0644 "$src/sshd_config" /etc/ssh/sshd_config.d/mpi.conf
+install -m 0644 "$src/ssh_config" /etc/ssh/ssh_config.d/mpi.conf
+install -m 0755 "$src/entrypoint.sh" /usr/local/bin/mpi-entrypoint
+mkdir -p /run/sshd /root/.ssh /opt/mpi/src /helloworld
+chmod 0700 /root/.ssh
+ssh-keygen -A >/dev/null
+cp "$src"/*.c "$src"/*.py /opt/mpi/src/
+# Everything installed so far stays when the build packages go (--auto-remove takes only what they pulled in).
+# shellcheck disable=SC2046
+apt-mark manual $(dpkg-query -W -f '${Package}\n') >/dev/null
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $BUILD_PACKAGES >/dev/null
+cd /opt/mpi
+"$MPICC" -O2 -o pi src/pi.c
+"$MPICC" -O2 -o hostnames src/hostnames.c
+cp hostnames /helloworld/mpi_hello_world
+# shellcheck disable=SC2086
+apt-get purge -y -qq --auto-remove $BUILD_PACKAGES >/dev/null
+apt-get clean
+rm -rf "$src" /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/*
