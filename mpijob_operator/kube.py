@@ -2,6 +2,7 @@
 and transport as the modules the operator runs), with a client-side QPS/burst limit."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import threading
@@ -19,14 +20,21 @@ def collections_paths() -> list[str]:
             if p and os.path.isdir(os.path.join(p, "ansible_collections", "mpi", "operator"))]
 
 
-try:
-    import ansible_collections.mpi.operator.plugins.module_utils.kube  # noqa: F401
-except ImportError:
+def _importable() -> bool:
+    try:
+        return importlib.util.find_spec("ansible_collections.mpi.operator") is not None
+    except ImportError:
+        return False
+
+
+if not _importable():
     sys.path.extend(p for p in collections_paths() if p not in sys.path)
 
 from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import Rest, connect  # noqa: E402
-from ansible_collections.mpi.operator.plugins.module_utils.kube.transport import LIBRARY_LOGGERS  # noqa: E402, F401
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import ApiError  # noqa: E402, F401
+from ansible_collections.mpi.operator.plugins.module_utils.kube.transport import LIBRARY_LOGGERS  # noqa: E402
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import ApiError  # noqa: E402
+
+__all__ = ["LIBRARY_LOGGERS", "ApiError", "Limited", "Rest", "TokenBucket", "api_client", "collections_paths"]
 
 
 class TokenBucket:

@@ -12,6 +12,7 @@ from .auth import Endpoint
 # The libraries under the transports, whose debug logging the operator quiets.
 LIBRARY_LOGGERS = ("urllib3", "kubernetes")
 
+
 class Urllib3Transport:
     """HTTP to the API server with urllib3 alone."""
 
