@@ -9,12 +9,13 @@ import sys
 import threading
 import time
 from typing import Any
+from urllib.parse import quote
 
 from . import config as config_mod
 from . import health
 from . import log as log_mod
 from .controller import Controller
-from .kube import api_client
+from .kube import ApiError, api_client
 from .leader import LeaderElector, LeaseLock, Timing
 from .metrics import Metrics
 from .queue import WorkQueue
@@ -60,23 +61,18 @@ class Operator:
     def check_crd(self, timeout: float = CRD_CHECK_TIMEOUT) -> None:
         """Like Kubeflow: without the MPIJob CRD there is nothing to do, so fail loudly. An API server that
         is not reachable yet (both starting together) gets `timeout` seconds."""
-        from kubernetes import client
-        from kubernetes.client.exceptions import ApiException
-
-        api = client.CustomObjectsApi(self.api)
+        if self.cfg.namespace:
+            path = f"/apis/{GROUP}/{VERSION}/namespaces/{quote(self.cfg.namespace)}/{PLURAL}"
+        else:
+            path = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
         end = time.monotonic() + timeout
         while True:
             try:
                 # A bounded request: a path that drops packets (no route to the API server from the pod network)
                 # would otherwise hang here without a word in the log.
-                if self.cfg.namespace:
-                    api.list_namespaced_custom_object(GROUP, VERSION, self.cfg.namespace, PLURAL, limit=1,
-                                                      _request_timeout=CRD_CHECK_REQUEST_TIMEOUT)
-                else:
-                    api.list_cluster_custom_object(GROUP, VERSION, PLURAL, limit=1,
-                                                   _request_timeout=CRD_CHECK_REQUEST_TIMEOUT)
+                self.api.request("GET", path, query={"limit": "1"}, timeout=CRD_CHECK_REQUEST_TIMEOUT)
                 return
-            except ApiException as exc:
+            except ApiError as exc:
                 if exc.status == 404:
                     raise SystemExit(f"the MPIJob CRD ({PLURAL}.{GROUP} {VERSION}) is not installed") from None
                 if exc.status in (401, 403):
@@ -156,9 +152,7 @@ class Operator:
         self.checked.set()
         self.metrics.is_leader.set(0)
         if self.cfg.leader_elect:
-            from kubernetes import client
-
-            lock = LeaseLock(client.CoordinationV1Api(self.api), self.cfg.lock_namespace, LEASE_NAME)
+            lock = LeaseLock(self.api, self.cfg.lock_namespace, LEASE_NAME)
             self.elector = LeaderElector(lock, self.cfg.identity, Timing(), self.start_leading, self.lost_lease)
             threading.Thread(target=self.elector.run, name="leader-election", daemon=True).start()
             log.info("waiting for the lease", extra={"lease": f"{self.cfg.lock_namespace}/{LEASE_NAME}",

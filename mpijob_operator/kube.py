@@ -1,10 +1,40 @@
-"""The operator's own API client: kubeconfig or in-cluster, with a client-side QPS/burst limit."""
+"""The operator's API client: the collection's own shell (module_utils/kube: the same connection options, credentials
+and transport as the modules the operator runs), with a client-side QPS/burst limit."""
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+
+def collections_paths() -> list[str]:
+    """Where this collection is installed: $ANSIBLE_COLLECTIONS_PATH (the image, hack/env.sh), else the checkout's
+    .collections (`make venv`): the collection the operator's runs use, so the loop and the module share one shell."""
+    checkout = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".collections")
+    given = os.environ.get("ANSIBLE_COLLECTIONS_PATH") or os.environ.get("ANSIBLE_COLLECTIONS_PATHS") or ""
+    return [p for p in [*given.split(os.pathsep), checkout]
+            if p and os.path.isdir(os.path.join(p, "ansible_collections", "mpi", "operator"))]
+
+
+def _importable() -> bool:
+    try:
+        return importlib.util.find_spec("ansible_collections.mpi.operator") is not None
+    except ImportError:
+        return False
+
+
+if not _importable():
+    sys.path.extend(p for p in collections_paths() if p not in sys.path)
+
+from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import Rest, connect  # noqa: E402
+from ansible_collections.mpi.operator.plugins.module_utils.kube.transport import LIBRARY_LOGGERS  # noqa: E402
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import ApiError  # noqa: E402
+
+__all__ = ["LIBRARY_LOGGERS", "ApiError", "Limited", "Rest", "TokenBucket", "api_client", "collections_paths"]
 
 
 class TokenBucket:
@@ -35,23 +65,23 @@ class TokenBucket:
             self.sleep(delay)
 
 
-def api_client(kubeconfig: str | None, qps: float, burst: int) -> Any:
-    from kubernetes import client, config
+class Limited:
+    """A transport whose every request (a watch included) first takes a token of the bucket."""
 
-    configuration = client.Configuration()
-    if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    else:
-        config.load_incluster_config(client_configuration=configuration)
-    # one connection per watch thread plus the lease and the workers
-    configuration.connection_pool_maxsize = 16
-    api = client.ApiClient(configuration)
-    bucket = TokenBucket(qps, burst)
-    request = api.rest_client.request
+    def __init__(self, transport: Any, bucket: TokenBucket):
+        self.transport, self.bucket = transport, bucket
 
-    def limited(*args: Any, **kwargs: Any) -> Any:
-        bucket.wait()
-        return request(*args, **kwargs)
+    def send(self, *args: Any, **kwargs: Any) -> Any:
+        self.bucket.wait()
+        return self.transport.send(*args, **kwargs)
 
-    api.rest_client.request = limited
-    return api
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        self.bucket.wait()
+        return self.transport.open(*args, **kwargs)
+
+
+def api_client(kubeconfig: str | None, qps: float, burst: int) -> Rest:
+    """The operator's client: `kubeconfig`, else what the modules would use ($KUBECONFIG, else the in-cluster
+    service account)."""
+    params = {"kubeconfig": kubeconfig} if kubeconfig else {}
+    return connect(params, wrap=lambda transport: Limited(transport, TokenBucket(qps, burst)))

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 log = logging.getLogger("mpijob_operator.leader")
 
@@ -67,32 +68,31 @@ def micro_time(t: float | None = None) -> str:
 
 
 class LeaseLock:
-    """Reads and writes the Lease with optimistic concurrency (resourceVersion)."""
+    """Reads and writes the Lease with optimistic concurrency (resourceVersion), through the shell's Rest."""
 
-    def __init__(self, coordination_api: Any, namespace: str, name: str):
-        self.api = coordination_api
+    def __init__(self, rest: Any, namespace: str, name: str):
+        self.rest = rest
         self.namespace = namespace
         self.name = name
         self._rv: str | None = None
 
-    def get(self) -> Record | None:
-        from kubernetes.client.exceptions import ApiException
+    def _path(self, name: str = "") -> str:
+        leases = f"/apis/coordination.k8s.io/v1/namespaces/{quote(self.namespace)}/leases"
+        return f"{leases}/{quote(name)}" if name else leases
 
-        try:
-            lease = self.api.read_namespaced_lease(self.name, self.namespace)
-        except ApiException as exc:
-            if exc.status == 404:
-                self._rv = None
-                return None
-            raise
-        self._rv = lease.metadata.resource_version
-        spec = lease.spec
+    def get(self) -> Record | None:
+        lease = self.rest.get(self._path(self.name))
+        if lease is None:
+            self._rv = None
+            return None
+        self._rv = (lease.get("metadata") or {}).get("resourceVersion")
+        spec = lease.get("spec") or {}
         return Record(
-            holder=spec.holder_identity,
-            lease_duration=spec.lease_duration_seconds or 0,
-            transitions=spec.lease_transitions or 0,
-            acquire_time=_str_time(spec.acquire_time),
-            renew_time=_str_time(spec.renew_time),
+            holder=spec.get("holderIdentity"),
+            lease_duration=spec.get("leaseDurationSeconds") or 0,
+            transitions=spec.get("leaseTransitions") or 0,
+            acquire_time=spec.get("acquireTime"),  # MicroTime as the server writes it, as micro_time() does
+            renew_time=spec.get("renewTime"),
         )
 
     def write(self, record: Record) -> None:
@@ -110,20 +110,11 @@ class LeaseLock:
             },
         }
         if self._rv is None:
-            created = self.api.create_namespaced_lease(self.namespace, body)
-            self._rv = created.metadata.resource_version
+            written = self.rest.request("POST", self._path(), body)
         else:
             body["metadata"]["resourceVersion"] = self._rv
-            replaced = self.api.replace_namespaced_lease(self.name, self.namespace, body)
-            self._rv = replaced.metadata.resource_version
-
-
-def _str_time(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return str(value)
+            written = self.rest.request("PUT", self._path(self.name), body)
+        self._rv = written["metadata"]["resourceVersion"]
 
 
 class LeaderElector:

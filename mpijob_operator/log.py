@@ -6,6 +6,8 @@ import logging
 import sys
 import time
 
+from .kube import LIBRARY_LOGGERS
+
 # Attributes every LogRecord has; anything else was passed with `extra=` and is a structured field.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
 
@@ -53,6 +55,6 @@ def setup(level: str = "info", fmt: str = "text") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # the kubernetes client and urllib3 are chatty at debug level
-    for noisy in ("urllib3", "kubernetes"):
+    # the libraries under the shell's transports are chatty at debug level
+    for noisy in LIBRARY_LOGGERS:
         logging.getLogger(noisy).setLevel(max(logging.INFO, root.level))

@@ -215,7 +215,7 @@ class Watcher(threading.Thread):
 
     def __init__(
         self,
-        api_client: Any,
+        api_client: Any,  # the shell's Rest (mpijob_operator.kube.api_client)
         resource: Resource,
         namespace: str,
         enqueue: Callable[[Key, Change], None],
@@ -244,17 +244,9 @@ class Watcher(threading.Thread):
 
     # -- HTTP --------------------------------------------------------------------------------
     def _get(self, query: dict[str, Any], timeout: float | tuple[float, float]) -> Any:
-        """A raw GET: the urllib3 response, body not read yet (no model deserialisation)."""
-        params = [(k, v) for k, v in query.items() if v is not None]
-        method, url, headers, body, post = self.api.param_serialize(
-            method="GET",
-            resource_path=self.resource.url(self.namespace),
-            query_params=params,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        return self.api.call_api(method, url, header_params=headers, body=body, post_params=post,
-                                 _request_timeout=timeout).response
+        """A raw GET through the shell's transport: the response, body not read yet (no model deserialisation)."""
+        params = {k: v for k, v in query.items() if v is not None}
+        return self.api.stream(self.resource.url(self.namespace), params, timeout)
 
     def list_all(self) -> tuple[list[dict[str, Any]], str]:
         items: list[dict[str, Any]] = []

@@ -4,8 +4,8 @@
 
 An action plugin, not a module, so that each look can be shown while the task runs and a wait of any length is one
 Python loop (a module runs once per look: too slow for short polls, and an include per look recursed until Ansible
-hit its recursion limit). The loop and the predicate are the collection's own (module_utils/mpijob_submit*.py),
-the same as the mpijob module's `wait`.
+hit its recursion limit). The loop and the predicate are the collection's own (module_utils/kube/submit.py and
+mpijob/submit.py), the same as the mpijob module's `wait`.
 """
 from __future__ import annotations
 
@@ -16,9 +16,12 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit as S
-from ansible_collections.mpi.operator.plugins.module_utils.kube import AUTH_ARG_SPEC, Unreachable, connect
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob_submit_kube import JobError, Jobs
+from ..module_utils.kube.auth import AUTH_ARG_SPEC
+from ..module_utils.kube.module import task_message
+from ..module_utils.kube.rest import connect
+from ..module_utils.kube.submit import Jobs
+from ..module_utils.mpijob import submit as S
+from ..module_utils.mpijob.errors import JobError, MPIJobError
 
 display = Display()
 
@@ -33,16 +36,6 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
 }
 
 
-class _Connection:
-    """What kube.connect needs of a module: the parameters, and a failure (here: this task's)."""
-
-    def __init__(self, params: dict):
-        self.params = params
-
-    def fail_json(self, msg: str, **_: Any) -> None:
-        raise AnsibleActionFail(msg)
-
-
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False  # talks to the API server from the controller, not through the target
@@ -53,7 +46,6 @@ class ActionModule(ActionBase):
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
         if args["wait_timeout"] < 0 or args["wait_sleep"] < 0:
             raise AnsibleActionFail("wait_timeout and wait_sleep: must be >= 0")
-        jobs = Jobs(connect(_Connection(args)))
         rounds = 0
 
         def report(job: dict, waited: float) -> None:
@@ -63,6 +55,7 @@ class ActionModule(ActionBase):
             display.display(f"MPIJob progress: {line} (waited {int(waited)}s of {args['wait_timeout']:g}s)")
 
         try:
+            jobs = Jobs(connect(args))
             job = jobs.get(args["namespace"], args["name"])
             if job is None:
                 raise AnsibleActionFail(f"MPIJob {args['namespace']}/{args['name']} does not exist")
@@ -73,10 +66,8 @@ class ActionModule(ActionBase):
             last = exc.result.get("result")
             summary = S.summary(last, datetime.now(timezone.utc)) if last else None
             return {**result, "failed": True, "msg": str(exc), "rounds": rounds, "result": last, "summary": summary}
-        except Unreachable as exc:
-            raise AnsibleActionFail(f"Kubernetes API server unreachable: {exc}") from exc
-        except S.SubmitError as exc:
-            raise AnsibleActionFail(str(exc)) from exc
+        except MPIJobError as exc:
+            raise AnsibleActionFail(task_message(exc)) from exc
         return {
             **result,
             "changed": False,

@@ -377,19 +377,12 @@ api_calls:
   type: int
 """
 
-from datetime import datetime, timezone  # noqa: E402
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib  # noqa: E402
-
-from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit as S  # noqa: E402
-from ansible_collections.mpi.operator.plugins.module_utils.kube import AUTH_ARG_SPEC, Unreachable, connect  # noqa: E402
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C  # noqa: E402
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob_submit_kube import (  # noqa: E402
-    FIELD_MANAGER,
-    Conflict,
-    JobError,
-    Jobs,
-)
+from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
+from ..module_utils.kube.module import run_module  # noqa: E402
+from ..module_utils.kube.rest import Rest  # noqa: E402
+from ..module_utils.kube.submit import FIELD_MANAGER, Jobs  # noqa: E402
+from ..module_utils.kube.task import Run  # noqa: E402
+from ..module_utils.mpijob import constants as C  # noqa: E402
 
 
 def argspec() -> dict:
@@ -425,181 +418,13 @@ def argspec() -> dict:
     return spec
 
 
-try:
-    import yaml
-
-    YAML_IMPORT_ERROR = None
-except ImportError as _exc:  # only src needs it; reported when src is used
-    YAML_IMPORT_ERROR = _exc
-
-
-def read_src(path: str) -> dict:
-    if YAML_IMPORT_ERROR is not None:
-        raise S.SubmitError(f"src: {missing_required_lib('PyYAML')}")
-    try:
-        with open(path, encoding="utf-8") as f:
-            docs = [d for d in yaml.safe_load_all(f) if d]
-    except (OSError, yaml.YAMLError) as exc:
-        raise S.SubmitError(f"src: cannot read {path}: {exc}") from exc
-    return S.one_mpijob(docs, f"src: {path}")
-
-
-def given_definition(params: dict) -> dict | None:
-    """The manifest of definition (a dict, or YAML text as a lookup or the action plugin's template gives it) or
-    src; None for the short form."""
-    if params["template"] is not None:
-        raise S.SubmitError("template: rendered by the mpi.operator.mpijob action plugin, which did not run (the "
-                            "module was called some other way): render it yourself and pass definition")
-    definition = params["definition"]
-    if isinstance(definition, str):
-        if YAML_IMPORT_ERROR is not None:
-            raise S.SubmitError(f"definition: {missing_required_lib('PyYAML')}")
-        try:
-            docs = [d for d in yaml.safe_load_all(definition) if d]
-        except yaml.YAMLError as exc:
-            raise S.SubmitError(f"definition: not valid YAML: {exc}") from exc
-        return S.one_mpijob(docs, "definition")
-    if definition is not None and not isinstance(definition, dict):
-        raise S.SubmitError(f"definition: must be a dict or a YAML string (one MPIJob), got {type(definition).__name__}")
-    if definition is not None:
-        return definition
-    return read_src(params["src"]) if params["src"] else None
-
-
-def force_conflicts(params: dict) -> bool:
-    return bool(params["force_conflicts"] or params["force"])  # force: the deprecated name
-
-
-class Run:
-    """One task: the job it is about, what was done, what to return."""
-
-    def __init__(self, module: AnsibleModule, jobs: Jobs):
-        self.module, self.jobs, self.params = module, jobs, module.params
-        self.before: dict | None = None
-        self.after: dict | None = None
-        self.method = "unchanged"
-
-    def present(self) -> None:
-        p = self.params
-        manifest = S.desired_manifest(p, given_definition(p))
-        if manifest is None:
-            self.scale_or_suspend()
-            return
-        meta = manifest["metadata"]
-        self.before = self.jobs.get(meta["namespace"], meta["name"], manifest["apiVersion"])
-        try:
-            would_be = self.jobs.apply(manifest, force_conflicts(p), dry_run=True)
-        except Conflict as exc:
-            if not self.module.check_mode:
-                raise
-            # a preview shows the drift as a diff; the real run fails on it unless force_conflicts is set
-            self.module.warn(f"{exc}. Without check mode this task fails.")
-            would_be = self.jobs.apply(manifest, True, dry_run=True)
-        if not S.differs(self.before, would_be):
-            self.after = self.before
-            return
-        self.method = "created" if self.before is None else "applied"
-        if self.module.check_mode:
-            self.after = would_be
-        else:
-            self.after = self.jobs.apply(manifest, force_conflicts(p), dry_run=False)
-
-    def scale_or_suspend(self) -> None:
-        p = self.params
-        if not p["name"]:
-            raise S.SubmitError("name: required (or give definition, src, or the short form image and command)")
-        if p["workers"] is None and p["suspend"] is None:
-            raise S.SubmitError("nothing to do: give definition, src, the short form (image, command), workers or suspend")
-        namespace = p["namespace"] or "default"
-        self.before = self.jobs.get(namespace, p["name"])
-        if self.before is None:
-            raise S.SubmitError(f"MPIJob {namespace}/{p['name']} does not exist: to create it, give definition, src "
-                                "or the short form (image, command)")
-        patch = S.job_patch(self.before, p["workers"], p["suspend"])
-        if patch is None:
-            self.after = self.before
-            return
-        self.method = "patched"
-        self.after = self.jobs.patch(self.before, patch)
-
-    def absent(self) -> None:
-        p = self.params
-        definition = given_definition(p)
-        meta = (definition or {}).get("metadata") or {}
-        name, namespace = p["name"] or meta.get("name"), meta.get("namespace") or p["namespace"] or "default"
-        if not name:
-            raise S.SubmitError("name: required to delete a job (or give definition or src)")
-        self.before = self.jobs.get(namespace, name)
-        if self.before is None:
-            return
-        self.method = "deleted"
-        self.jobs.delete(self.before)
-        if p["wait"] and not self.module.check_mode:
-            self.jobs.wait(self.before, lambda job: job is None, p["wait_timeout"], p["wait_sleep"],
-                           "and its children to be deleted")
-        if not self.module.check_mode:
-            self.after = None
-
-    def wait(self) -> None:
-        p = self.params
-        if not p["wait"] or p["state"] == "absent" or self.after is None or self.module.check_mode:
-            return
-        target = S.wait_target(p["wait_for"], self.after)
-        self.after = self.jobs.wait_for(self.after, target, p["wait_timeout"], p["wait_sleep"])
-
-    def result(self) -> dict:
-        if self.params["state"] == "absent":
-            job = self.before if self.module.check_mode else None
-        else:
-            job = self.after if self.after is not None else self.before
-        out = {
-            "changed": self.method != "unchanged",
-            "method": self.method,
-            "result": job,
-            "conditions": ((job or {}).get("status") or {}).get("conditions") or [],
-            "summary": S.summary(job, datetime.now(timezone.utc)) if job else None,
-            "launcher": {"pod": "", "exit": "", "log": [], "note": ""},
-        }
-        if job is not None and out["summary"]["phase"] != S.PENDING:
-            out["launcher"] = self.jobs.launcher(job, self.params["log_lines"] or None)
-        out["launcher_log"], out["launcher_log_note"] = out["launcher"]["log"], out["launcher"]["note"]
-        if self.module._diff and out["changed"]:
-            after = None if self.method == "deleted" else self.after
-            out["diff"] = {"before": S.comparable(self.before) or {}, "after": S.comparable(after) or {}}
-        return out
+def task(module, rest: Rest) -> dict:
+    jobs = Jobs(rest, module.check_mode, module.params["field_manager"])
+    return Run(module.params, jobs, module.check_mode, module._diff, module.warn)()
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec=argspec(),
-        mutually_exclusive=[("definition", "src", "template")],
-        supports_check_mode=True,
-    )
-    rest = connect(module)
-    run = None
-    try:
-        run = Run(module, Jobs(rest, module.check_mode, module.params["field_manager"]))
-        if module.params["state"] == "absent":
-            run.absent()
-        else:
-            run.present()
-        run.wait()
-        out = run.result()
-    except S.SubmitError as exc:
-        module.fail_json(msg=str(exc))
-    except JobError as exc:
-        if run is not None and "result" in exc.result:
-            run.after = exc.result["result"]  # the job as last seen by the wait
-        partial = run.result() if run is not None else {}
-        module.fail_json(msg=str(exc), api_calls=rest.calls, **partial)
-    except Unreachable as exc:
-        module.fail_json(msg=f"Kubernetes API server unreachable: {exc}")
-    summary = out["summary"]
-    if (module.params["wait"] and module.params["fail_on_job_failure"] and summary
-            and summary["phase"] == C.FAILED and not module.check_mode):
-        module.fail_json(msg=S.failure_message(summary, out["launcher"]),
-                         api_calls=rest.calls, **out)
-    module.exit_json(api_calls=rest.calls, **out)
+    run_module(argspec(), task, mutually_exclusive=[("definition", "src", "template")], supports_check_mode=True)
 
 
 if __name__ == "__main__":

@@ -190,12 +190,12 @@ api_calls:
 
 from datetime import datetime, timezone  # noqa: E402
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
-from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit as S  # noqa: E402
-from ansible_collections.mpi.operator.plugins.module_utils.kube import AUTH_ARG_SPEC, Unreachable, connect  # noqa: E402
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C  # noqa: E402
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob_submit_kube import JobError, Jobs  # noqa: E402
+from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
+from ..module_utils.kube.module import run_module  # noqa: E402
+from ..module_utils.kube.rest import Rest  # noqa: E402
+from ..module_utils.kube.submit import Jobs  # noqa: E402
+from ..module_utils.mpijob import constants as C  # noqa: E402
+from ..module_utils.mpijob import submit as S  # noqa: E402
 
 
 def argspec() -> dict:
@@ -228,25 +228,21 @@ def describe(jobs: Jobs, job: dict, params: dict, now: datetime) -> dict:
     return entry
 
 
-def main() -> None:
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+def task(module, rest: Rest) -> dict:
     p = module.params
-    rest = connect(module)
-    try:
-        jobs = Jobs(rest)
-        if p["name"]:
-            one = jobs.get(p["namespace"] or "default", p["name"])
-            found = [one] if one is not None else []
-        else:
-            found = jobs.list(p["namespace"], p["label_selectors"])
-        found.sort(key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"]))
-        now = datetime.now(timezone.utc)
-        result = [describe(jobs, job, p, now) for job in found]
-    except JobError as exc:
-        module.fail_json(msg=str(exc))
-    except Unreachable as exc:
-        module.fail_json(msg=f"Kubernetes API server unreachable: {exc}")
-    module.exit_json(changed=False, jobs=result, api_calls=rest.calls)
+    jobs = Jobs(rest)
+    if p["name"]:
+        one = jobs.get(p["namespace"] or "default", p["name"])
+        found = [one] if one is not None else []
+    else:
+        found = jobs.list(p["namespace"], p["label_selectors"])
+    found.sort(key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"]))
+    now = datetime.now(timezone.utc)
+    return {"changed": False, "jobs": [describe(jobs, job, p, now) for job in found]}
+
+
+def main() -> None:
+    run_module(argspec(), task, supports_check_mode=True)
 
 
 if __name__ == "__main__":

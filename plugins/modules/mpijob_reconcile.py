@@ -122,15 +122,11 @@ api_calls:
   type: int
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
-from ansible_collections.mpi.operator.plugins.module_utils.kube import (  # noqa: E402
-    AUTH_ARG_SPEC,
-    Unreachable,
-    connect,
-    reconcile_batch,
-)
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options  # noqa: E402
+from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
+from ..module_utils.kube.module import run_module  # noqa: E402
+from ..module_utils.kube.reconcile import reconcile_batch  # noqa: E402
+from ..module_utils.kube.rest import Rest  # noqa: E402
+from ..module_utils.mpijob.children import Options  # noqa: E402
 
 
 def argspec() -> dict:
@@ -146,18 +142,17 @@ def argspec() -> dict:
     return spec
 
 
-def main() -> None:
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    rest = connect(module)
+def task(module, rest: Rest) -> dict:
     opts = Options(cluster_domain=module.params["cluster_domain"].strip("."),
                    gang_scheduling=module.params["gang_scheduling"])
-    try:
-        results = reconcile_batch(rest, module.params["jobs"], opts, check_mode=module.check_mode)
-    except Unreachable as exc:
-        module.fail_json(msg=f"Kubernetes API server unreachable: {exc}")
+    results = reconcile_batch(rest, module.params["jobs"], opts, check_mode=module.check_mode)
     jobs = [r.as_dict() for r in results]
     changed = any(a["action"] != "event" for j in jobs for a in j["actions"])
-    module.exit_json(changed=changed, jobs=jobs, api_calls=rest.calls)
+    return {"changed": changed, "jobs": jobs}
+
+
+def main() -> None:
+    run_module(argspec(), task, supports_check_mode=True)
 
 
 if __name__ == "__main__":

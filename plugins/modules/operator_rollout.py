@@ -81,16 +81,11 @@ elapsed:
 import time  # noqa: E402
 from urllib.parse import quote  # noqa: E402
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-
-from ansible_collections.mpi.operator.plugins.module_utils import rollout as R  # noqa: E402
-from ansible_collections.mpi.operator.plugins.module_utils.kube import (  # noqa: E402
-    AUTH_ARG_SPEC,
-    ApiError,
-    Unreachable,
-    collection,
-    connect,
-)
+from ..module_utils import rollout as R  # noqa: E402
+from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
+from ..module_utils.kube.module import run_module  # noqa: E402
+from ..module_utils.kube.rest import Rest, collection  # noqa: E402
+from ..module_utils.mpijob.errors import ApiError, JobError, Unreachable  # noqa: E402
 
 LOG_TIMEOUT = 10.0  # a kubelet that cannot serve logs must not hold the task
 
@@ -135,12 +130,9 @@ def log_tail(rest, namespace: str, verdict: R.Verdict, lines: int) -> str:
     return text if status < 400 else ""
 
 
-def main() -> None:
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+def task(module, rest: Rest) -> dict:
     p = module.params
-    rest = connect(module)
     start = time.monotonic()
-    deployment, pods, events = None, [], []
     try:
         while True:
             deployment, pods, events = look(rest, p["namespace"], p["name"])
@@ -153,14 +145,16 @@ def main() -> None:
             time.sleep(p["poll"])
         elapsed = round(time.monotonic() - start, 1)
         if verdict.state == "ready":
-            module.exit_json(changed=False, state="ready", reason=verdict.summary, elapsed=elapsed)
+            return {"changed": False, "state": "ready", "reason": verdict.summary, "elapsed": elapsed}
         tail = log_tail(rest, p["namespace"], verdict, p["log_lines"])
     except ApiError as exc:
-        module.fail_json(msg=f"cannot read the operator Deployment {p['namespace']}/{p['name']}: {exc.message}")
-    except Unreachable as exc:
-        module.fail_json(msg=f"Kubernetes API server unreachable: {exc}")
-    module.fail_json(msg=verdict.message(tail), state="failed", reason=verdict.summary, pod=verdict.pod,
-                     events=verdict.events, log=tail.splitlines(), elapsed=elapsed)
+        raise JobError(f"cannot read the operator Deployment {p['namespace']}/{p['name']}: {exc.message}") from exc
+    raise JobError(verdict.message(tail), state="failed", reason=verdict.summary, pod=verdict.pod,
+                   events=verdict.events, log=tail.splitlines(), elapsed=elapsed)
+
+
+def main() -> None:
+    run_module(argspec(), task, supports_check_mode=True)
 
 
 if __name__ == "__main__":

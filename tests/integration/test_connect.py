@@ -1,4 +1,4 @@
-"""The modules reach the real API server both ways module_utils/kube.py connects: urllib3 alone for a plain
+"""The modules reach the real API server both ways module_utils/kube/ connects: urllib3 alone for a plain
 kubeconfig (here a ServiceAccount token), and the kubernetes client's loader for an exec credential plugin."""
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def test_impersonation_is_what_the_api_server_authorizes(
     transport: str,
 ) -> None:
     create_mpijob(api_client, namespace, new_mpijob("visible", 1))
-    # Two files (the same one twice) make kube.py hand the kubeconfig to the kubernetes client's loader.
+    # Two files (the same one twice) make module_utils/kube/auth.py hand the kubeconfig to the kubernetes client's loader.
     config = kubeconfig if transport == "urllib3" else f"{kubeconfig}{os.pathsep}{kubeconfig}"
     reader = f"system:serviceaccount:{namespace}:reader"
     allowed = mpijob_info(config, namespace, impersonate_user=reader, impersonate_groups=["system:serviceaccounts"])

@@ -354,7 +354,7 @@ def test_state_column_is_right_in_every_state(
     state: str, change: Callable[[dict[str, Any]], Any], until: str, reconcile: Any, custom: Any, kubectl: Kubectl,
     namespace: str
 ) -> None:
-    from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob import submit as mpijob_submit
 
     body = minimal_job("job", workers=2)
     changed = change(body)

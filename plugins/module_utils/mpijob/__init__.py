@@ -1,5 +1,5 @@
 """The MPIJob core: pure Python, no I/O, no Ansible imports.
 
 spec (parse, default, validate) -> children (desired objects) -> status (from what was observed)
--> plan (ordered actions that turn observed into desired). The shell (module_utils/kube.py) reads and writes.
+-> plan (ordered actions that turn observed into desired). The shell (module_utils/kube/) reads and writes.
 """

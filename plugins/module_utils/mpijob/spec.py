@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import constants as C
+from .errors import InvalidMPIJob
 from .quantity import parse_quantity
 
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -23,14 +24,6 @@ class FieldError:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
-
-
-class InvalidMPIJob(ValueError):
-    """The object is not a valid MPIJob; `errors` names every bad field."""
-
-    def __init__(self, errors: list[FieldError]):
-        self.errors = tuple(errors)
-        super().__init__("; ".join(str(e) for e in errors))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Which kubeconfigs module_utils/kube.py reaches with urllib3 alone, and what it reads from them.
+"""Which kubeconfigs module_utils/kube/auth.py reaches with urllib3 alone, and what it reads from them.
 
 The light path saves each module run the kubernetes client's import; everything it does not understand must go to
 the kubernetes client's loader (None here), never be half-read."""
@@ -10,7 +10,10 @@ import pathlib
 import pytest
 import yaml
 
-from ansible_collections.mpi.operator.plugins.module_utils import kube
+from ansible_collections.mpi.operator.plugins.module_utils.kube import auth as kube_auth
+from ansible_collections.mpi.operator.plugins.module_utils.kube import rest as kube_rest
+from ansible_collections.mpi.operator.plugins.module_utils.kube import transport as kube_transport
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import BadAuth
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
@@ -44,7 +47,7 @@ def no_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_client_certificate_data_becomes_private_files(tmp_path: pathlib.Path) -> None:
     path = write(tmp_path, {"client-certificate-data": base64.b64encode(b"CERT").decode(),
                             "client-key-data": base64.b64encode(b"KEY").decode()})
-    ep = kube.light_endpoint({"kubeconfig": path})
+    ep = kube_auth.light_endpoint({"kubeconfig": path})
     assert ep is not None
     assert ep.host == "https://127.0.0.1:6443" and ep.verify and ep.ca_data == PEM and ep.token is None
     assert pathlib.Path(ep.cert_file).read_bytes() == b"CERT"
@@ -54,18 +57,18 @@ def test_client_certificate_data_becomes_private_files(tmp_path: pathlib.Path) -
 
 def test_token_file_is_relative_to_the_kubeconfig(tmp_path: pathlib.Path) -> None:
     (tmp_path / "token").write_text("s3cret\n")
-    ep = kube.light_endpoint({"kubeconfig": write(tmp_path, {"tokenFile": "token"})})
+    ep = kube_auth.light_endpoint({"kubeconfig": write(tmp_path, {"tokenFile": "token"})})
     assert ep is not None and ep.token == "s3cret"
 
 
 def test_context_selects_cluster_and_insecure_skip_tls_verify(tmp_path: pathlib.Path) -> None:
-    ep = kube.light_endpoint({"kubeconfig": write(tmp_path, {"token": "t"}), "context": "other"})
+    ep = kube_auth.light_endpoint({"kubeconfig": write(tmp_path, {"token": "t"}), "context": "other"})
     assert ep is not None and ep.host == "https://other:443" and ep.verify is False
 
 
 def test_parameters_override_the_kubeconfig(tmp_path: pathlib.Path) -> None:
     path = write(tmp_path, {"client-certificate": "c.crt", "client-key": "c.key"})
-    ep = kube.light_endpoint({"kubeconfig": path, "host": "https://api.example:443/", "api_key": "tok",
+    ep = kube_auth.light_endpoint({"kubeconfig": path, "host": "https://api.example:443/", "api_key": "tok",
                               "validate_certs": False, "ca_cert": "/etc/ca.pem"})
     assert ep is not None
     assert (ep.host, ep.token, ep.verify, ep.ca_file, ep.ca_data) == ("https://api.example:443", "tok", False,
@@ -74,13 +77,13 @@ def test_parameters_override_the_kubeconfig(tmp_path: pathlib.Path) -> None:
 
 
 def test_client_certificate_paths_are_relative_to_the_kubeconfig(tmp_path: pathlib.Path) -> None:
-    ep = kube.light_endpoint({"kubeconfig": write(tmp_path, {"client-certificate": "c.crt", "client-key": "c.key"})})
+    ep = kube_auth.light_endpoint({"kubeconfig": write(tmp_path, {"client-certificate": "c.crt", "client-key": "c.key"})})
     assert ep is not None and ep.cert_file == str(tmp_path / "c.crt") and ep.key_file == str(tmp_path / "c.key")
 
 
 def test_environment_kubeconfig_is_used(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("K8S_AUTH_KUBECONFIG", write(tmp_path, {"token": "from-env"}))
-    ep = kube.light_endpoint({})
+    ep = kube_auth.light_endpoint({})
     assert ep is not None and ep.token == "from-env"
 
 
@@ -90,22 +93,22 @@ def test_environment_kubeconfig_is_used(tmp_path: pathlib.Path, monkeypatch: pyt
     {"username": "admin", "password": "pw"},
 ])
 def test_other_credentials_go_to_the_kubernetes_loader(tmp_path: pathlib.Path, user: dict) -> None:
-    assert kube.light_endpoint({"kubeconfig": write(tmp_path, user)}) is None
+    assert kube_auth.light_endpoint({"kubeconfig": write(tmp_path, user)}) is None
 
 
 def test_proxies_several_files_and_unknown_contexts_go_to_the_kubernetes_loader(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     proxied = write(tmp_path, {"token": "t"}, {"server": "https://x", "proxy-url": "http://proxy:3128"}, "p")
-    assert kube.light_endpoint({"kubeconfig": proxied}) is None
-    assert kube.light_endpoint({"kubeconfig": write(tmp_path, {"token": "t"}), "context": "missing"}) is None
-    assert kube.light_endpoint({"kubeconfig": str(tmp_path / "absent")}) is None
+    assert kube_auth.light_endpoint({"kubeconfig": proxied}) is None
+    assert kube_auth.light_endpoint({"kubeconfig": write(tmp_path, {"token": "t"}), "context": "missing"}) is None
+    assert kube_auth.light_endpoint({"kubeconfig": str(tmp_path / "absent")}) is None
     monkeypatch.setenv("KUBECONFIG", f"{write(tmp_path, {'token': 't'}, name='a')}:{tmp_path / 'b'}")
-    assert kube.light_endpoint({}) is None
+    assert kube_auth.light_endpoint({}) is None
 
 
 def test_host_and_token_alone_need_no_kubeconfig() -> None:
-    ep = kube.light_endpoint({"host": "https://10.0.0.1:6443", "api_key": "tok", "ca_cert": "/ca.pem"})
+    ep = kube_auth.light_endpoint({"host": "https://10.0.0.1:6443", "api_key": "tok", "ca_cert": "/ca.pem"})
     assert ep is not None and (ep.host, ep.token, ep.ca_file) == ("https://10.0.0.1:6443", "tok", "/ca.pem")
 
 
@@ -129,9 +132,9 @@ def test_urllib3_transport_sends_text_bodies_as_they_are_and_objects_as_json(mon
             sent.append(body)
             return type("R", (), {"status": 200, "reason": "OK", "data": b"{}"})()
 
-    transport = kube.Urllib3Transport(kube.Endpoint(host="https://127.0.0.1:1", verify=False))
+    transport = kube_transport.Urllib3Transport(kube_auth.Endpoint(host="https://127.0.0.1:1", verify=False))
     monkeypatch.setattr(transport, "pool", Pool())
-    rest = kube.Rest(transport)
+    rest = kube_rest.Rest(transport)
     rest.request("PATCH", "/x", '{"apiVersion": "v1"}', content_type="application/apply-patch+yaml")
     rest.request("POST", "/x", {"a": 1})
     rest.request("GET", "/x")
@@ -140,7 +143,7 @@ def test_urllib3_transport_sends_text_bodies_as_they_are_and_objects_as_json(mon
 
 def test_rest_counts_calls_and_passes_query_and_timeout() -> None:
     rec = Recorder()
-    rest = kube.Rest(rec, timeout=7)
+    rest = kube_rest.Rest(rec, timeout=7)
     assert rest.request("GET", "/api/v1/namespaces", query={"limit": "1"}) == {"kind": "Status"}
     assert rest.calls == 1 and rec.sent[0][2] == {"limit": "1"} and rec.sent[0][5] == 7
     assert "Content-Type" not in rec.sent[0][3]
@@ -156,7 +159,7 @@ def test_every_option_reads_kubernetes_cores_environment_variables(monkeypatch: 
                        "K8S_AUTH_PERSIST_CONFIG": "true", "K8S_AUTH_IMPERSONATE_USER": "jane",
                        "K8S_AUTH_IMPERSONATE_GROUPS": "g1,g2"}.items():
         monkeypatch.setenv(var, value)
-    a = kube.auth({})
+    a = kube_auth.auth({})
     assert (a.host, a.ca_cert, a.client_cert, a.client_key, a.verify) == ("https://api:6443", "/ca.pem", "/c.crt",
                                                                           "/c.key", False)
     assert (a.username, a.password, a.proxy, a.no_proxy) == ("u", "p", "http://proxy:3128", "10.0.0.0/8")
@@ -164,17 +167,17 @@ def test_every_option_reads_kubernetes_cores_environment_variables(monkeypatch: 
     assert (a.impersonate_user, a.impersonate_groups) == ("jane", ("g1", "g2"))
     # The option's own name works too, and a module parameter wins over the environment.
     monkeypatch.setenv("K8S_AUTH_CA_CERT", "/other.pem")
-    assert kube.auth({}).ca_cert == "/other.pem"
-    assert kube.auth({"ca_cert": "/param.pem", "validate_certs": True}).ca_cert == "/param.pem"
-    assert kube.auth({"validate_certs": True}).verify is True
+    assert kube_auth.auth({}).ca_cert == "/other.pem"
+    assert kube_auth.auth({"ca_cert": "/param.pem", "validate_certs": True}).ca_cert == "/param.pem"
+    assert kube_auth.auth({"validate_certs": True}).verify is True
 
 
 def test_impersonation_and_basic_auth_become_headers() -> None:
-    a = kube.auth({"host": "https://h", "impersonate_user": "jane", "impersonate_groups": ["a", "b"],
+    a = kube_auth.auth({"host": "https://h", "impersonate_user": "jane", "impersonate_groups": ["a", "b"],
                    "username": "u", "password": "p"})
     assert a.headers() == [("Impersonate-User", "jane"), ("Impersonate-Group", "a"), ("Impersonate-Group", "b"),
                            ("Authorization", "Basic " + base64.b64encode(b"u:p").decode())]
-    assert kube.auth({"host": "https://h", "api_key": "t", "username": "u", "password": "p"}).headers() == []
+    assert kube_auth.auth({"host": "https://h", "api_key": "t", "username": "u", "password": "p"}).headers() == []
 
 
 def test_urllib3_transport_sends_one_header_line_per_impersonated_group() -> None:
@@ -199,8 +202,8 @@ def test_urllib3_transport_sends_one_header_line_per_impersonated_group() -> Non
     try:
         params = {"host": f"http://127.0.0.1:{server.server_port}", "api_key": "tok", "impersonate_user": "jane",
                   "impersonate_groups": ["a", "b"]}
-        ep = kube.light_endpoint(params)
-        kube.Rest(kube.Urllib3Transport(ep, kube.auth(params).headers())).request("GET", "/api")
+        ep = kube_auth.light_endpoint(params)
+        kube_rest.Rest(kube_transport.Urllib3Transport(ep, kube_auth.auth(params).headers())).request("GET", "/api")
     finally:
         server.shutdown()
     headers = seen[0]
@@ -210,30 +213,30 @@ def test_urllib3_transport_sends_one_header_line_per_impersonated_group() -> Non
 
 def test_a_kubeconfig_dict_is_read_like_the_file(tmp_path: pathlib.Path) -> None:
     doc = yaml.safe_load(pathlib.Path(write(tmp_path, {"token": "t"})).read_text())
-    ep = kube.light_endpoint({"kubeconfig": doc})
+    ep = kube_auth.light_endpoint({"kubeconfig": doc})
     assert ep is not None and (ep.host, ep.token, ep.ca_data) == ("https://127.0.0.1:6443", "t", PEM)
-    assert kube.light_endpoint({"kubeconfig": doc, "context": "other"}).host == "https://other:443"
+    assert kube_auth.light_endpoint({"kubeconfig": doc, "context": "other"}).host == "https://other:443"
 
 
 @pytest.mark.parametrize("bad", [["a", "b"], 3, {"contexts": "x"}])
 def test_a_kubeconfig_of_another_type_is_an_error_naming_the_option(bad: object) -> None:
-    with pytest.raises(kube.BadAuth, match=r"^kubeconfig: "):
-        kube.auth({"kubeconfig": bad})
+    with pytest.raises(BadAuth, match=r"^kubeconfig: "):
+        kube_auth.auth({"kubeconfig": bad})
 
 
 def test_client_certificate_options_replace_the_kubeconfig_user(tmp_path: pathlib.Path) -> None:
-    ep = kube.light_endpoint({"kubeconfig": write(tmp_path, {"token": "t"}), "client_cert": "/c.crt",
+    ep = kube_auth.light_endpoint({"kubeconfig": write(tmp_path, {"token": "t"}), "client_cert": "/c.crt",
                               "client_key": "/c.key", "api_key": None})
     assert (ep.cert_file, ep.key_file) == ("/c.crt", "/c.key")
-    ep = kube.light_endpoint({"host": "https://h", "client_cert": "/c.crt", "client_key": "/c.key", "ca_cert": "/ca"})
+    ep = kube_auth.light_endpoint({"host": "https://h", "client_cert": "/c.crt", "client_key": "/c.key", "ca_cert": "/ca"})
     assert (ep.host, ep.cert_file, ep.key_file, ep.ca_file, ep.token) == ("https://h", "/c.crt", "/c.key", "/ca", None)
 
 
 def test_a_proxy_goes_to_the_kubernetes_client_with_every_proxy_option(tmp_path: pathlib.Path) -> None:
     params = {"kubeconfig": write(tmp_path, {"token": "t"}), "proxy": "http://proxy:3128", "no_proxy": "localhost",
               "proxy_headers": {"proxy_basic_auth": "u:p", "user_agent": "ua/1", "basic_auth": None}}
-    assert kube.light_endpoint(params) is None
-    cfg = kube.api_client(params).configuration
+    assert kube_auth.light_endpoint(params) is None
+    cfg = kube_auth.api_client(params).configuration
     assert (cfg.proxy, cfg.no_proxy) == ("http://proxy:3128", "localhost")
     assert cfg.proxy_headers["proxy-authorization"] == "Basic " + base64.b64encode(b"u:p").decode()
     assert cfg.proxy_headers["user-agent"] == "ua/1"
@@ -241,7 +244,7 @@ def test_a_proxy_goes_to_the_kubernetes_client_with_every_proxy_option(tmp_path:
 
 def test_the_kubernetes_client_path_takes_a_dict_and_the_certificate_options(tmp_path: pathlib.Path) -> None:
     doc = yaml.safe_load(pathlib.Path(write(tmp_path, {"token": "t"})).read_text())
-    cfg = kube.api_client({"kubeconfig": doc, "client_cert": "/c.crt", "client_key": "/c.key",
+    cfg = kube_auth.api_client({"kubeconfig": doc, "client_cert": "/c.crt", "client_key": "/c.key",
                            "ca_cert": "/ca.pem", "validate_certs": False}).configuration
     assert (cfg.host, cfg.cert_file, cfg.key_file, cfg.ssl_ca_cert, cfg.verify_ssl) == (
         "https://127.0.0.1:6443", "/c.crt", "/c.key", "/ca.pem", False)

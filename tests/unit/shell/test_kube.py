@@ -4,26 +4,26 @@ from __future__ import annotations
 
 from cryptography.hazmat.primitives import serialization
 
-from ansible_collections.mpi.operator.plugins.module_utils import kube
+from ansible_collections.mpi.operator.plugins.module_utils.kube import reconcile, rest, sshkeys
 from ansible_collections.mpi.operator.plugins.modules import mpijob_reconcile
 
 
 def test_ssh_keys_are_ecdsa_p521_like_kubeflows() -> None:
-    private, public = kube.generate_ssh_keys()
+    private, public = sshkeys.generate_ssh_keys()
     assert private.startswith(b"-----BEGIN EC PRIVATE KEY-----\n")
     assert public.startswith(b"ecdsa-sha2-nistp521 ") and public.endswith(b"\n")
     key = serialization.load_pem_private_key(private, password=None)
     assert key.curve.name == "secp521r1"
     assert key.public_key().public_bytes(serialization.Encoding.OpenSSH,
                                          serialization.PublicFormat.OpenSSH) == public.strip()
-    assert kube.generate_ssh_keys()[0] != private
+    assert sshkeys.generate_ssh_keys()[0] != private
 
 
 def test_paths() -> None:
-    assert kube.collection("v1", "Pod", "ns") == "/api/v1/namespaces/ns/pods"
-    assert kube.item("batch/v1", "Job", "ns", "pi-launcher") == "/apis/batch/v1/namespaces/ns/jobs/pi-launcher"
-    assert kube.mpijob_path("ns", "pi") == "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/pi"
-    assert kube.collection("scheduling.volcano.sh/v1beta1", "PodGroup", "ns") == (
+    assert rest.collection("v1", "Pod", "ns") == "/api/v1/namespaces/ns/pods"
+    assert rest.item("batch/v1", "Job", "ns", "pi-launcher") == "/apis/batch/v1/namespaces/ns/jobs/pi-launcher"
+    assert rest.mpijob_path("ns", "pi") == "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/pi"
+    assert rest.collection("scheduling.volcano.sh/v1beta1", "PodGroup", "ns") == (
         "/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups")
 
 
@@ -35,6 +35,6 @@ def test_module_argument_spec_is_the_contract() -> None:
 
 
 def test_result_shape() -> None:
-    result = kube.JobResult(namespace="ns", name="pi").as_dict()
+    result = reconcile.JobResult(namespace="ns", name="pi").as_dict()
     assert set(result) == {"namespace", "name", "uid", "actions", "status", "error", "retry", "requeue_after",
                            "deleted"}

@@ -5,7 +5,8 @@ from datetime import datetime, timezone
 import pytest
 import yaml
 
-from ansible_collections.mpi.operator.plugins.module_utils import mpijob_submit as S
+from ansible_collections.mpi.operator.plugins.module_utils.kube import task
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import submit as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.spec import parse
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -262,8 +263,8 @@ def test_newest_launcher_pod_and_tail():
 
 
 def test_api_errors_become_messages_that_say_what_to_do():
-    from ansible_collections.mpi.operator.plugins.module_utils.kube import ApiError
-    from ansible_collections.mpi.operator.plugins.module_utils.mpijob_submit_kube import _explain
+    from ansible_collections.mpi.operator.plugins.module_utils.kube.submit import _explain
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import ApiError
 
     typo = ApiError(500, "Internal Server Error", {"message": (
         "failed to create typed patch object (ns/pi; kubeflow.org/v1, Kind=MPIJob): .spec.mpiReplicaSpecs.Launcher"
@@ -292,21 +293,20 @@ def _params(**given):
 
 
 def test_definition_as_yaml_text_takes_its_one_mpijob():
-    mod = _mpijob_module()
     text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: kubeflow.org/v2beta1\nkind: MPIJob\n" \
            "metadata: {name: pi}\n"
-    assert mod.given_definition(_params(definition=text))["metadata"]["name"] == "pi"
+    assert task.given_definition(_params(definition=text))["metadata"]["name"] == "pi"
     with pytest.raises(S.SubmitError, match=r"^definition must hold exactly one MPIJob, found 2$"):
-        mod.given_definition(_params(definition=text + "---\nkind: MPIJob\nmetadata: {name: b}\n"))
+        task.given_definition(_params(definition=text + "---\nkind: MPIJob\nmetadata: {name: b}\n"))
     with pytest.raises(S.SubmitError, match=r"^definition: not valid YAML"):
-        mod.given_definition(_params(definition="kind: {{ x }}"))
+        task.given_definition(_params(definition="kind: {{ x }}"))
     with pytest.raises(S.SubmitError, match=r"^definition: must be a dict or a YAML string"):
-        mod.given_definition(_params(definition=["a"]))
+        task.given_definition(_params(definition=["a"]))
 
 
 def test_template_reaching_the_module_says_the_action_plugin_did_not_run():
     with pytest.raises(S.SubmitError, match=r"^template: rendered by the mpi.operator.mpijob action plugin"):
-        _mpijob_module().given_definition(_params(template="job.j2"))
+        task.given_definition(_params(template="job.j2"))
 
 
 def test_force_is_the_deprecated_name_of_force_conflicts():
@@ -314,6 +314,6 @@ def test_force_is_the_deprecated_name_of_force_conflicts():
     spec = mod.argspec()
     assert spec["force"].get("removed_in_version") == "1.0.0" and spec["force"].get("default") is None
     assert spec["force_conflicts"]["default"] is False and spec["field_manager"]["default"] == "mpi.operator"
-    assert mod.force_conflicts({"force_conflicts": False, "force": True}) is True
-    assert mod.force_conflicts({"force_conflicts": True, "force": None}) is True
-    assert mod.force_conflicts({"force_conflicts": False, "force": None}) is False
+    assert task.force_conflicts({"force_conflicts": False, "force": True}) is True
+    assert task.force_conflicts({"force_conflicts": True, "force": None}) is True
+    assert task.force_conflicts({"force_conflicts": False, "force": None}) is False

@@ -1,4 +1,4 @@
-"""What the mpijob and mpijob_info modules decide, without I/O: the short form as a v2beta1 manifest, the
+"""What the mpijob, mpijob_info and mpijob_wait tasks decide, without I/O: the short form as a v2beta1 manifest, the
 definition to apply (with `workers`/`suspend` laid over it), the patch for an existing job, the summary of a
 job's status (phase, workers running), and the messages users read (progress line, failure with log tail).
 """
@@ -9,10 +9,11 @@ import shlex
 from datetime import datetime
 from typing import Any
 
-from .mpijob import constants as C
-from .mpijob import status as core_status
-from .mpijob.spec import InvalidMPIJob, parse
-from .mpijob.status import get_condition, parse_time
+from . import constants as C
+from . import status as core_status
+from .errors import InvalidMPIJob, SubmitError
+from .spec import parse
+from .status import get_condition, parse_time
 
 PENDING = core_status.PENDING
 
@@ -25,10 +26,6 @@ LAUNCHER_CONTAINER = "mpi-launcher"
 WORKER_CONTAINER = "mpi-worker"
 # Fields the server owns: they never count as a difference between what is and what would be.
 _VOLATILE_META = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid", "selfLink")
-
-
-class SubmitError(ValueError):
-    """Bad module input; the message names the option or field."""
 
 
 # ---- which job, from which input -------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""The API half of the mpijob and mpijob_info modules, on top of module_utils/kube.py (its client and Rest):
-server-side apply, scale/suspend patches, deletion, the bounded wait, the launcher's log tail, the job's events.
-The decisions (what to apply, changed or not, phase) are in mpijob_submit.py.
+"""The API half of the mpijob, mpijob_info and mpijob_wait tasks, on Rest: server-side apply, scale/suspend
+patches, deletion, the bounded wait, the launcher's log tail, the job's events. The decisions (what to apply,
+changed or not, phase) are the core's (module_utils/mpijob/submit.py).
 """
 from __future__ import annotations
 
@@ -11,27 +11,16 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from urllib.parse import quote
 
-from . import mpijob_submit as S
-from .kube import ApiError, Rest, Unreachable, collection, item
-from .mpijob import constants as C
+from ..mpijob import constants as C
+from ..mpijob import submit as S
+from ..mpijob.errors import ApiError, Conflict, JobError, Unreachable
+from .rest import Rest, collection, item
 
 FIELD_MANAGER = "mpi.operator"
 # workers/suspend patches: a manifest applied later that sets those fields otherwise conflicts with FIELD_MANAGER.
 PATCH_FIELD_MANAGER = "mpi.operator-patch"
 _UNDECLARED = re.compile(r"\.(spec\S*?): field not declared in schema")
 LOG_TIMEOUT = 10.0  # a kubelet that cannot serve logs must not hold the task for the full request timeout
-
-
-class JobError(Exception):
-    """A failure to report as the task's message (bad input the API rejected, conflict, timeout)."""
-
-    def __init__(self, message: str, **result: object):
-        super().__init__(message)
-        self.result = result
-
-
-class Conflict(JobError):
-    """Server-side apply met fields another field manager changed (a drift from the manifest)."""
 
 
 def job_path(api_version: str, namespace: str, name: str = "") -> str:

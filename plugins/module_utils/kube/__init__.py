@@ -1,0 +1,7 @@
+"""The shell: the only code that talks to the Kubernetes API server, for the modules and the operator alike.
+
+One job per module: auth (connection options, credentials), transport (HTTP: urllib3 alone or the kubernetes
+client), rest (JSON requests, API paths, connect), sshkeys, read (a batch's world), reconcile (carrying the core's
+plan out), submit (the mpijob modules' API calls), task (one mpijob task) and module (run_module: every module's
+entry, any MPIJobError as the task's failure). The decisions are the core's (module_utils/mpijob).
+"""

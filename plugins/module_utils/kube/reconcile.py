@@ -1,0 +1,218 @@
+"""Carrying a plan out: reconcile_batch reads a batch (read.py), asks the core for each job's plan and hands it to
+an Applier, which creates, merge patches, deletes with a uid precondition, writes the status subresource and
+events, and turns API errors into the job's JobResult."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from ..mpijob import children as K
+from ..mpijob import constants as C
+from ..mpijob import status as S
+from ..mpijob.errors import ApiError
+from ..mpijob.plan import Action, Plan, World, controlled_by, reconcile
+from .read import Namespaced, priority_values, read_namespace, world_of
+from .rest import Rest, collection, item, mpijob_path
+from .sshkeys import _placeholder_keys, generate_ssh_keys
+
+
+@dataclass
+class JobResult:
+    namespace: str
+    name: str
+    uid: str | None = None
+    actions: list[dict] = field(default_factory=list)
+    status: dict | None = None
+    error: str | None = None
+    retry: bool = False
+    requeue_after: float | None = None
+    deleted: bool = False
+
+    def as_dict(self) -> dict:
+        return {
+            "namespace": self.namespace, "name": self.name, "uid": self.uid, "actions": self.actions,
+            "status": self.status, "error": self.error, "retry": self.retry, "requeue_after": self.requeue_after,
+            "deleted": self.deleted,
+        }
+
+
+class Applier:
+    """Carries out one job's plan, in order; turns API errors into the job's result."""
+
+    def __init__(self, rest: Rest, obj: dict, result: JobResult):
+        self.rest, self.obj, self.result = rest, obj, result
+        self.namespace = obj["metadata"]["namespace"]
+        self.name = obj["metadata"]["name"]
+        self.uid = obj["metadata"].get("uid", "")
+
+    def apply(self, plan: Plan) -> None:
+        for action in plan.actions:
+            try:
+                if not self.do(action):
+                    return
+            except ApiError as exc:
+                if not self.failed(action, exc):
+                    return
+            self.result.actions.append(action.summary())
+
+    def do(self, a: Action) -> bool:
+        """False stops the plan (the error is already in the result)."""
+        ns = self.namespace
+        if a.action == "create":
+            try:
+                self.rest.request("POST", collection(a.api_version, a.kind, ns), a.body)
+            except ApiError as exc:
+                if exc.status != 409:
+                    raise
+                return self.exists(a)
+        elif a.action == "patch":
+            path = item(a.api_version, a.kind, ns, a.name) + (f"/{a.subresource}" if a.subresource else "")
+            self.rest.request("PATCH", path, a.body, content_type="application/merge-patch+json")
+        elif a.action == "delete":
+            body = {"preconditions": {"uid": a.uid}} if a.uid else None
+            try:
+                self.rest.request("DELETE", item(a.api_version, a.kind, ns, a.name), body)
+            except ApiError as exc:
+                if exc.status != 404:  # already gone is what we wanted
+                    raise
+        elif a.action == "status":
+            body = dict(self.obj, status=a.body)
+            written = self.rest.request("PUT", mpijob_path(ns, self.name) + "/status", body)
+            self.result.status = written.get("status")
+        elif a.action == "event":
+            self.event(a.body or {})
+        elif a.action == "delete-mpijob":
+            try:
+                self.rest.request("DELETE", mpijob_path(ns, self.name),
+                                  {"preconditions": {"uid": a.uid}, "propagationPolicy": "Background"})
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+            self.result.deleted = True
+            self.result.status = None
+        return True
+
+    def exists(self, a: Action) -> bool:
+        """A create met an object of that name: ours (a stale read, retry later) or someone else's (no takeover)."""
+        current = self.rest.get(item(a.api_version, a.kind, self.namespace, a.name))
+        if current is not None and not controlled_by(current, self.uid):
+            msg = C.MESSAGE_RESOURCE_EXISTS.format(name=a.name, kind=a.kind)
+            self.event({"type": "Warning", "reason": C.REASON_RESOURCE_EXISTS, "message": msg})
+            self.result.actions.append({"action": "event", "kind": "Event", "name": C.REASON_RESOURCE_EXISTS,
+                                        "reason": C.REASON_RESOURCE_EXISTS})
+            self.result.error, self.result.retry = msg, True
+            return False
+        self.result.retry = True
+        return True
+
+    def failed(self, a: Action, exc: ApiError) -> bool:
+        """True to go on with the next action."""
+        if a.action == "status" and exc.status == 404:
+            self.result.deleted, self.result.status = True, None
+            return False
+        if exc.status in (404, 409):  # vanished or changed under us: the next reconcile sees the new state
+            self.result.retry = True
+            if a.action in ("patch", "event"):
+                return True
+            self.result.error = f"{a.action} {a.kind} {a.name}: {exc}"
+            return False
+        self.result.error = f"{a.action} {a.kind} {a.name}: {exc}"
+        if exc.status in (400, 422) and a.action == "create":
+            # The API rejects what the template asks for: say so on the MPIJob, as Kubeflow does.
+            with contextlib.suppress(ApiError):
+                self.event({"type": "Warning", "reason": C.REASON_FAILED,
+                            "message": f"{a.kind} {a.name} creation failed: {exc.message}"})
+            self.result.retry = False
+        else:
+            self.result.retry = True
+        return False
+
+    def event(self, ev: dict) -> None:
+        """A core/v1 Event on the MPIJob; repeats of the same event bump its count instead of piling up."""
+        now = S.rfc3339(datetime.now(timezone.utc))
+        digest = hashlib.sha256(f"{self.uid}/{ev['type']}/{ev['reason']}/{ev['message']}".encode()).hexdigest()[:16]
+        name = f"{self.name}.{digest}"
+        body = {
+            "metadata": {"name": name, "namespace": self.namespace},
+            "involvedObject": {"apiVersion": self.obj.get("apiVersion", C.API_VERSION), "kind": C.KIND,
+                               "name": self.name, "namespace": self.namespace, "uid": self.uid},
+            "type": ev["type"], "reason": ev["reason"], "message": ev["message"],
+            "source": {"component": C.EVENT_COMPONENT}, "reportingComponent": C.EVENT_COMPONENT,
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        }
+        path = collection("v1", "Event", self.namespace)
+        try:
+            self.rest.request("POST", path, body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            current = self.rest.get(f"{path}/{name}") or {}
+            self.rest.request("PATCH", f"{path}/{name}", {"count": int(current.get("count") or 1) + 1,
+                                                          "lastTimestamp": now},
+                              content_type="application/merge-patch+json")
+
+
+def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: bool = False,
+                    threads: int = 8) -> list[JobResult]:
+    """Reconciles every job of the batch; one job's failure never stops the others."""
+    unique = {(j["namespace"], j["name"]): JobResult(namespace=j["namespace"], name=j["name"]) for j in jobs}
+    results = list(unique.values())
+    by_ns: dict[str, list[str]] = {}
+    for ns, name in unique:
+        by_ns.setdefault(ns, []).append(name)
+
+    def read(ns: str) -> tuple[str, dict[str, dict], Namespaced | Exception]:
+        try:
+            found, kids = read_namespace(rest, ns, by_ns[ns], opts)
+            return ns, found, kids
+        except ApiError as exc:
+            return ns, {}, exc
+
+    pool = ThreadPoolExecutor(max_workers=max(1, threads))
+    try:
+        reads = list(pool.map(read, sorted(by_ns)))  # Unreachable propagates: the whole call fails
+        worlds: dict[tuple[str, str], tuple[dict, World] | Exception | None] = {}
+        all_jobs = [obj for _ns, found, _kids in reads for obj in found.values()]
+        priorities = priority_values(rest, all_jobs, opts)
+        for ns, found, kids in reads:
+            for name in by_ns[ns]:
+                if isinstance(kids, Exception):
+                    worlds[(ns, name)] = kids
+                elif name in found:
+                    worlds[(ns, name)] = (found[name], world_of(found[name], kids, priorities))
+                else:
+                    worlds[(ns, name)] = None
+        now = datetime.now(timezone.utc)
+
+        def one(result: JobResult) -> None:
+            seen = worlds[(result.namespace, result.name)]
+            if seen is None:
+                result.deleted = True  # gone: nothing to do, the children go with it
+                return
+            if isinstance(seen, Exception):
+                result.error, result.retry = f"reading the job's objects: {seen}", True
+                return
+            obj, world = seen
+            result.uid = obj["metadata"].get("uid")
+            result.status = obj.get("status")
+            try:
+                plan = reconcile(obj, world, opts, now, _placeholder_keys if check_mode else generate_ssh_keys)
+            except Exception as exc:  # a bug must cost one job, not the batch
+                result.error, result.retry = f"internal error planning the job: {exc!r}", True
+                return
+            result.status, result.requeue_after, result.error = plan.status, plan.requeue_after, plan.error
+            result.retry = plan.retry
+            if check_mode:
+                result.actions = [a.summary() for a in plan.actions]
+                result.deleted = plan.deletes_job
+                return
+            Applier(rest, obj, result).apply(plan)
+
+        for future in [pool.submit(one, r) for r in results]:
+            future.result()
+    finally:
+        pool.shutdown(wait=True)
+    return [unique[(j["namespace"], j["name"])] for j in jobs]
