@@ -9,11 +9,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+
 from .health import Heartbeats
 from .log import job_fields
-from .metrics import Metrics, has_launcher, new_transitions
+from .metrics import Metrics, counted, has_launcher
 from .queue import Key, WorkQueue
-from .runner import BatchRunner, JobResult, RunOutcome
+from .runner import BatchRunner, RunOutcome
 from .watch import Change
 
 log = logging.getLogger("mpijob_operator.controller")
@@ -52,12 +54,6 @@ def _explains(expected: set[tuple[str, str, str]], c: Change) -> bool:
         expected.discard(mark)
         return True
     return c.event in ("MODIFIED", "DELETED") and (c.kind, c.name, GOING) in expected
-
-
-def finished(status: dict | None) -> bool:
-    """Succeeded or Failed, as the module reported the job's status."""
-    return any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True"
-               for c in (status or {}).get("conditions") or [])
 
 
 def unexplained(changes: list[Change], expected: set[tuple[str, str, str]]) -> list[Change]:
@@ -154,7 +150,6 @@ class Controller:
         keys = [k for k, _due in batch]
         with self._lock:
             self._in_flight.update(keys)
-        wall_start = time.time()
         self.metrics.batch_size.observe(len(keys))
         outcome = runner.run(keys)
         self.metrics.runner_duration.observe(outcome.duration)
@@ -166,7 +161,7 @@ class Controller:
             result = outcome.jobs[key]
             again = self._settle_echoes(key, result)
             self.metrics.reconcile_latency.observe(max(0.0, done_at - first_queued))
-            self.record(result, wall_start)
+            self.record(result)
             decision = decide(result)
             if decision.failed:
                 delay = self.queue.done(key, failed=True)
@@ -203,7 +198,7 @@ class Controller:
 
     def _settle_echoes(self, key: Key, result: JobResult) -> list[Change]:
         """Ends the job's run for event bookkeeping; the events during it that need another reconcile."""
-        expected = echoes(result.actions, finished(result.status))
+        expected = echoes(result.actions, result.finished)
         with self._lock:
             self._in_flight.discard(key)
             changes = self._seen_in_flight.pop(key, [])
@@ -215,8 +210,8 @@ class Controller:
                 self._echoes.pop(key, None)
         return left
 
-    def record(self, result: JobResult, run_started: float) -> None:
-        """Kubeflow's metrics from what the module reported."""
+    def record(self, result: JobResult) -> None:
+        """Kubeflow's metrics from what the module reported: the condition transitions it wrote."""
         if result.deleted:
             self.metrics.job_info.remove(f"{result.name}-launcher", result.namespace)
             with self._lock:
@@ -226,15 +221,13 @@ class Controller:
             return
         if has_launcher(result.actions, result.status):
             self.metrics.job_info.labels(launcher=f"{result.name}-launcher", namespace=result.namespace).set(1)
-        counters = {"Created": self.metrics.jobs_created, "Succeeded": self.metrics.jobs_successful,
-                    "Failed": self.metrics.jobs_failed}
-        for ctype in new_transitions(result.status, run_started):
+        for ctype in counted(result.transitions):
             mark = (result.uid or f"{result.namespace}/{result.name}", ctype)
             with self._lock:
                 if mark in self._counted:
                     continue
                 self._counted.add(mark)
-            counters[ctype].inc()
+            self.metrics.job_counter(ctype).inc()
 
 
 def _summary(actions: list[dict]) -> str:

@@ -2,37 +2,16 @@
 and transport as the modules the operator runs), with a client-side QPS/burst limit."""
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import Rest, connect
+from ansible_collections.mpi.operator.plugins.module_utils.kube.transport import LIBRARY_LOGGERS
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import ApiError
 
-def collections_paths() -> list[str]:
-    """Where this collection is installed: $ANSIBLE_COLLECTIONS_PATH (the image, hack/env.sh), else the checkout's
-    .collections (`make venv`): the collection the operator's runs use, so the loop and the module share one shell."""
-    checkout = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".collections")
-    given = os.environ.get("ANSIBLE_COLLECTIONS_PATH") or os.environ.get("ANSIBLE_COLLECTIONS_PATHS") or ""
-    return [p for p in [*given.split(os.pathsep), checkout]
-            if p and os.path.isdir(os.path.join(p, "ansible_collections", "mpi", "operator"))]
-
-
-def _importable() -> bool:
-    try:
-        return importlib.util.find_spec("ansible_collections.mpi.operator") is not None
-    except ImportError:
-        return False
-
-
-if not _importable():
-    sys.path.extend(p for p in collections_paths() if p not in sys.path)
-
-from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import Rest, connect  # noqa: E402
-from ansible_collections.mpi.operator.plugins.module_utils.kube.transport import LIBRARY_LOGGERS  # noqa: E402
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import ApiError  # noqa: E402
+from . import collections_paths  # the package's __init__ made the collection importable
 
 __all__ = ["LIBRARY_LOGGERS", "ApiError", "Limited", "Rest", "TokenBucket", "api_client", "collections_paths"]
 

@@ -14,8 +14,11 @@ from prometheus_client import (
     ProcessCollector,
 )
 
-# The condition types the Kubeflow counters follow, and the counter each one feeds.
-COUNTED_CONDITIONS = ("Created", "Succeeded", "Failed")
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
+
+# The condition types the Kubeflow counters follow (each feeds the counter Metrics.job_counter names).
+COUNTED_CONDITIONS = (C.CREATED, C.SUCCEEDED, C.FAILED)
 
 
 class Metrics:
@@ -65,33 +68,20 @@ class Metrics:
             "mpi_operator_watch_restarts", "Watch restarts", ["resource", "reason"], registry=r
         )
 
-
-def new_transitions(status: dict[str, Any] | None, since: float) -> list[str]:
-    """Counted condition types that became True at or after `since` (epoch seconds, whole-second precision)."""
-    out = []
-    for cond in (status or {}).get("conditions") or []:
-        if cond.get("type") in COUNTED_CONDITIONS and cond.get("status") == "True":
-            at = parse_time(cond.get("lastTransitionTime"))
-            if at is not None and at >= int(since):
-                out.append(cond["type"])
-    return out
+    def job_counter(self, condition_type: str) -> Counter:
+        """Kubeflow's counter of jobs whose condition `condition_type` (one of COUNTED_CONDITIONS) became True."""
+        return {C.CREATED: self.jobs_created, C.SUCCEEDED: self.jobs_successful,
+                C.FAILED: self.jobs_failed}[condition_type]
 
 
-def parse_time(value: str | None) -> float | None:
-    """RFC 3339 (as the API server writes it) to epoch seconds; None if absent or unreadable."""
-    if not value:
-        return None
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(value).timestamp()
-    except ValueError:
-        return None
+def counted(transitions: Iterable[Transition]) -> list[str]:
+    """The condition types Kubeflow's counters follow that became True, from the transitions the module wrote."""
+    return [t.type for t in transitions if t.type in COUNTED_CONDITIONS and t.status == "True"]
 
 
 def has_launcher(actions: Iterable[dict[str, Any]], status: dict[str, Any] | None) -> bool:
     """The job has a launcher Job: it just created one, or its status counts launcher replicas."""
     if any(a.get("action") == "create" and a.get("kind") == "Job" for a in actions):
         return True
-    launcher = ((status or {}).get("replicaStatuses") or {}).get("Launcher")
+    launcher = ((status or {}).get("replicaStatuses") or {}).get(C.LAUNCHER)
     return bool(launcher) and any(launcher.get(k) for k in ("active", "succeeded", "failed"))

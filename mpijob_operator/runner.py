@@ -13,38 +13,22 @@ import os
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ansible_runner.config.runner import RunnerConfig
 from ansible_runner.runner import Runner
 from ansible_runner.utils import dump_artifacts
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+
+from . import CHECKOUT_COLLECTIONS
 from .queue import Key
 
 MODULE = "mpi.operator.mpijob_reconcile"
 RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_on_unreachable")
 
 log = logging.getLogger("mpijob_operator.runner")
-
-
-@dataclass
-class JobResult:
-    """What the reconcile module said about one job (the module contract), or why the run failed."""
-
-    namespace: str
-    name: str
-    uid: str | None = None
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    status: dict[str, Any] | None = None
-    error: str | None = None
-    retry: bool = False
-    requeue_after: float | None = None
-    deleted: bool = False
-
-    @property
-    def key(self) -> Key:
-        return (self.namespace, self.name)
 
 
 @dataclass
@@ -61,21 +45,9 @@ def parse_module_result(keys: list[Key], res: dict[str, Any] | None, run_status:
     for entry in (res or {}).get("jobs") or []:
         if not isinstance(entry, dict):
             continue
-        key = (str(entry.get("namespace", "")), str(entry.get("name", "")))
-        if key not in keys:
-            continue
-        after = entry.get("requeue_after")
-        results[key] = JobResult(
-            namespace=key[0],
-            name=key[1],
-            uid=entry.get("uid"),
-            actions=list(entry.get("actions") or []),
-            status=entry.get("status"),
-            error=entry.get("error"),
-            retry=bool(entry.get("retry")),
-            requeue_after=float(after) if after is not None else None,
-            deleted=bool(entry.get("deleted")),
-        )
+        result = JobResult.from_dict(entry)
+        if result.key in keys:
+            results[result.key] = result
     if res is None:
         why = f"ansible-runner run {run_status} without a module result"
     else:
@@ -171,9 +143,8 @@ def runner_env(kubeconfig: str | None, extra_env: dict[str, str] | None = None) 
     venv_bin = os.path.dirname(sys.executable)
     if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
         env["PATH"] = venv_bin + os.pathsep + os.environ.get("PATH", "")
-    checkout = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".collections")
-    if not os.environ.get("ANSIBLE_COLLECTIONS_PATH") and os.path.isdir(checkout):
-        env["ANSIBLE_COLLECTIONS_PATH"] = checkout  # run from a checkout: its collections path (`make venv`)
+    if not os.environ.get("ANSIBLE_COLLECTIONS_PATH") and os.path.isdir(CHECKOUT_COLLECTIONS):
+        env["ANSIBLE_COLLECTIONS_PATH"] = CHECKOUT_COLLECTIONS  # run from a checkout: its collections path
     if kubeconfig:
         env["K8S_AUTH_KUBECONFIG"] = kubeconfig
         env["KUBECONFIG"] = kubeconfig

@@ -15,15 +15,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.constants import GROUP, PLURAL, VERSION
+
 from .queue import Key
 
 log = logging.getLogger("mpijob_operator.watch")
 
-GROUP = "kubeflow.org"
-VERSION = "v2beta1"
-PLURAL = "mpijobs"
-JOB_NAME_LABEL = "training.kubeflow.org/job-name"
-OPERATOR_LABEL = "training.kubeflow.org/operator-name=mpi-operator"
+OPERATOR_LABEL = f"{C.OPERATOR_NAME_LABEL}={C.OPERATOR_NAME}"  # every pod the reconcile module creates has it
 
 
 def _deleting(obj: dict[str, Any]) -> bool:
@@ -118,7 +117,7 @@ def owner_keys(obj: dict[str, Any]) -> list[Key]:
     for ref in meta.get("ownerReferences") or []:
         if (
             ref.get("controller")
-            and ref.get("kind") == "MPIJob"
+            and ref.get("kind") == C.KIND
             and str(ref.get("apiVersion", "")).startswith(GROUP + "/")
         ):
             return [(meta.get("namespace", ""), ref["name"])]
@@ -131,15 +130,15 @@ def pod_keys(obj: dict[str, Any]) -> list[Key]:
     if keys:
         return keys
     meta = obj.get("metadata") or {}
-    job = (meta.get("labels") or {}).get(JOB_NAME_LABEL)
+    job = (meta.get("labels") or {}).get(C.JOB_NAME_LABEL)
     if job and any(r.get("kind") == "Job" for r in meta.get("ownerReferences") or []):
         return [(meta.get("namespace", ""), job)]
     return []
 
 
-# The PodGroup API of each gang scheduler, as the reconcile module creates them (module_utils/mpijob/constants.py).
-PODGROUP_APIS = {"volcano": "/apis/scheduling.volcano.sh/v1beta1"}
-PLUGINS_PODGROUP_API = "/apis/scheduling.x-k8s.io/v1alpha1"
+# The PodGroup API of each gang scheduler, as the reconcile module creates them.
+PODGROUP_APIS = {C.VOLCANO: f"/apis/{C.VOLCANO_PODGROUP_API}"}
+PLUGINS_PODGROUP_API = f"/apis/{C.PLUGINS_PODGROUP_API}"
 
 
 def podgroup_fingerprint(obj: dict[str, Any]) -> Any:
@@ -157,7 +156,7 @@ def resources(child_selector: str | None = None, gang_scheduling: str = "") -> l
         podgroups = [Resource("podgroups", "PodGroup", api, "podgroups", None, owner_keys, podgroup_fingerprint,
                               optional=True)]
     return [
-        Resource("mpijobs", "MPIJob", f"/apis/{GROUP}/{VERSION}", PLURAL, None, mpijob_keys, mpijob_fingerprint),
+        Resource(PLURAL, C.KIND, f"/apis/{GROUP}/{VERSION}", PLURAL, None, mpijob_keys, mpijob_fingerprint),
         Resource("pods", "Pod", "/api/v1", "pods", OPERATOR_LABEL, pod_keys, pod_fingerprint),
         Resource("jobs", "Job", "/apis/batch/v1", "jobs", child_selector, owner_keys, job_fingerprint),
         Resource("services", "Service", "/api/v1", "services", child_selector, owner_keys, content_fingerprint),

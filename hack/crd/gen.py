@@ -27,6 +27,10 @@ import yaml
 
 K8S_VERSION = "v1.35.4"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "plugins/module_utils"))
+# The MPIJob's names and enum values, as the collection's core defines them (the operator validates with the same).
+from mpijob import constants as C  # noqa: E402
+
 OUTPUT = ROOT / "roles/crds/files/mpijobs.kubeflow.org.yaml"
 OPENAPI_IN_MODULE = "api/openapi-spec/v3/api__v1_openapi.json"
 REF_PREFIX = "#/components/schemas/"
@@ -150,8 +154,8 @@ def string(description: str, **extra: Any) -> dict[str, Any]:
     return {"type": "string", "description": description, **extra}
 
 
-CLEAN_POD_POLICY = ["All", "Running", "None"]
-MANAGED_BY = ["kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue"]
+CLEAN_POD_POLICY = list(C.CLEAN_POD_POLICIES)
+MANAGED_BY = list(C.MANAGED_BY_VALUES)
 
 
 def replica_spec(inliner: Inliner) -> dict[str, Any]:
@@ -170,8 +174,8 @@ def replica_spec(inliner: Inliner) -> dict[str, Any]:
                 **{
                     "x-kubernetes-validations": [
                         {
-                            "rule": "self in ['Never', 'OnFailure']",
-                            "message": "restartPolicy must be Never or OnFailure",
+                            "rule": f"self in {list(C.RESTART_POLICIES)}",
+                            "message": "restartPolicy must be " + " or ".join(C.RESTART_POLICIES),
                         }
                     ]
                 },
@@ -190,8 +194,8 @@ def replica_specs(inliner: Inliner) -> dict[str, Any]:
         "maxProperties": 2,
         "x-kubernetes-validations": [
             {
-                "rule": "self.all(k, k in ['Launcher', 'Worker'])",
-                "message": "spec.mpiReplicaSpecs keys must be Launcher or Worker",
+                "rule": f"self.all(k, k in {list(C.REPLICA_TYPES)})",
+                "message": "spec.mpiReplicaSpecs keys must be " + " or ".join(C.REPLICA_TYPES),
             },
             {"rule": "'Launcher' in self", "message": "spec.mpiReplicaSpecs.Launcher is required"},
             {
@@ -277,18 +281,18 @@ def mpijob_spec(inliner: Inliner) -> dict[str, Any]:
             },
             "sshAuthMountPath": string(
                 "Where the job's SSH keys are mounted in the launcher and worker containers.",
-                default="/root/.ssh",
+                default=C.ROOT_SSH_PATH,
                 minLength=1,
             ),
             "launcherCreationPolicy": string(
                 "When the launcher is created: AtStartup, or WaitForWorkersReady (once every worker is Ready).",
-                default="AtStartup",
-                enum=["AtStartup", "WaitForWorkersReady"],
+                default=C.AT_STARTUP,
+                enum=list(C.LAUNCHER_CREATION_POLICIES),
             ),
             "mpiImplementation": string(
                 "MPI implementation of the images; selects the hostfile format and launcher environment.",
-                default="OpenMPI",
-                enum=["OpenMPI", "Intel", "MPICH"],
+                default=C.OPENMPI,
+                enum=list(C.MPI_IMPLEMENTATIONS),
             ),
             "runPolicy": run_policy(inliner),
             "mpiReplicaSpecs": replica_specs(inliner),
@@ -358,7 +362,7 @@ def mpijob_status(inliner: Inliner) -> dict[str, Any]:
                 "One word for the job's state, from its conditions (the printer column State): Created, Running, "
                 "Restarting, Suspended, Succeeded or Failed. Written by mpi.operator, absent until the operator saw "
                 "the job.",
-                enum=["Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed"],
+                enum=list(C.CONDITION_TYPES),
             ),
         },
     }
@@ -428,10 +432,10 @@ def versions(inliner: Inliner) -> list[dict[str, Any]]:
         id(spec_props["runPolicy"]): "run-policy",
         id(schema["openAPIV3Schema"]["properties"]["status"]): "status",
     }
-    v2beta1 = {"name": "v2beta1", "served": True, "storage": True}
+    v2beta1 = {"name": C.VERSION, "served": True, "storage": True}
     # Not marked deprecated: Kubernetes ranks a GA version above a beta one, so kubectl's plain `mpijob` resolves to
     # v1 and a deprecation warning would print on every kubectl command, also for v2beta1 users.
-    v1 = {"name": "v1", "served": True, "storage": False}
+    v1 = {"name": C.LEGACY_VERSION, "served": True, "storage": False}
     for v, s in ((v2beta1, schema), (v1, v1_schema)):
         v.update({"schema": s, "subresources": subresources, "additionalPrinterColumns": columns})
     return [v2beta1, v1]
@@ -465,19 +469,19 @@ def crd(components: dict[str, Any]) -> dict[str, Any]:
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {
-            "name": "mpijobs.kubeflow.org",
+            "name": f"{C.PLURAL}.{C.GROUP}",
             "labels": {
                 "app.kubernetes.io/name": "mpi-operator",
                 "app.kubernetes.io/managed-by": "mpi.operator",
             },
         },
         "spec": {
-            "group": "kubeflow.org",
+            "group": C.GROUP,
             "names": {
-                "kind": "MPIJob",
-                "listKind": "MPIJobList",
-                "plural": "mpijobs",
-                "singular": "mpijob",
+                "kind": C.KIND,
+                "listKind": f"{C.KIND}List",
+                "plural": C.PLURAL,
+                "singular": C.SINGULAR,
                 "shortNames": ["mpij", "mj"],
                 "categories": ["all", "kubeflow"],
             },

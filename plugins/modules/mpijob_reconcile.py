@@ -104,6 +104,26 @@ jobs:
     status:
       description: The MPIJob status after this reconcile; null when the job is gone.
       type: dict
+    finished:
+      description: The job has finished (its C(Succeeded) or C(Failed) condition is C(True)), as this reconcile decided.
+      type: bool
+    transitions:
+      description:
+        - The conditions whose status this reconcile changed (or that it added), as written to the MPIJob status; in
+          check mode, as they would be written. A change of reason or message alone is not a transition.
+      type: list
+      elements: dict
+      sample: [{type: Created, status: "True", reason: MPIJobCreated}]
+      contains:
+        type:
+          description: The condition type (C(Created), C(Running), C(Restarting), C(Suspended), C(Succeeded), C(Failed)).
+          type: str
+        status:
+          description: Its new status, C(True) or C(False).
+          type: str
+        reason:
+          description: Its reason (e.g. C(MPIJobSucceeded), C(ValidationError)).
+          type: str
     error:
       description: Why the job could not be fully reconciled (e.g. a validation error naming the field); null if none.
       type: str

@@ -243,10 +243,12 @@ def test_stale_status_write_is_a_conflict_to_retry(api_client, namespace, operat
     from datetime import UTC, datetime
 
     plan = plan_job(stale, World(mpijob=stale), Options(), datetime.now(UTC), sshkeys.generate_ssh_keys)
-    status_only = type(plan)([a for a in plan.actions if a.action == "status"], plan.status)
+    status_only = type(plan)([a for a in plan.actions if a.action == "status"], plan.status,
+                             transitions=plan.transitions)
     result = reconcile.JobResult(namespace=namespace, name="openmpi-helloworld")
     reconcile.Applier(client, stale, result).apply(status_only)
     assert result.retry and "409" in result.error
+    assert status_only.transitions and result.transitions == []  # the Created transition not written: not reported
     assert "status" not in get_mpijob(api_client, namespace, "openmpi-helloworld")
 
 

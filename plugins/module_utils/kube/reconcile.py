@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from ..mpijob import children as K
@@ -14,29 +13,10 @@ from ..mpijob import constants as C
 from ..mpijob import status as S
 from ..mpijob.errors import ApiError
 from ..mpijob.plan import Action, Plan, World, controlled_by, reconcile
+from ..mpijob.result import JobResult
 from .read import Namespaced, priority_values, read_namespace, world_of
 from .rest import Rest, collection, item, mpijob_path
 from .sshkeys import _placeholder_keys, generate_ssh_keys
-
-
-@dataclass
-class JobResult:
-    namespace: str
-    name: str
-    uid: str | None = None
-    actions: list[dict] = field(default_factory=list)
-    status: dict | None = None
-    error: str | None = None
-    retry: bool = False
-    requeue_after: float | None = None
-    deleted: bool = False
-
-    def as_dict(self) -> dict:
-        return {
-            "namespace": self.namespace, "name": self.name, "uid": self.uid, "actions": self.actions,
-            "status": self.status, "error": self.error, "retry": self.retry, "requeue_after": self.requeue_after,
-            "deleted": self.deleted,
-        }
 
 
 class Applier:
@@ -57,6 +37,8 @@ class Applier:
                 if not self.failed(action, exc):
                     return
             self.result.actions.append(action.summary())
+            if action.action == "status":
+                self.result.transitions = list(plan.transitions)  # written: the core's transitions happened
 
     def do(self, a: Action) -> bool:
         """False stops the plan (the error is already in the result)."""
@@ -203,10 +185,10 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
             except Exception as exc:  # a bug must cost one job, not the batch
                 result.error, result.retry = f"internal error planning the job: {exc!r}", True
                 return
-            result.status, result.requeue_after, result.error = plan.status, plan.requeue_after, plan.error
-            result.retry = plan.retry
+            result.decided(plan)
             if check_mode:
                 result.actions = [a.summary() for a in plan.actions]
+                result.transitions = list(plan.transitions)
                 result.deleted = plan.deletes_job
                 return
             Applier(rest, obj, result).apply(plan)

@@ -5,14 +5,17 @@ Tools around the Kubeflow operator (Kueue, dashboards, `kubectl logs -l ...`) re
 from __future__ import annotations
 
 GROUP = "kubeflow.org"
-VERSION = "v2beta1"
+VERSION = "v2beta1"  # the storage version
+LEGACY_VERSION = "v1"  # served too, for Kubeflow's older manifests
 API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "MPIJob"
 PLURAL = "mpijobs"
-ACCEPTED_API_VERSIONS = (f"{GROUP}/v2beta1", f"{GROUP}/v1")
+SINGULAR = "mpijob"
+ACCEPTED_API_VERSIONS = (API_VERSION, f"{GROUP}/{LEGACY_VERSION}")
 
 LAUNCHER = "Launcher"
 WORKER = "Worker"
+REPLICA_TYPES = (LAUNCHER, WORKER)
 ROLE_LAUNCHER = "launcher"
 ROLE_WORKER = "worker"
 
@@ -82,6 +85,7 @@ RESTARTING = "Restarting"
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 SUSPENDED = "Suspended"
+CONDITION_TYPES = (CREATED, RUNNING, RESTARTING, SUSPENDED, SUCCEEDED, FAILED)
 
 # Condition and event reasons (Kubeflow's, plus ours marked as such).
 REASON_CREATED = "MPIJobCreated"

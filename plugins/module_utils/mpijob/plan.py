@@ -59,6 +59,12 @@ class Plan:
     error: str | None = None
     retry: bool = False
     deletes_job: bool = False
+    transitions: tuple[S.Transition, ...] = ()  # the conditions the status this plan writes changes
+
+    @property
+    def finished(self) -> bool:
+        """Succeeded or Failed, by the status after the actions."""
+        return S.is_finished(self.status or {})
 
 
 def controlled_by(obj: dict, uid: str) -> bool:
@@ -144,7 +150,7 @@ def _invalid(obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> Plan:
     status = S.invalid_status(old, message, now_s, events)
     actions = [Action("status", C.KIND, str(meta.get("name", "")), reason=C.REASON_VALIDATION, body=status)] \
         if status != old else []
-    return Plan(actions + [_event(e) for e in events], status, error=message)
+    return Plan(actions + [_event(e) for e in events], status, error=message, transitions=S.transitions(old, status))
 
 
 class _Planner:
@@ -180,7 +186,7 @@ class _Planner:
         if status != self.old_status:
             self.actions.append(Action("status", C.KIND, self.job.name, body=status))
         self.actions.extend(_event(e) for e in self.events)
-        return Plan(self.actions, status, requeue_after=requeue)
+        return Plan(self.actions, status, requeue_after=requeue, transitions=S.transitions(self.old_status, status))
 
     # ---- the sync ----
     def run(self) -> Plan:
@@ -373,6 +379,7 @@ class _Planner:
         # Kubeflow only hands the TTL to the launcher Job (kubeflow/mpi-operator#644): remove the MPIJob itself.
         plan = self.result(status)
         plan.actions = [a for a in plan.actions if a.action == "event"]  # its children go with it (ownerRefs)
+        plan.transitions = ()  # its status is not written
         plan.actions.append(_event(S.Event("Normal", C.REASON_TTL, f"MPIJob {job.namespace}/{job.name} finished more "
                                            f"than {ttl}s ago (ttlSecondsAfterFinished): deleting it")))
         plan.actions.append(Action("delete-mpijob", C.KIND, job.name, reason=C.REASON_TTL, uid=job.uid,

@@ -23,6 +23,15 @@ class Event:
     message: str
 
 
+@dataclass(frozen=True)
+class Transition:
+    """A condition whose status this reconcile changed (or that it added): its lastTransitionTime moved."""
+
+    type: str
+    status: str  # True or False
+    reason: str
+
+
 def rfc3339(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -103,6 +112,14 @@ def set_condition(status: dict, ctype: str, value: str, reason: str, message: st
     })
     status["conditions"] = kept
     return True
+
+
+def transitions(old: dict, new: dict) -> tuple[Transition, ...]:
+    """The conditions of `new` that `old` lacks or has with another status, in `new`'s order (a message or reason
+    change alone is not a transition: set_condition keeps lastTransitionTime for it)."""
+    was = {c.get("type"): c.get("status") for c in old.get("conditions") or []}
+    return tuple(Transition(str(c.get("type")), str(c.get("status")), str(c.get("reason") or ""))
+                 for c in new.get("conditions") or [] if was.get(c.get("type")) != c.get("status"))
 
 
 def remove_condition(status: dict, ctype: str, reason: str) -> bool:

@@ -1,10 +1,12 @@
 """What the loop does with each job's result: requeue, back off, forget, count."""
 from prometheus_client import CollectorRegistry
 
-from mpijob_operator.controller import Controller, Decision, decide, echoes, finished, unexplained
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
+from mpijob_operator.controller import Controller, Decision, decide, echoes, unexplained
 from mpijob_operator.metrics import Metrics
 from mpijob_operator.queue import WorkQueue
-from mpijob_operator.runner import JobResult, RunOutcome
+from mpijob_operator.runner import RunOutcome
 from mpijob_operator.watch import Change
 
 A, B = ("ns", "a"), ("ns", "b")
@@ -38,6 +40,10 @@ def cond(ctype, when="2030-01-01T00:00:00Z"):
     return {"type": ctype, "status": "True", "lastTransitionTime": when, "reason": "MPIJob" + ctype}
 
 
+def became_true(*ctypes):
+    return [Transition(ctype, "True", "MPIJob" + ctype) for ctype in ctypes]
+
+
 def controller(results):
     m = Metrics(CollectorRegistry())
     q = WorkQueue()
@@ -49,9 +55,10 @@ def value(m, name, **labels):
 
 
 def test_a_batch_counts_kubeflow_metrics_once_and_requeues_deadlines():
-    created = result("a", uid="u1", status={"conditions": [cond("Created")]},
+    created = result("a", uid="u1", status={"conditions": [cond("Created")]}, transitions=became_true("Created"),
                      actions=[{"action": "create", "kind": "Job", "name": "a-launcher"}], requeue_after=60)
-    failed = result("b", uid="u2", status={"conditions": [cond("Created", "2000-01-01T00:00:00Z"), cond("Failed")]})
+    failed = result("b", uid="u2", status={"conditions": [cond("Created"), cond("Failed")]},
+                    transitions=became_true("Failed"), finished=True)
     c, q, m = controller({A: created, B: failed})
     runner = FakeRunner({A: created, B: failed})
     q.add(A)
@@ -111,8 +118,6 @@ def test_a_runs_own_creates_and_patches_are_echoes_but_deletes_and_pod_updates_a
              Change("Pod", "a-worker-0", "DELETED"), Change("Pod", "a-worker-1", "DELETED")]
     assert unexplained(going, echoes(cleanup, finished=True)) == [Change("Pod", "a-worker-1", "DELETED")]
     assert echoes(cleanup, finished=False) == set()
-    assert finished({"conditions": [{"type": "Succeeded", "status": "True"}]})
-    assert not finished({"conditions": [{"type": "Running", "status": "True"}]}) and not finished(None)
     seen = [Change("Pod", "a-worker-0", "ADDED"), Change("Pod", "a-worker-0", "MODIFIED"),
             Change("ConfigMap", "a-config", "MODIFIED"), Change("Pod", "a-worker-3", "DELETED")]
     assert unexplained(seen, echoes(actions)) == [Change("Pod", "a-worker-0", "MODIFIED"),
@@ -151,3 +156,30 @@ def test_an_unexplained_event_during_a_run_requeues_the_job_once():
     q.add(A)
     c.run_batch(BusyRunner({A: result("a", status={})}), q.take_ready(10))
     assert [k for k, _ in q.take_ready(10)] == [A]
+
+
+def test_metrics_count_the_transitions_the_module_wrote_not_the_conditions_it_returned():
+    """A condition True in the returned status (however fresh its lastTransitionTime) is not news: only a transition
+    is counted, e.g. not the status another controller (MultiKueue) wrote, nor a write that did not happen."""
+    seen = result("a", uid="u1", status={"conditions": [cond("Created"), cond("Succeeded")]}, finished=True)
+    c, q, m = controller({})
+    q.add(A)
+    c.run_batch(FakeRunner({A: seen}), q.take_ready(10))
+    assert value(m, "mpi_operator_jobs_created_total") == value(m, "mpi_operator_jobs_successful_total") == 0
+    done = result("a", uid="u1", status=seen.status, finished=True, transitions=[
+        Transition("Running", "False", "MPIJobRunning"), *became_true("Succeeded")])
+    q.add(A)
+    c.run_batch(FakeRunner({A: done}), q.take_ready(10))
+    assert value(m, "mpi_operator_jobs_successful_total") == 1 and value(m, "mpi_operator_jobs_created_total") == 0
+
+
+def test_a_finished_jobs_cleanup_is_expected_by_what_the_module_decided():
+    """The echoes of a cleanup (pods going) follow the module's `finished`, not a reading of the conditions."""
+    cleanup = [{"action": "delete", "kind": "Pod", "name": "a-worker-0"}]
+    c, q, _ = controller({})
+    q.add(A)
+    c.run_batch(FakeRunner({A: result("a", status={"conditions": []}, actions=cleanup, finished=True)}),
+                q.take_ready(10))
+    c.enqueue(A, Change("Pod", "a-worker-0", "MODIFIED"))
+    c.enqueue(A, Change("Pod", "a-worker-0", "DELETED"))
+    assert q.depth() == 0

@@ -4,9 +4,10 @@ import logging
 
 import pytest
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
 from mpijob_operator import config, log
 from mpijob_operator.kube import TokenBucket
-from mpijob_operator.metrics import has_launcher, new_transitions, parse_time
+from mpijob_operator.metrics import counted, has_launcher
 
 
 def test_flags_defaults_and_errors(tmp_path, monkeypatch, capsys):
@@ -29,16 +30,10 @@ def test_flags_defaults_and_errors(tmp_path, monkeypatch, capsys):
     assert "no such file" in capsys.readouterr().err
 
 
-def test_transitions_in_this_run_only():
-    status = {"conditions": [
-        {"type": "Created", "status": "True", "lastTransitionTime": "2026-01-01T00:00:10Z"},
-        {"type": "Running", "status": "True", "lastTransitionTime": "2026-01-01T00:00:20Z"},
-        {"type": "Succeeded", "status": "False", "lastTransitionTime": "2026-01-01T00:00:20Z"},
-    ]}
-    t10 = parse_time("2026-01-01T00:00:10Z")
-    assert new_transitions(status, t10 + 0.5) == ["Created"]  # whole-second precision of the API
-    assert new_transitions(status, t10 + 1) == []
-    assert parse_time("garbage") is None and parse_time(None) is None
+def test_counted_transitions_are_kubeflows_conditions_becoming_true():
+    changed = [Transition("Created", "True", "MPIJobCreated"), Transition("Running", "True", "MPIJobRunning"),
+               Transition("Succeeded", "False", "x"), Transition("Failed", "True", "ValidationError")]
+    assert counted(changed) == ["Created", "Failed"]
 
 
 def test_launcher_presence():

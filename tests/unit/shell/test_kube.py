@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cryptography.hazmat.primitives import serialization
 
-from ansible_collections.mpi.operator.plugins.module_utils.kube import reconcile, rest, sshkeys
+from ansible_collections.mpi.operator.plugins.module_utils.kube import rest, sshkeys
 from ansible_collections.mpi.operator.plugins.modules import mpijob_reconcile
 
 
@@ -32,9 +32,3 @@ def test_module_argument_spec_is_the_contract() -> None:
     assert spec["jobs"]["required"] and set(spec["jobs"]["options"]) == {"namespace", "name"}
     assert spec["gang_scheduling"]["default"] == "" and spec["cluster_domain"]["default"] == ""
     assert spec["api_key"]["no_log"] and {"kubeconfig", "context", "host"} <= set(spec)
-
-
-def test_result_shape() -> None:
-    result = reconcile.JobResult(namespace="ns", name="pi").as_dict()
-    assert set(result) == {"namespace", "name", "uid", "actions", "status", "error", "retry", "requeue_after",
-                           "deleted"}
