@@ -11,6 +11,8 @@ import time
 from typing import Any
 from urllib.parse import quote
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+
 from . import config as config_mod
 from . import health
 from . import log as log_mod
@@ -24,7 +26,7 @@ from .watch import GROUP, PLURAL, VERSION, Watcher, resources
 
 log = logging.getLogger("mpijob_operator")
 
-CHILD_SELECTOR = "app"  # non-pod children carry app=<job>: skip everything else server-side
+CHILD_SELECTOR = C.APP_LABEL  # non-pod children carry app=<job>: skip everything else server-side
 LEASE_NAME = "mpi-operator"
 # How late a heartbeat may be before /healthz calls the loop stuck. Generous: a CPU-starved process (a 50m limit, a
 # saturated node) is slow but not stuck, and restarting it only makes the node busier.

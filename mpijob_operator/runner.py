@@ -33,7 +33,7 @@ log = logging.getLogger("mpijob_operator.runner")
 
 @dataclass
 class RunOutcome:
-    status: str  # ansible-runner status: successful / failed / timeout / canceled
+    status: str  # ansible-runner status: successful / failed / timeout / canceled; error when it could not run
     rc: int | None
     duration: float
     jobs: dict[Key, JobResult]
@@ -124,10 +124,13 @@ class BatchRunner:
             status, rc = runner.status, runner.rc
         except Exception as exc:  # a broken runner must not kill the worker thread
             log.exception("ansible-runner failed to run")
-            status, rc = f"error: {exc}", None
+            # The metric label stays one bounded value ("error"); the exception's text goes to the log and the jobs.
+            status, rc, why = "error", None, f"error: {exc}"
+        else:
+            why = status
         duration = time.monotonic() - started
         res = results[-1] if results else None
-        return RunOutcome(status=status, rc=rc, duration=duration, jobs=parse_module_result(keys, res, status))
+        return RunOutcome(status=status, rc=rc, duration=duration, jobs=parse_module_result(keys, res, why))
 
 
 def runner_env(kubeconfig: str | None, extra_env: dict[str, str] | None = None) -> dict[str, str]:

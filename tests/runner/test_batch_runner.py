@@ -24,3 +24,18 @@ def test_a_failing_module_is_reported_not_raised(tmp_path):
     outcome = runner.run([A, B])
     assert outcome.status == "failed"
     assert outcome.jobs[A].error == "boom" and outcome.jobs[A].retry
+
+
+def test_a_runner_that_cannot_run_is_one_bounded_status(tmp_path, monkeypatch):
+    # Fault injection: ansible-runner raising (a full disk, a broken install). The status is the metric's label, so it
+    # stays the one value "error"; the exception's text goes to the jobs (and the log), never into a label.
+    from ansible_runner import Runner
+
+    def broken(self):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(Runner, "run", broken)
+    runner = BatchRunner(str(tmp_path), slot=2, module="ansible.builtin.ping", timeout=60)
+    outcome = runner.run([A])
+    assert outcome.status == "error"
+    assert "No space left on device" in outcome.jobs[A].error and outcome.jobs[A].retry
