@@ -13,8 +13,9 @@ from datetime import datetime, timedelta
 from . import children as K
 from . import constants as C
 from . import status as S
+from .apis import Api, api_for
 from .quantity import parse_quantity
-from .spec import InvalidMPIJob, MPIJob, parse
+from .spec import InvalidMPIJob, MPIJob
 
 SSHKeys = Callable[[], "tuple[bytes, bytes]"]
 
@@ -60,10 +61,13 @@ class Plan:
     retry: bool = False
     deletes_job: bool = False
     transitions: tuple[S.Transition, ...] = ()  # the conditions the status this plan writes changes
+    done: bool | None = None  # the API's own word on the status (apis.Api.finished); None: kubeflow.org's
 
     @property
     def finished(self) -> bool:
         """Succeeded or Failed, by the status after the actions."""
+        if self.done is not None:
+            return self.done
         return S.is_finished(self.status or {})
 
 
@@ -129,32 +133,36 @@ def reconcile(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys:
     Secret must be created or repaired)."""
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     old_status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    api = api_for(obj)  # the API's own parse and status stages; children and plan are shared
     if meta.get("deletionTimestamp"):
-        return Plan([], old_status)
+        return Plan([], old_status, done=api.finished(old_status))
     run_policy = (obj.get("spec") or {}).get("runPolicy") if isinstance(obj.get("spec"), dict) else None
     managed_by = run_policy.get("managedBy") if isinstance(run_policy, dict) else None
     if isinstance(managed_by, str) and managed_by != C.MANAGED_BY_US and managed_by in C.MANAGED_BY_VALUES:
         return Plan([], old_status)  # another controller (e.g. MultiKueue) owns this job, status included
     now_s = S.rfc3339(now)
     try:
-        job = parse(obj)
+        job = api.parse(obj)
     except InvalidMPIJob as exc:
-        return _invalid(obj, old_status, exc, now_s)
-    return _Planner(job, obj, world, opts, now, ssh_keys).run()
+        return _invalid(api, obj, old_status, exc, now_s)
+    return _Planner(api, job, obj, world, opts, now, ssh_keys).run()
 
 
-def _invalid(obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> Plan:
+def _invalid(api: Api, obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> Plan:
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     events: list[S.Event] = []
     message = S.truncate("Found validation errors: " + "; ".join(str(e) for e in exc.errors))
-    status = S.invalid_status(old, message, now_s, events)
+    status = api.invalid_status(old, message, now_s, events)
     actions = [Action("status", C.KIND, str(meta.get("name", "")), reason=C.REASON_VALIDATION, body=status)] \
         if status != old else []
-    return Plan(actions + [_event(e) for e in events], status, error=message, transitions=S.transitions(old, status))
+    return Plan(actions + [_event(e) for e in events], status, error=message, transitions=S.transitions(old, status),
+                done=api.finished(status))
 
 
 class _Planner:
-    def __init__(self, job: MPIJob, obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys):
+    def __init__(self, api: Api, job: MPIJob, obj: dict, world: World, opts: K.Options, now: datetime,
+                 ssh_keys: SSHKeys):
+        self.api = api
         self.job, self.obj, self.world, self.opts, self.now, self.ssh_keys = job, obj, world, opts, now, ssh_keys
         self.now_s = S.rfc3339(now)
         self.old_status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
@@ -182,20 +190,22 @@ class _Planner:
         return S.indexed_workers(self.job, self.worker_pods)
 
     def result(self, status: dict, requeue: float | None = None) -> Plan:
-        status = S.with_phase(status)  # every status this plan writes says its phase (also one written before it)
+        # every status this plan writes says its phase (also one written before it)
+        status = self.api.with_phase(status)
         if status != self.old_status:
             self.actions.append(Action("status", C.KIND, self.job.name, body=status))
         self.actions.extend(_event(e) for e in self.events)
-        return Plan(self.actions, status, requeue_after=requeue, transitions=S.transitions(self.old_status, status))
+        return Plan(self.actions, status, requeue_after=requeue, transitions=S.transitions(self.old_status, status),
+                    done=self.api.finished(status))
 
     # ---- the sync ----
     def run(self) -> Plan:
-        if S.is_finished(self.old_status) and self.old_status.get("completionTime"):
+        if self.api.settled(self.old_status):
             return self.finished(self.old_status)
         conflict = self.foreign()
         if conflict is not None:
             msg = conflict.body["message"] if conflict.body else ""
-            return Plan([conflict], self.old_status, error=msg, retry=True)
+            return Plan([conflict], self.old_status, error=msg, retry=True, done=self.api.finished(self.old_status))
         job, w = self.job, self.world
         launcher = w.launcher
         done = launcher is not None and S.launcher_finished(launcher)
@@ -217,8 +227,8 @@ class _Planner:
             self.delete_all_workers()
             live_workers = []
         seen = S.Observed(launcher=launcher, launcher_pods=self.launcher_pods, workers=live_workers)
-        status = S.live_status(job, self.old_status, seen, self.now_s, self.events)
-        if S.is_finished(status) and status.get("completionTime"):
+        status = self.api.live_status(job, self.old_status, seen, self.now_s, self.events)
+        if self.api.settled(status):
             return self.finished(status)  # clean up in the same pass
         return self.result(status, requeue=self.deadline_requeue(status))
 
@@ -368,7 +378,7 @@ class _Planner:
                 for pod in self.launcher_pods:
                     if doomed(pod):
                         self.actions.append(_delete(pod, "Pod", f"cleanPodPolicy={policy}", "v1"))
-            status = S.cleaned_status(job, status)
+            status = self.api.cleaned_status(job, status)
         ttl = job.run_policy.ttl_seconds_after_finished
         completed = S.parse_time(status.get("completionTime"))
         if ttl is None or completed is None:
