@@ -63,7 +63,7 @@ def fqdn(job: MPIJob, hostname: str, opts: Options) -> str:
 
 def owner_reference(job: MPIJob) -> dict:
     return {
-        "apiVersion": C.API_VERSION,
+        "apiVersion": job.owner_api_version,
         "kind": C.KIND,
         "name": job.name,
         "uid": job.uid,

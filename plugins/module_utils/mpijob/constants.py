@@ -65,6 +65,7 @@ CLEAN_ALL = "All"
 CLEAN_RUNNING = "Running"
 CLEAN_NONE = "None"
 CLEAN_POD_POLICIES = (CLEAN_ALL, CLEAN_RUNNING, CLEAN_NONE)
+CLEAN_WORKERS = "Workers"  # not a cleanPodPolicy: T9k's runPolicy.cleanUpWorkers (the launcher and its logs stay)
 
 RESTART_POLICIES = ("Never", "OnFailure")
 MANAGED_BY_US = "kubeflow.org/mpi-operator"

@@ -219,14 +219,21 @@ class _Planner:
                 self.sync_pod_group()
                 live_workers = self.sync_workers(by_index)
             all_ready = all(S.is_ready(p) for p in live_workers)
-            if launcher is None and (job.launcher_creation_policy == C.AT_STARTUP or all_ready):
+            if launcher is None and not self.launcher_paused() and (
+                job.launcher_creation_policy == C.AT_STARTUP or all_ready
+            ):
                 launcher = self.create_launcher()
-        if w.launcher is not None:
+        launcher_pods = self.launcher_pods
+        if w.launcher is not None and self.launcher_paused():
+            if not done:  # a finished launcher is never paused away: its job is settled
+                self.delete_launcher("pause")
+                launcher, launcher_pods = None, []
+        elif w.launcher is not None:
             self.sync_launcher_suspension(w.launcher, done, all(S.is_ready(p) for p in live_workers))
         if job.suspended:
             self.delete_all_workers()
             live_workers = []
-        seen = S.Observed(launcher=launcher, launcher_pods=self.launcher_pods, workers=live_workers)
+        seen = S.Observed(launcher=launcher, launcher_pods=launcher_pods, workers=live_workers)
         status = self.api.live_status(job, self.old_status, seen, self.now_s, self.events)
         if self.api.settled(status):
             return self.finished(status)  # clean up in the same pass
@@ -336,11 +343,23 @@ class _Planner:
             self.actions.append(Action("patch", "Job", name, reason="suspend", api_version="batch/v1",
                                        body={"spec": {"suspend": True}}))
 
+    def launcher_paused(self) -> bool:
+        """A suspended job of an API whose pause removes every replica (T9k): no launcher Job, not a suspended one,
+        so that the launcher made on resume is built from the spec then (resumeSpecs; a Job's containers are
+        immutable)."""
+        return self.job.suspended and self.job.pause_deletes_launcher
+
+    def delete_launcher(self, reason: str) -> None:
+        launcher = self.world.launcher
+        if launcher is not None and controlled_by(launcher, self.job.uid) and not terminating(launcher):
+            self.actions.append(_delete(launcher, "Job", reason, "batch/v1"))  # Background: its pods go with it
+
     def delete_all_workers(self) -> None:
+        reason = "pause" if self.launcher_paused() else "suspend"
         for _index, pod in sorted(self.workers_by_index().items(), reverse=True):
             if not terminating(pod) and not any(a.action == "delete" and a.name == _name(pod) for a in self.actions):
-                self.actions.append(_delete(pod, "Pod", "suspend", "v1"))
-        self.delete_pod_group("suspend")
+                self.actions.append(_delete(pod, "Pod", reason, "v1"))
+        self.delete_pod_group(reason)
 
     def delete_pod_group(self, reason: str) -> None:
         pg = self.world.pod_group
@@ -359,25 +378,28 @@ class _Planner:
         """cleanPodPolicy and MPIJob TTL of a finished job."""
         job = self.job
         policy = job.run_policy.clean_pod_policy
-        if policy in (C.CLEAN_ALL, C.CLEAN_RUNNING):
+        why = "runPolicy.cleanUpWorkers" if policy == C.CLEAN_WORKERS else f"cleanPodPolicy={policy}"
+        if policy in (C.CLEAN_ALL, C.CLEAN_RUNNING, C.CLEAN_WORKERS):
             def doomed(pod: dict) -> bool:
-                return not terminating(pod) and (policy == C.CLEAN_ALL or S.phase(pod) in ("Running", "Pending"))
+                return not terminating(pod) and (policy != C.CLEAN_RUNNING or S.phase(pod) in ("Running", "Pending"))
 
             for pod in sorted(self.worker_pods, key=_name):
                 if doomed(pod) and not any(a.action == "delete" and a.name == _name(pod) for a in self.actions):
-                    self.actions.append(_delete(pod, "Pod", f"cleanPodPolicy={policy}", "v1"))
-            self.delete_pod_group(f"cleanPodPolicy={policy}")
+                    self.actions.append(_delete(pod, "Pod", why, "v1"))
+            self.delete_pod_group(why)
             launcher = self.world.launcher
-            if launcher is not None and not S.launcher_finished(launcher):
+            if policy == C.CLEAN_WORKERS:
+                pass  # T9k's cleanUpWorkers: the launcher's pod and its logs (the job's outcome) stay
+            elif launcher is not None and not S.launcher_finished(launcher):
                 # An evicted job's launcher still runs: suspending its Job stops its pods for good.
                 if not (launcher.get("spec") or {}).get("suspend") and controlled_by(launcher, job.uid):
-                    self.actions.append(Action("patch", "Job", _name(launcher), reason=f"cleanPodPolicy={policy}",
+                    self.actions.append(Action("patch", "Job", _name(launcher), reason=why,
                                                api_version="batch/v1", body={"spec": {"suspend": True}}))
             else:
                 # Kubeflow never removes the launcher's pods (kubeflow/mpi-operator#643).
                 for pod in self.launcher_pods:
                     if doomed(pod):
-                        self.actions.append(_delete(pod, "Pod", f"cleanPodPolicy={policy}", "v1"))
+                        self.actions.append(_delete(pod, "Pod", why, "v1"))
             status = self.api.cleaned_status(job, status)
         ttl = job.run_policy.ttl_seconds_after_finished
         completed = S.parse_time(status.get("completionTime"))

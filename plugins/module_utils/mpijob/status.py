@@ -163,7 +163,7 @@ def _counts(pods: list[dict], **extra: object) -> dict:
     return {**{k: v for k, v in counts.items() if v}, **extra}
 
 
-def _failure_detail(pod: dict) -> str:
+def failure_detail(pod: dict) -> str:
     st = pod.get("status") or {}
     detail = st.get("reason") or ""
     for cs in st.get("containerStatuses") or []:
@@ -225,7 +225,7 @@ def live_status(job: MPIJob, old: dict, seen: Observed, now: str, events: list[E
             if set_condition(status, C.SUCCEEDED, "True", C.REASON_SUCCEEDED, msg, now):
                 events.append(Event("Normal", C.REASON_SUCCEEDED, msg))
         elif failed_cond is not None:
-            reason, msg = _launcher_failure(ref, failed_cond, seen.launcher_pods)
+            reason, msg = launcher_failure(ref, failed_cond, seen.launcher_pods)
             if not status.get("completionTime"):
                 status["completionTime"] = now
             if set_condition(status, C.FAILED, "True", reason, msg, now):
@@ -262,7 +262,7 @@ def live_status(job: MPIJob, old: dict, seen: Observed, now: str, events: list[E
             })
     elif crashed:
         # Kubeflow only counts failed workers; say which and why (kubeflow/mpi-operator#90).
-        msg = truncate(f"{len(crashed)}/{len(workers)} workers failed: " + ", ".join(_failure_detail(p) for p in crashed))
+        msg = truncate(f"{len(crashed)}/{len(workers)} workers failed: " + ", ".join(failure_detail(p) for p in crashed))
         cond = get_condition(status, C.RUNNING)
         if cond is not None and cond.get("status") == "False" and cond.get("reason") == C.REASON_WORKER_FAILED:
             changed = cond.get("message") != msg and _update_message(status, C.RUNNING, msg, now)
@@ -285,7 +285,7 @@ def _update_message(status: dict, ctype: str, message: str, now: str) -> bool:
     return True
 
 
-def _launcher_failure(ref: str, cond: dict, launcher_pods: list[dict]) -> tuple[str, str]:
+def launcher_failure(ref: str, cond: dict, launcher_pods: list[dict]) -> tuple[str, str]:
     reason = cond.get("reason") or C.REASON_FAILED
     msg = cond.get("message") or f"MPIJob {ref} has failed"
     if reason == "BackoffLimitExceeded":
