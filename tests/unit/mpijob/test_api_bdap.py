@@ -239,8 +239,6 @@ def test_parse_does_not_change_the_object() -> None:
     assert obj == before
 
 
-@pytest.mark.xfail(strict=True, reason="the shared children write kubeflow.org/v2beta1 owner references until the "
-                   "model carries the owner's apiVersion (seed-t9k adds MPIJob.owner_api_version)")
 def test_children_are_owned_by_the_bdap_job() -> None:
     """Deleting the job deletes everything: the garbage collector follows these references."""
     refs = [a.body["metadata"]["ownerReferences"][0] for a in plan(seed()).actions if a.action == "create"]

@@ -113,7 +113,8 @@ def parse(obj: Any) -> _spec.MPIJob:
                    if _user_path(e.path) not in reported]
     if errors:
         raise InvalidMPIJob(errors)
-    return dataclasses.replace(job, api_version=API_VERSION)
+    # The children's controller reference names this API: deleting the job deletes them (garbage collector).
+    return dataclasses.replace(job, api_version=API_VERSION, owner_api_version=API_VERSION)
 
 
 def job_phase(status: dict | None) -> str:
