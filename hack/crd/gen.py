@@ -666,7 +666,9 @@ def t9k_crd(components: dict[str, Any]) -> dict[str, Any]:
                 "description": "MCA parameters: one `--mca <key> <value>` of mpirun per entry.",
                 "additionalProperties": {"type": "string"},
             },
-            "mpiHome": string("Where MPI is installed: the launcher runs <mpiHome>/bin/mpirun.", default="/usr/local"),
+            "mpiHome": string(
+                "Where MPI is installed: the launcher runs <mpiHome>/bin/mpirun (mpirun from the PATH when unset)."
+            ),
             "ssh": {
                 "type": "object",
                 "description": "SSH settings of the replicas.",
