@@ -8,12 +8,14 @@ import pathlib
 import pytest
 import yaml
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import api_for, bdap
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
 
 from ._helpers import assert_golden, at, kinds, plan, set_phase, world_after
+from .test_spec import malformed
 
 ROOT = pathlib.Path(__file__).parents[3]
 SEED = ROOT / "tests" / "integration" / "manifests" / "seed002-simple-train-cpu.yaml"
@@ -174,6 +176,32 @@ def test_worker_template() -> None:
     container = pod["spec"]["containers"][0]
     assert container["name"] == "horovod-worker" and container["readinessProbe"]["exec"]["command"] == ["cat", "/ready.txt"]
     assert pod["spec"]["restartPolicy"] == "OnFailure"  # unset in the seed: a Pod's Always, as close as a job's pod gets
+    test_editing_the_worker_template_rolls_the_workers_one_by_one()
+
+
+def test_editing_the_worker_template_rolls_the_workers_one_by_one() -> None:
+    """The original's README: "If the Worker is modified ... It will be automatically updated" (its workers were a
+    StatefulSet). A worker is replaced only while every other one is Ready."""
+    world = settle(ready_workers(settle(P.World(mpijob=seed()))))
+    edited = copy.deepcopy(world.mpijob)
+    edited["spec"]["workerTemplate"]["spec"]["containers"][0]["image"] = "horovod-torch-cpu:local"
+    world.mpijob = edited
+
+    def deletes(p: P.Plan) -> list[str]:
+        return [a.name for a in p.actions if a.action == "delete"]
+
+    p = plan(world.mpijob, world, now=at(60))
+    assert deletes(p) == [f"{NAME}-worker-0"] and p.actions[0].reason == "worker template changed"
+    world = world_after(world, p)
+    p = plan(world.mpijob, world, now=at(61))
+    created = [a.body for a in p.actions if a.action == "create"]
+    assert [c["metadata"]["name"] for c in created] == [f"{NAME}-worker-0"] and deletes(p) == []
+    assert created[0]["spec"]["containers"][0]["image"] == "horovod-torch-cpu:local"
+    world = world_after(world, p)
+    assert deletes(plan(world.mpijob, world, now=at(62))) == []  # the new worker-0 is not Ready yet
+    world.pods = [set_phase(q, "Running", ready=True) if q["metadata"]["name"] == f"{NAME}-worker-0" else q
+                  for q in world.pods]
+    assert deletes(plan(world.mpijob, world, now=at(63))) == [f"{NAME}-worker-1"]
 
 
 FIELDS = {
@@ -243,3 +271,18 @@ def test_children_are_owned_by_the_bdap_job() -> None:
     """Deleting the job deletes everything: the garbage collector follows these references."""
     refs = [a.body["metadata"]["ownerReferences"][0] for a in plan(seed()).actions if a.action == "create"]
     assert {(r["apiVersion"], r["kind"], r["uid"]) for r in refs} == {("batch.test.bdap.com/v1", "MPIJob", "uid-bdap")}
+
+
+@pytest.mark.parametrize("opts", [K.Options(), K.Options(gang_scheduling="volcano")], ids=["plain", "gang"])
+def test_reconcile_never_crashes_on_malformed_bdap_objects(opts: K.Options) -> None:
+    """Any field of seed 002's example replaced by any JSON value yields a plan (a Failed condition naming the field
+    at worst), and every error names a field of this API, never one of the kubeflow.org job it is read as."""
+    for path, obj in malformed(seed()):
+        try:
+            bdap.parse(obj)
+        except InvalidMPIJob as exc:
+            assert all(e.path and "mpiReplicaSpecs" not in e.path for e in exc.errors), exc.errors
+        result = plan(obj, opts=opts)
+        assert result.status is not None
+        assert result.status.get("phase") in ("Pending", "Running", "Succeeded", "Failed") or path[0] in (
+            "apiVersion", "kind")
