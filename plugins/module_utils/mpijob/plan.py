@@ -7,7 +7,7 @@ by something else stops the plan with an ErrResourceExists event: it is never ta
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from . import children as K
@@ -75,6 +75,10 @@ def controlled_by(obj: dict, uid: str) -> bool:
     return any(
         ref.get("controller") and ref.get("uid") == uid for ref in (obj.get("metadata") or {}).get("ownerReferences") or []
     )
+
+
+def _annotations(obj: dict) -> dict:
+    return (obj.get("metadata") or {}).get("annotations") or {}
 
 
 def terminating(obj: dict) -> bool:
@@ -175,6 +179,11 @@ class _Planner:
         ]
         launcher_uid = ((world.launcher or {}).get("metadata") or {}).get("uid")
         self.launcher_pods = [p for p in world.pods if launcher_uid and controlled_by(p, launcher_uid)]
+        if job.launcher_pod:
+            # The launcher is the pod <job>-launcher itself: the plan reads it as the launcher Job it stands for.
+            pod = next((p for p in world.pods if _name(p) == K.launcher_name(job)), None)
+            self.world = replace(world, launcher=S.launcher_pod_as_job(pod) if pod else None)
+            self.launcher_pods = [pod] if pod else []
 
     # ---- helpers ----
     def foreign(self) -> Action | None:
@@ -303,10 +312,21 @@ class _Planner:
                 pod = K.worker_pod(self.job, index, self.opts)
                 self.actions.append(_create(pod))
             live.append(pod)
+        if self.job.roll_workers:
+            self.roll_workers(live)
         return live
 
+    def roll_workers(self, live: list[dict]) -> None:
+        """A worker made from an older template is deleted (and recreated by a later pass), one at a time: only
+        while every other worker is Ready and none is going away, as a StatefulSet's rolling update does."""
+        want = K.worker_template_hash(self.job)
+        outdated = [p for p in live if _annotations(p).get(C.WORKER_TEMPLATE_HASH_ANNOTATION) != want]
+        if not outdated or any(terminating(p) or (p not in outdated and not S.is_ready(p)) for p in live):
+            return
+        self.actions.append(_delete(outdated[0], "Pod", "worker template changed", "v1"))
+
     def create_launcher(self) -> dict:
-        body = K.launcher_job(self.job, self.opts)
+        body = K.launcher_pod(self.job, self.opts) if self.job.launcher_pod else K.launcher_job(self.job, self.opts)
         self.actions.append(_create(body))
         if self.job.launcher.template_restart_policy:
             self.events.append(S.Event("Warning", C.REASON_RESTART_POLICY,
@@ -352,7 +372,9 @@ class _Planner:
     def delete_launcher(self, reason: str) -> None:
         launcher = self.world.launcher
         if launcher is not None and controlled_by(launcher, self.job.uid) and not terminating(launcher):
-            self.actions.append(_delete(launcher, "Job", reason, "batch/v1"))  # Background: its pods go with it
+            # Background: a Job's pods go with it (a launcher_pod's view is the Pod itself)
+            self.actions.append(_delete(launcher, launcher.get("kind") or "Job", reason,
+                                        launcher.get("apiVersion") or "batch/v1"))
 
     def delete_all_workers(self) -> None:
         reason = "pause" if self.launcher_paused() else "suspend"

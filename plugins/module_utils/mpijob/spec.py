@@ -78,6 +78,8 @@ class MPIJob:
     owner_api_version: str = C.API_VERSION  # the children's controller reference
     pause_deletes_launcher: bool = False  # suspended: no launcher Job at all (T9k pause), not a suspended one
     notices: tuple[str, ...] = ()  # fields accepted but not (fully) applied here: a Warning event each, once
+    roll_workers: bool = False  # a changed worker template replaces the workers one by one (batch.test.bdap.com)
+    launcher_pod: bool = False  # the launcher is a bare Pod <job>-launcher, not a Job (batch.test.bdap.com)
 
     @property
     def worker_replicas(self) -> int:

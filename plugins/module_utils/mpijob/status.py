@@ -153,6 +153,24 @@ def launcher_finished(launcher: dict | None) -> bool:
     return job_condition(launcher, "Complete") is not None or job_condition(launcher, "Failed") is not None
 
 
+def launcher_pod_as_job(pod: dict) -> dict:
+    """A bare launcher Pod (MPIJob.launcher_pod) seen as the launcher Job the status stages read: Complete when it
+    succeeded, Failed (with how it ended) when it failed."""
+    st = pod.get("status") or {}
+    ended = _terminated(st)
+    status: dict = {"conditions": []}
+    if st.get("phase") == "Succeeded":
+        status["conditions"].append({"type": "Complete", "status": "True"})
+        if ended.get("finishedAt"):
+            status["completionTime"] = ended["finishedAt"]
+    elif st.get("phase") == "Failed":
+        detail = f"launcher container exited with code {ended.get('exitCode')}" if ended else "launcher pod failed"
+        status["conditions"].append({"type": "Failed", "status": "True", "reason": st.get("reason") or "PodFailed",
+                                     "message": st.get("message") or detail})
+        status["failed"] = 1
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod.get("metadata") or {}, "status": status}
+
+
 def _counts(pods: list[dict], **extra: object) -> dict:
     """A replicaStatus with zero counts left out, as Go's omitempty does."""
     counts = {

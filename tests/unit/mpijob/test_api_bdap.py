@@ -44,11 +44,20 @@ def ready_workers(world: P.World) -> P.World:
     return world
 
 
-def launcher_pod(world: P.World, phase: str) -> dict:
-    return set_phase({"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": f"{NAME}-launcher-x7k2p", "namespace": NS, "creationTimestamp": "2026-01-01T00:00:40Z",
-        "labels": {"training.kubeflow.org/job-name": NAME, "training.kubeflow.org/job-role": "launcher"},
-        "ownerReferences": [{"controller": True, "uid": world.launcher["metadata"]["uid"]}]}}, phase)
+def launcher(world: P.World, phase: str, exit_code: int | None = None) -> P.World:
+    """The world with the launcher pod <job>-launcher (which the plan created) in `phase`."""
+    def moved(pod: dict) -> dict:
+        if pod["metadata"]["name"] != f"{NAME}-launcher":
+            return pod
+        pod = set_phase(pod, phase)
+        pod["metadata"]["uid"] = "uid-launcher-pod"
+        if exit_code is not None:
+            pod["status"]["containerStatuses"] = [{"name": "horovod-master", "state": {"terminated": {
+                "exitCode": exit_code, "finishedAt": "2026-01-01T00:05:00Z"}}}]
+        return pod
+    world = copy.deepcopy(world)
+    world.pods = [moved(p) for p in world.pods]
+    return world
 
 
 def lifecycle() -> list[tuple[str, P.Plan, P.World]]:
@@ -62,14 +71,11 @@ def lifecycle() -> list[tuple[str, P.Plan, P.World]]:
     p = plan(world.mpijob, world, now=at(30))
     world = world_after(world, p)
     steps.append(("workers-ready", p, world))
-    world.pods.append(launcher_pod(world, "Running"))
+    world = launcher(world, "Running")
     p = plan(world.mpijob, world, now=at(40))
     world = world_after(world, p)
     steps.append(("running", p, world))
-    world.pods[-1] = set_phase(world.pods[-1], "Succeeded")
-    world.launcher = copy.deepcopy(world.launcher)
-    world.launcher["status"] = {"conditions": [{"type": "Complete", "status": "True"}],
-                                "completionTime": "2026-01-01T00:05:00Z"}
+    world = launcher(world, "Succeeded", exit_code=0)
     p = plan(world.mpijob, world, now=at(300))
     world = world_after(world, p)
     steps.append(("succeeded", p, world))
@@ -93,11 +99,12 @@ def test_seed_example_children_and_status_match_golden() -> None:
 
 def test_launcher_waits_until_every_worker_is_ready() -> None:
     world = settle(P.World(mpijob=seed()))
-    assert [a for a in kinds(plan(world.mpijob, world)) if a[1] == "Job"] == []
+    assert [a for a in kinds(plan(world.mpijob, world)) if a[2] == f"{NAME}-launcher"] == []
     world.pods = [set_phase(p, "Running", ready=i < 4) for i, p in enumerate(world.pods)]
-    assert ("create", "Job", f"{NAME}-launcher") not in kinds(plan(world.mpijob, world, now=at(20)))
+    assert [a for a in kinds(plan(world.mpijob, world, now=at(20))) if a[2] == f"{NAME}-launcher"] == []
     world = ready_workers(world)
-    assert ("create", "Job", f"{NAME}-launcher") in kinds(plan(world.mpijob, world, now=at(30)))
+    # a Pod, not a Job: `kubectl logs simple-train-cpu-launcher` (the seed's README) reads it
+    assert ("create", "Pod", f"{NAME}-launcher") in kinds(plan(world.mpijob, world, now=at(30)))
 
 
 def test_status_phases_and_launcher_name() -> None:
@@ -106,8 +113,8 @@ def test_status_phases_and_launcher_name() -> None:
     assert phases == [
         ("created", "Pending", 0, None),
         ("workers-ready", "Pending", 5, None),
-        ("running", "Running", 5, f"{NAME}-launcher-x7k2p"),
-        ("succeeded", "Succeeded", 5, f"{NAME}-launcher-x7k2p"),
+        ("running", "Running", 5, f"{NAME}-launcher"),
+        ("succeeded", "Succeeded", 5, f"{NAME}-launcher"),
     ]
     final = lifecycle()[-1][1].status
     assert final["completionTime"] == "2026-01-01T00:05:00Z" and final["startTime"] == "2026-01-01T00:00:00Z"
@@ -125,11 +132,11 @@ def test_finished_job_is_settled_and_keeps_its_pods() -> None:
 
 def test_launcher_failure_fails_the_job() -> None:
     *_, (_, _, world) = lifecycle()[:3]
-    world.launcher = copy.deepcopy(world.launcher)
-    world.launcher["status"] = {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}],
-                                "failed": 1}
-    p = plan(world.mpijob, world, now=at(100))
+    p = plan(world.mpijob, world := launcher(world, "Failed", exit_code=2), now=at(100))
     assert p.status["phase"] == "Failed" and p.finished
+    failed = S.get_condition(p.status, "Failed")
+    assert failed["reason"] == "PodFailed" and failed["message"] == "launcher container exited with code 2"
+    assert p.status["completionTime"] == "2026-01-01T00:01:40Z"
 
 
 def test_reconcile_is_idempotent() -> None:
@@ -138,10 +145,9 @@ def test_reconcile_is_idempotent() -> None:
     assert again.actions == [] and again.status == world.mpijob["status"]
 
 
-def launcher_env(job_children: list[P.Action]) -> dict:
-    job = next(a.body for a in job_children if a.kind == "Job" and a.action == "create")
-    container = job["spec"]["template"]["spec"]["containers"][0]
-    return {e["name"]: e.get("value") for e in container["env"]}
+def launcher_env(actions: list[P.Action]) -> dict:
+    pod = next(a.body for a in actions if a.name == f"{NAME}-launcher" and a.action == "create")
+    return {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
 
 
 # ---- one test per spec field (FIELDS) --------------------------------------------------------------------------
@@ -163,12 +169,12 @@ def test_launcher_template() -> None:
     *_, (_, p, _) = lifecycle()[:2]
     env = launcher_env(p.actions)
     assert env["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"  # what the seed's command reads
-    job = next(a.body for a in p.actions if a.kind == "Job")
-    pod = job["spec"]["template"]["spec"]
+    body = next(a.body for a in p.actions if a.name == f"{NAME}-launcher")
+    assert (body["kind"], body["metadata"]["name"]) == ("Pod", f"{NAME}-launcher")
+    pod = body["spec"]
     assert pod["containers"][0]["name"] == "horovod-master" and pod["containers"][0]["image"] == "farawaya/horovod-torch-cpu"
     assert pod["containers"][0]["command"] == ["/bin/sh", "-c"]
-    # restartPolicy Never, as the seed writes it: one launcher pod, as the original's bare pod
-    assert pod["restartPolicy"] == "Never" and job["spec"]["backoffLimit"] == 0
+    assert pod["restartPolicy"] == "Never"  # as the seed writes it: one try, as the original's bare pod
 
 
 def test_worker_template() -> None:
@@ -257,7 +263,7 @@ def test_launcher_always_restart_policy_becomes_on_failure() -> None:
     obj = seed()
     obj["spec"]["launcherTemplate"]["spec"]["restartPolicy"] = "Always"
     job = bdap.parse(obj)
-    assert job.launcher.restart_policy == "OnFailure" and job.run_policy.backoff_limit is None
+    assert job.launcher.restart_policy == "OnFailure"
 
 
 def test_parse_does_not_change_the_object() -> None:

@@ -68,8 +68,6 @@ def as_kubeflow(obj: dict) -> dict:
     launcher = _replica(spec.get("launcherTemplate"), "OnFailure", 1)
     worker = _replica(spec.get("workerTemplate"), "OnFailure", spec.get("numWorkers"))
     run_policy: dict = {"cleanPodPolicy": C.CLEAN_NONE}  # the original never deleted pods: the user deletes the job
-    if launcher.get("restartPolicy") == "Never":
-        run_policy["backoffLimit"] = 0  # one launcher pod, as the original's bare pod
     return {
         "apiVersion": C.API_VERSION,
         "kind": C.KIND,
@@ -114,7 +112,8 @@ def parse(obj: Any) -> _spec.MPIJob:
     if errors:
         raise InvalidMPIJob(errors)
     # The children's controller reference names this API: deleting the job deletes them (garbage collector).
-    return dataclasses.replace(job, api_version=API_VERSION, owner_api_version=API_VERSION)
+    return dataclasses.replace(job, api_version=API_VERSION, owner_api_version=API_VERSION,
+                               roll_workers=True, launcher_pod=True)
 
 
 def job_phase(status: dict | None) -> str:
