@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration._fixtures.install import MANIFESTS, ROOT
+from tests.integration._fixtures.install import INSTALL_NAMESPACE, MANIFESTS, ROOT
 from tests.integration._fixtures.operator import install_crd
 
 pytestmark = pytest.mark.cluster
@@ -98,3 +98,28 @@ def test_preflight_refuses_another_installers_crd_naming_its_owner(
     finally:
         restored = kubectl("label", "--overwrite", "crd", crd, "app.kubernetes.io/managed-by=mpi.operator")
         assert restored.returncode == 0, restored.stderr
+
+
+@pytest.mark.slow
+def test_install_serves_the_chosen_api_and_uninstall_keeps_its_crd_and_jobs(
+    playbook: Any, kubectl: Kubectl, uninstalled: None, operator_crd: None, api_crds: None, namespace: str
+) -> None:
+    apis = {"mpi_operator_apis": ["kubeflow.org", BDAP]}
+    playbook("install.yml", extra_vars=apis).expect_ok()
+    playbook("install.yml", extra_vars=apis).expect_unchanged()  # the loops are idempotent too
+    crd = json.loads(kubectl("get", "crd", f"mpijobs.{BDAP}", "-o", "json").stdout)
+    assert crd["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "mpi.operator"
+    operator = f"system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator"
+
+    def can(verb: str, resource: str, *extra: str) -> str:
+        return kubectl("auth", "can-i", verb, resource, f"--as={operator}", *extra).stdout.strip()
+
+    assert can("watch", f"mpijobs.{BDAP}") == "yes" and can("patch", f"mpijobs.{BDAP}", "--subresource=status") == "yes"
+    assert can("list", f"mpijobs.{T9K}") == "no"  # not chosen: not granted
+    assert kubectl("get", "clusterrole", f"mpi-operator-mpijobs.{BDAP}-edit").returncode == 0
+    assert kubectl("get", "clusterrole", f"mpi-operator-mpijobs.{T9K}-edit").returncode != 0
+    assert apply(kubectl, seed("seed002-simple-train-cpu.yaml", namespace)).returncode == 0
+
+    playbook("uninstall.yml", extra_vars=apis).expect_ok()
+    assert kubectl("get", "crd", f"mpijobs.{BDAP}").returncode == 0
+    assert kubectl("get", f"mpijobs.{BDAP}", "simple-train-cpu", "-n", namespace).returncode == 0
