@@ -39,7 +39,7 @@ _PATHS = (
 )
 # The conditions this API's status keeps (the job cannot be suspended, so no Suspended; Restarting is Running=False).
 CONDITIONS = (C.CREATED, C.RUNNING, C.SUCCEEDED, C.FAILED)
-PENDING, RUNNING = "Pending", "Running"
+PENDING = "Pending"
 
 
 def _restart_policy(template: dict, default: str) -> str:
@@ -47,7 +47,8 @@ def _restart_policy(template: dict, default: str) -> str:
 
     The original created bare pods from the templates, so an unset policy meant Always: a launcher that ran forever.
     """
-    policy = (template.get("spec") or {}).get("restartPolicy") if isinstance(template.get("spec"), dict) else None
+    pod_spec = template.get("spec")
+    policy = pod_spec.get("restartPolicy") if isinstance(pod_spec, dict) else None
     return policy if policy in C.RESTART_POLICIES else default
 
 
@@ -67,7 +68,6 @@ def as_kubeflow(obj: dict) -> dict:
     spec = spec if isinstance(spec, dict) else {}
     launcher = _replica(spec.get("launcherTemplate"), "OnFailure", 1)
     worker = _replica(spec.get("workerTemplate"), "OnFailure", spec.get("numWorkers"))
-    run_policy: dict = {"cleanPodPolicy": C.CLEAN_NONE}  # the original never deleted pods: the user deletes the job
     return {
         "apiVersion": C.API_VERSION,
         "kind": C.KIND,
@@ -76,7 +76,7 @@ def as_kubeflow(obj: dict) -> dict:
             "slotsPerWorker": 1,
             "launcherCreationPolicy": C.WAIT_FOR_WORKERS_READY,
             "mpiImplementation": C.OPENMPI,
-            "runPolicy": run_policy,
+            "runPolicy": {"cleanPodPolicy": C.CLEAN_NONE},  # the original never deleted pods: the user deletes the job
             "mpiReplicaSpecs": {C.LAUNCHER: launcher, C.WORKER: worker},
         },
     }
@@ -94,7 +94,7 @@ def parse(obj: Any) -> _spec.MPIJob:
     top = obj if isinstance(obj, dict) else {}
     errors: list[_spec.FieldError] = []
     if top.get("apiVersion") != API_VERSION:
-        errors.append(_spec.FieldError("apiVersion", f"unsupported value {top.get('apiVersion')!r}: supported: {API_VERSION}"))
+        errors.append(_spec.FieldError("apiVersion", f"unsupported value {top.get('apiVersion')!r}: supported values: {API_VERSION}"))
     spec = top.get("spec")
     if not isinstance(spec, dict):
         errors.append(_spec.FieldError("spec", "required"))
