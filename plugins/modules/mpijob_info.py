@@ -105,58 +105,10 @@ jobs:
       type: list
       elements: dict
     summary:
-      description: The job's status at a glance (the same as the mpi.operator.mpijob module's C(summary)).
+      description: The job's status at a glance, with the keys of P(mpi.operator.mpijob#module)'s C(summary) return
+        value (name, namespace, phase, reason, message, workers, workers_running, workers_failed, launcher_active,
+        launcher_failed, suspended, start_time, completion_time, elapsed_seconds, finished, progress).
       type: dict
-      contains:
-        name:
-          description: Name of the job.
-          type: str
-        namespace:
-          description: Namespace of the job.
-          type: str
-        phase:
-          description: V(Pending), V(Created), V(Running), V(Suspended), V(Succeeded) or V(Failed), from the conditions.
-          type: str
-        reason:
-          description: Reason of the condition that gave the phase.
-          type: str
-        message:
-          description: Message of the condition that gave the phase.
-          type: str
-        workers:
-          description: Desired worker replicas.
-          type: int
-        workers_running:
-          description: Worker pods running.
-          type: int
-        workers_failed:
-          description: Worker pods failed.
-          type: int
-        launcher_active:
-          description: Launcher pods running.
-          type: int
-        launcher_failed:
-          description: Launcher pods failed.
-          type: int
-        suspended:
-          description: Whether C(spec.runPolicy.suspend) is set.
-          type: bool
-        start_time:
-          description: C(status.startTime).
-          type: str
-        completion_time:
-          description: C(status.completionTime).
-          type: str
-        elapsed_seconds:
-          description: Seconds since the job was created (until it finished, for a finished job).
-          type: int
-        finished:
-          description: Whether the job Succeeded or Failed.
-          type: bool
-        progress:
-          description: One line for humans.
-          type: str
-          sample: "default/pi: Running, workers 2/2 running, 14s elapsed"
     launcher:
       description: The newest launcher pod and how it ended; empty unless O(launcher_log) asks for a log or the job
         failed.
