@@ -232,17 +232,18 @@ class _Planner:
                 job.launcher_creation_policy == C.AT_STARTUP or all_ready
             ):
                 launcher = self.create_launcher()
-        launcher_pods = self.launcher_pods
+        launcher_pods, deleting = self.launcher_pods, []
         if w.launcher is not None and self.launcher_paused():
             if not done:  # a finished launcher is never paused away: its job is settled
                 self.delete_launcher("pause")
-                launcher, launcher_pods = None, []
+                launcher, launcher_pods, deleting = None, [], list(self.launcher_pods)
         elif w.launcher is not None:
             self.sync_launcher_suspension(w.launcher, done, all(S.is_ready(p) for p in live_workers))
         if job.suspended:
             self.delete_all_workers()
+            deleting += [p for _i, p in sorted(by_index.items())]
             live_workers = []
-        seen = S.Observed(launcher=launcher, launcher_pods=launcher_pods, workers=live_workers)
+        seen = S.Observed(launcher=launcher, launcher_pods=launcher_pods, workers=live_workers, deleting=deleting)
         status = self.api.live_status(job, self.old_status, seen, self.now_s, self.events)
         if self.api.settled(status):
             return self.finished(status)  # clean up in the same pass

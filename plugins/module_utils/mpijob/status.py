@@ -8,7 +8,7 @@ computed from the conditions by `job_phase`, which `mpijob_info` uses too. The c
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from . import constants as C
@@ -201,6 +201,7 @@ class Observed:
     launcher: dict | None
     launcher_pods: list[dict]
     workers: list[dict]  # the job's worker pods with index < replicas
+    deleting: list[dict] = field(default_factory=list)  # pods a suspension (pause) is deleting: gone for the above
 
 
 def created(status: dict, job_ns: str, job_name: str, now: str, events: list[Event]) -> None:

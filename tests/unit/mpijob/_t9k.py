@@ -16,7 +16,7 @@ SEEDS = pathlib.Path(__file__).parent / "seeds" / "t9k"  # seed 003's examples, 
 def seed_docs(name: str) -> list[dict]:
     """The documents of a seed example. The doc elides with `...`: a line that is only `...` is "the rest of the
     manifest" and `- ...` is "this list entry's other fields"; both are read as absent."""
-    lines = SEEDS.joinpath(f"{name}.yaml").read_text().splitlines()
+    lines = SEEDS.joinpath(f"{name}.txt").read_text().splitlines()
     text = "\n".join("" if line.strip() == "..." else line.replace("- ...", "-") for line in lines)
     return [doc for doc in yaml.safe_load_all(text) if doc]
 

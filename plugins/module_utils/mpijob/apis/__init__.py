@@ -20,6 +20,13 @@ The contract an API module fulfils (kubeflow.py is the reference; t9k.py, bdap.p
 - `with_phase(status) -> dict`: the status with its `phase` field as the API writes it (every status the plan writes
   goes through it).
 
+What the model offers an API beyond Kubeflow's fields (defaults are kubeflow.org's, so it never sets them):
+`owner_api_version` (the children's controller reference), `pause_deletes_launcher` (suspended means no launcher
+Job at all), `notices` (Warning events for fields accepted but not applied), `run_policy.clean_pod_policy =
+constants.CLEAN_WORKERS` (clean up the workers only); status.Observed.deleting lists the pods a suspension deletes.
+Semantics the model cannot carry yet are a new model field with a kubeflow.org-neutral default, used by the shared
+children/plan: never a branch on the API's name.
+
 A module registers by being imported at the end of this file (statically: Ansible bundles only the module_utils a
 module imports by name); nothing else in the core names an API.
 """

@@ -300,9 +300,10 @@ def _task(kind: str, pods: list[dict]) -> dict:
     }
 
 
-def _aggregate(pods: list[dict], launcher_coming: bool) -> dict:
+def _aggregate(pods: list[dict], deleting: list[dict], launcher_coming: bool) -> dict:
     counts = dict.fromkeys(AGGREGATE_KEYS, 0)
     counts["creating"] += int(launcher_coming)
+    counts["deleted"] += len(deleting)
     for pod in pods:
         if not _uid(pod):
             key = "creating"  # created by this reconcile
@@ -372,7 +373,7 @@ def live_status(job: MPIJob, old: dict, seen: S.Observed, now: str, events: list
     live_launcher = any(_uid(p) and not (p.get("metadata") or {}).get("deletionTimestamp") for p in launcher_pods)
     launcher_coming = seen.launcher is not None and complete is None and failed is None and not live_launcher
     status["tasks"] = [_task(LAUNCHER, launcher_pods), _task(WORKER, workers)]
-    status["aggregate"] = _aggregate(pods, launcher_coming)
+    status["aggregate"] = _aggregate(pods, seen.deleting, launcher_coming)
     return status
 
 
