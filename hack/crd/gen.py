@@ -667,7 +667,9 @@ def t9k_crd(components: dict[str, Any]) -> dict[str, Any]:
                 "additionalProperties": {"type": "string"},
             },
             "mpiHome": string(
-                "Where MPI is installed: the launcher runs <mpiHome>/bin/mpirun (mpirun from the PATH when unset)."
+                "Where MPI is installed (an absolute path): the launcher runs <mpiHome>/bin/mpirun (mpirun from the "
+                "PATH when unset).",
+                pattern="^/",
             ),
             "ssh": {
                 "type": "object",
