@@ -139,6 +139,7 @@ def test_t9k_status_examples_fit_the_schema() -> None:
         ("batch.tensorstack.dev", {"spec": {"worker": {}, "mca": {"btl": 1}}}, ".spec.mca.btl: int is not string"),
         ("batch.tensorstack.dev", {"spec": {"worker": {}, "ssh": {"sshdPath": "sshd"}}},
          ".spec.ssh.sshdPath: 'sshd' does not match ^/"),
+        ("batch.tensorstack.dev", {"spec": {"worker": {}, "mpiHome": "usr"}}, ".spec.mpiHome: 'usr' does not match ^/"),
         ("batch.tensorstack.dev", {"spec": {"worker": {}, "runMode": {"debug": {"replicaSpecs": [{"type": "ps"}]}}}},
          ".spec.runMode.debug.replicaSpecs[0].type: 'ps' not in ['launcher', 'worker']"),
     ],
