@@ -33,7 +33,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kubernetes import client, config  # noqa: E402
+from kubernetes import client  # noqa: E402
 from kubernetes.client.exceptions import ApiException  # noqa: E402
 
 from mpijob_operator.runner import BatchRunner  # noqa: E402
@@ -523,8 +523,10 @@ def report(bench: Bench, capacity: Capacity, baseline: float, single: Single, bu
 
 def main() -> int:
     kubeconfig = os.environ["KUBECONFIG"]
-    config.load_kube_config(kubeconfig)
-    api = client.ApiClient()
+    # The shell's auth, as the modules and the operator connect (importable once mpijob_operator is imported).
+    from ansible_collections.mpi.operator.plugins.module_utils.kube.auth import api_client
+
+    api = api_client({"kubeconfig": kubeconfig})
     capacity = prepare(api)
     baseline = runner_baseline()
     bench = Bench(kubeconfig, api)
