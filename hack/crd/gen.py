@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Generates roles/crds/files/mpijobs.kubeflow.org.yaml, the MPIJob CRD.
+"""Generates roles/crds/files/mpijobs.<group>.yaml, the MPIJob CRDs: kubeflow.org (the default API),
+batch.tensorstack.dev (T9k, seed 003) and batch.test.bdap.com (seed 002), the latter two opt-in (mpi_operator_apis).
 
 Pod templates are validated as real PodTemplateSpecs: their schema is taken from Kubernetes' own
 OpenAPI v3 document (api/openapi-spec/v3/api__v1_openapi.json of k8s.io/kubernetes at K8S_VERSION,
@@ -31,7 +32,7 @@ sys.path.insert(0, str(ROOT / "plugins/module_utils"))
 # The MPIJob's names and enum values, as the collection's core defines them (the operator validates with the same).
 from mpijob import constants as C  # noqa: E402
 
-OUTPUT = ROOT / "roles/crds/files/mpijobs.kubeflow.org.yaml"
+OUTPUT_DIR = ROOT / "roles/crds/files"
 OPENAPI_IN_MODULE = "api/openapi-spec/v3/api__v1_openapi.json"
 REF_PREFIX = "#/components/schemas/"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
@@ -368,11 +369,14 @@ def mpijob_status(inliner: Inliner) -> dict[str, Any]:
     }
 
 
-def name_rule() -> dict[str, Any]:
-    workers = (
-        "('Worker' in self.spec.mpiReplicaSpecs && has(self.spec.mpiReplicaSpecs.Worker.replicas)"
-        " && self.spec.mpiReplicaSpecs.Worker.replicas > 0 ? self.spec.mpiReplicaSpecs.Worker.replicas : 1)"
-    )
+KUBEFLOW_WORKERS = (
+    "('Worker' in self.spec.mpiReplicaSpecs && has(self.spec.mpiReplicaSpecs.Worker.replicas)"
+    " && self.spec.mpiReplicaSpecs.Worker.replicas > 0 ? self.spec.mpiReplicaSpecs.Worker.replicas : 1)"
+)
+
+
+def name_rule(workers: str = KUBEFLOW_WORKERS) -> dict[str, Any]:
+    """The job name leaves room for its last worker pod's name; `workers` is the CEL expression of the count."""
     # Only sizes: a regex or a message built from the name costs too much in the API server's CEL cost estimate.
     return {
         "rule": f"size(self.metadata.name) + size('-worker-') + size(string({workers} - 1)) <= 63",
@@ -390,22 +394,12 @@ NAME_PATTERN = "^[a-z][-a-z0-9]*$"
 def versions(inliner: Inliner) -> list[dict[str, Any]]:
     # Both versions share one schema that holds both shapes, so conversion None is lossless (docs/crd.md).
     schema = {
-        "openAPIV3Schema": {
-            "type": "object",
-            "description": "MPIJob runs an MPI program on a launcher and a set of workers.",
-            "required": ["spec"],
-            "properties": {
-                "apiVersion": {"type": "string"},
-                "kind": {"type": "string"},
-                "metadata": {
-                    "type": "object",
-                    "properties": {"name": {"type": "string", "maxLength": 63, "pattern": NAME_PATTERN}},
-                },
-                "spec": mpijob_spec(inliner),
-                "status": mpijob_status(inliner),
-            },
-            "x-kubernetes-validations": [name_rule()],
-        }
+        "openAPIV3Schema": root(
+            "MPIJob runs an MPI program on a launcher and a set of workers.",
+            mpijob_spec(inliner),
+            mpijob_status(inliner),
+            KUBEFLOW_WORKERS,
+        )
     }
     subresources = {
         "status": {},
@@ -463,33 +457,349 @@ def with_v1_defaults(schema: dict[str, Any]) -> dict[str, Any]:
     return top
 
 
-def crd(components: dict[str, Any]) -> dict[str, Any]:
-    inliner = Inliner(components)
+def crd_object(group: str, names: dict[str, Any], versions: list[dict[str, Any]]) -> dict[str, Any]:
+    """A CRD of this collection: one MPIJob kind, namespaced, labelled as ours (preflight and removal read the label)."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {
-            "name": f"{C.PLURAL}.{C.GROUP}",
+            "name": f"{C.PLURAL}.{group}",
             "labels": {
                 "app.kubernetes.io/name": "mpi-operator",
                 "app.kubernetes.io/managed-by": "mpi.operator",
             },
         },
         "spec": {
-            "group": C.GROUP,
-            "names": {
-                "kind": C.KIND,
-                "listKind": f"{C.KIND}List",
-                "plural": C.PLURAL,
-                "singular": C.SINGULAR,
-                "shortNames": ["mpij", "mj"],
-                "categories": ["all", "kubeflow"],
-            },
+            "group": group,
+            "names": {"kind": C.KIND, "listKind": f"{C.KIND}List", "plural": C.PLURAL, "singular": C.SINGULAR, **names},
             "scope": "Namespaced",
             "conversion": {"strategy": "None"},
-            "versions": versions(inliner),
+            "versions": versions,
         },
     }
+
+
+def crd(components: dict[str, Any]) -> dict[str, Any]:
+    inliner = Inliner(components)
+    return crd_object(C.GROUP, {"shortNames": ["mpij", "mj"], "categories": ["all", "kubeflow"]}, versions(inliner))
+
+
+# --- The seeds' other two MPIJob APIs (docs/apis.md). Their group, version and names as their operators serve them.
+BDAP_GROUP, BDAP_VERSION = "batch.test.bdap.com", "v1"
+T9K_GROUP, T9K_VERSION = "batch.tensorstack.dev", "v1beta1"
+T9K_MAIN_CONTAINER = "mpi-worker"
+T9K_REPLICA_TYPES = ("launcher", "worker")
+T9K_CONDITION_TYPES = ("Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused")
+T9K_PHASES = ("Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown")
+BDAP_PHASES = ("Pending", "Running", "Succeeded", "Failed")
+TIME = {"type": "string", "format": "date-time"}
+
+
+def template(inliner: Inliner, description: str) -> dict[str, Any]:
+    return {**inliner.pod_template(), "description": description}
+
+
+def columns_of(*columns: tuple[str, str]) -> list[dict[str, Any]]:
+    """Printer columns (name, JSON path), then Age; Workers and Ready are counts, the others words."""
+    out = [
+        {"name": name, "type": "integer" if name in ("Workers", "Ready") else "string", "jsonPath": path}
+        for name, path in columns
+    ]
+    return [*out, {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+
+
+def single_version(name: str, schema: dict[str, Any], columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "served": True,
+            "storage": True,
+            "schema": {"openAPIV3Schema": schema},
+            "subresources": {"status": {}},
+            "additionalPrinterColumns": columns,
+        }
+    ]
+
+
+def root(description: str, spec: dict[str, Any], status: dict[str, Any], workers: str) -> dict[str, Any]:
+    """The object schema of an MPIJob: its spec and status, and a name short enough for its last worker's."""
+    return {
+        "type": "object",
+        "description": description,
+        "required": ["spec"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "maxLength": 63, "pattern": NAME_PATTERN}},
+            },
+            "spec": spec,
+            "status": status,
+        },
+        "x-kubernetes-validations": [name_rule(workers)],
+    }
+
+
+def job_conditions(types: str) -> dict[str, Any]:
+    return {
+        "type": "array",
+        "description": "Conditions of the job, one per type.",
+        "items": {
+            "type": "object",
+            "required": ["type", "status"],
+            "properties": {
+                "type": string(types),
+                "status": string("True, False or Unknown.", enum=["True", "False", "Unknown"]),
+                "reason": string("CamelCase reason of the last transition."),
+                "message": string("Human-readable detail of the last transition."),
+                "lastTransitionTime": TIME,
+            },
+        },
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+    }
+
+
+def bdap_crd(components: dict[str, Any]) -> dict[str, Any]:
+    """batch.test.bdap.com/v1: the kubebuilder operator of seed 002 (numWorkers, launcherTemplate, workerTemplate)."""
+    inliner = Inliner(components)
+    spec = {
+        "type": "object",
+        "description": "The desired state of an MPIJob.",
+        "required": ["numWorkers", "launcherTemplate", "workerTemplate"],
+        "properties": {
+            "numWorkers": int32(
+                "Number of worker pods, <name>-worker-0 .. <name>-worker-<numWorkers-1>; every one is a host of the "
+                "hostfile (one slot each). Changing it adds or removes workers.",
+                minimum=1,
+            ),
+            "launcherTemplate": template(
+                inliner,
+                "Pod template of the launcher, the pod <name>-launcher, created once every worker is Ready. Its first "
+                "container gets OMPI_MCA_orte_default_hostfile (the hostfile's path) and the SSH keys. A change "
+                "applies to the next launcher: delete the launcher pod to run it again.",
+            ),
+            "workerTemplate": template(
+                inliner,
+                "Pod template of the workers; its first container gets the SSH keys. A change replaces the workers "
+                "one by one (a rolling update).",
+            ),
+        },
+    }
+    status = {
+        "type": "object",
+        "description": "The observed state, written by mpi.operator (the original operator wrote none).",
+        "properties": {
+            "phase": string("Pending, Running, Succeeded or Failed (the printer column Phase).", enum=list(BDAP_PHASES)),
+            "readyWorkers": int32("Workers that are Ready."),
+            "launcher": string("Name of the launcher pod, once created."),
+            "conditions": job_conditions("Created, Running, Succeeded or Failed."),
+            "startTime": {**TIME, "description": "When the operator started working on the job."},
+            "completionTime": {**TIME, "description": "When the launcher finished."},
+        },
+    }
+    schema = root(
+        "MPIJob (batch.test.bdap.com) runs an MPI program from a launcher pod on a set of worker pods.",
+        spec,
+        status,
+        "(self.spec.numWorkers > 0 ? self.spec.numWorkers : 1)",
+    )
+    columns = columns_of(("Workers", ".spec.numWorkers"), ("Ready", ".status.readyWorkers"), ("Phase", ".status.phase"))
+    return crd_object(BDAP_GROUP, {"categories": ["all"]}, single_version(BDAP_VERSION, schema, columns))
+
+
+def t9k_replica_specs(description: str, command: str, with_args: bool) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "type": string("The replica type: launcher or worker.", enum=list(T9K_REPLICA_TYPES)),
+        "skipInitContainer": {
+            "type": "boolean",
+            "default": False,
+            "description": "Leave out the replica's init containers.",
+        },
+        "command": {"type": "array", "items": {"type": "string"}, "description": command},
+    }
+    if with_args:
+        props["args"] = {"type": "array", "items": {"type": "string"}, "description": "Arguments of the command."}
+    return {
+        "type": "array",
+        "description": description,
+        "items": {"type": "object", "required": ["type"], "properties": props},
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+    }
+
+
+def t9k_crd(components: dict[str, Any]) -> dict[str, Any]:
+    """batch.tensorstack.dev/v1beta1: T9k's MPIJob (seed 003); the operator builds mpirun from the fields."""
+    inliner = Inliner(components)
+    strings = {"type": "array", "items": {"type": "string"}}
+    worker_template = template(
+        inliner,
+        "Pod template of the workers and of the launcher. It must have a container named mpi-worker, which runs "
+        "sshd (its command and args are ignored) and, on the launcher, mpirun.",
+    )
+    worker_template["x-kubernetes-validations"] = [
+        {
+            "rule": f"self.spec.containers.exists(c, c.name == '{T9K_MAIN_CONTAINER}')",
+            "message": f"spec.worker.template must have a container named {T9K_MAIN_CONTAINER}",
+        }
+    ]
+    spec = {
+        "type": "object",
+        "description": "The desired state of an MPIJob.",
+        "required": ["worker"],
+        "properties": {
+            "worker": {
+                "type": "object",
+                "description": "The workers, and the mpirun line the launcher runs on them.",
+                "required": ["template"],
+                "properties": {
+                    "replicas": int32("Number of workers.", minimum=1, default=1),
+                    "extraMPIArgs": {**strings, "description": "More arguments of mpirun, before cmd."},
+                    "cmd": {**strings, "description": "The program each MPI process runs, with its arguments."},
+                    "template": worker_template,
+                },
+            },
+            "mca": {
+                "type": "object",
+                "description": "MCA parameters: one `--mca <key> <value>` of mpirun per entry.",
+                "additionalProperties": {"type": "string"},
+            },
+            "mpiHome": string(
+                "Where MPI is installed (an absolute path): the launcher runs <mpiHome>/bin/mpirun (mpirun from the "
+                "PATH when unset).",
+                pattern="^/",
+            ),
+            "ssh": {
+                "type": "object",
+                "description": "SSH settings of the replicas.",
+                "properties": {
+                    "sshdPath": string(
+                        "Absolute path of sshd in the worker image.", default="/usr/sbin/sshd", pattern="^/"
+                    ),
+                },
+            },
+            "runPolicy": {
+                "type": "object",
+                "description": "Policies of the job run.",
+                "properties": {
+                    "cleanUpWorkers": {
+                        "type": "boolean",
+                        "default": False,
+                        "description": "Delete the workers once the job finished, to free the cluster's resources.",
+                    },
+                },
+            },
+            "scheduler": {
+                "type": "object",
+                "description": "The scheduler of the replicas; the cluster's default scheduler when unset.",
+                "properties": {
+                    "t9kScheduler": {
+                        "type": "object",
+                        "description": "Schedule with a queue and a priority (T9k Scheduler).",
+                        "properties": {
+                            "queue": string("The queue the replicas wait in."),
+                            "priority": int32("Priority of the replicas in the queue."),
+                        },
+                    },
+                },
+            },
+            "runMode": {
+                "type": "object",
+                "description": "Debug and pause modes.",
+                "properties": {
+                    "debug": {
+                        "type": "object",
+                        "description": "Debug mode: the replicas come up without training, for a person to exec in.",
+                        "properties": {
+                            "enabled": {"type": "boolean", "default": False, "description": "Turn debug mode on."},
+                            "replicaSpecs": t9k_replica_specs(
+                                "How each replica type runs in debug mode; defaults for the types not listed.",
+                                "What the replica runs while waiting: `sleep inf` on the launcher and "
+                                "`/usr/bin/sshd -D` on the workers by default.",
+                                with_args=False,
+                            ),
+                        },
+                    },
+                    "pause": {
+                        "type": "object",
+                        "description": "Pause mode: the replicas are deleted (or not created) and training stops.",
+                        "properties": {
+                            "enabled": {"type": "boolean", "default": False, "description": "Pause the job."},
+                            "resumeSpecs": {
+                                **t9k_replica_specs(
+                                    "How each replica type resumes after a pause; cannot be changed.",
+                                    "What the replica runs when it resumes; the template's command by default.",
+                                    with_args=True,
+                                ),
+                                "x-kubernetes-validations": [
+                                    {"rule": "self == oldSelf", "message": "spec.runMode.pause.resumeSpecs is immutable"}
+                                ],
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    }
+    pod_status = {
+        "type": "object",
+        "properties": {
+            "name": string("Name of the pod."),
+            "uid": string("UID of the pod."),
+            "phase": string("Phase of the pod."),
+            "containers": {
+                "type": "array",
+                "description": "States of the pod's containers.",
+                "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+        },
+    }
+    count = int32("Replicas in this phase.", minimum=0)
+    status = {
+        "type": "object",
+        "description": "The observed state of an MPIJob, written by the operator.",
+        "properties": {
+            "conditions": job_conditions(", ".join(T9K_CONDITION_TYPES) + "."),
+            "phase": string("The job's phase: " + ", ".join(T9K_PHASES) + ".", enum=list(T9K_PHASES)),
+            "tasks": {
+                "type": "array",
+                "description": "Per replica type: restart count and each pod's name, uid and phase.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "type": string("launcher or worker."),
+                        "restartCount": int32("Restarts of this type's pods, summed."),
+                        "status": {"type": "array", "items": pod_status},
+                    },
+                },
+            },
+            "aggregate": {
+                "type": "object",
+                "description": "Number of replicas in each phase.",
+                "properties": {
+                    k: count for k in ("creating", "pending", "running", "succeeded", "failed", "deleted", "unknown")
+                },
+            },
+        },
+    }
+    schema = root(
+        "MPIJob (batch.tensorstack.dev) runs mpirun over a set of workers with OpenMPI.",
+        spec,
+        status,
+        "(has(self.spec.worker.replicas) && self.spec.worker.replicas > 0 ? self.spec.worker.replicas : 1)",
+    )
+    columns = columns_of(("Phase", ".status.phase"), ("Workers", ".spec.worker.replicas"))
+    return crd_object(T9K_GROUP, {"categories": ["all", "t9k"]}, single_version(T9K_VERSION, schema, columns))
+
+
+# Every CRD file of roles/crds/files, by the CRD's name (mpi_operator_apis selects among them by group).
+CRDS = {
+    f"{C.PLURAL}.{C.GROUP}": crd,
+    f"{C.PLURAL}.{T9K_GROUP}": t9k_crd,
+    f"{C.PLURAL}.{BDAP_GROUP}": bdap_crd,
+}
 
 
 class Dumper(yaml.SafeDumper):
@@ -522,25 +832,30 @@ class Dumper(yaml.SafeDumper):
 Dumper.add_representer(dict, Dumper.represent_dict)
 
 
-def render(components: dict[str, Any]) -> str:
-    body = yaml.dump(crd(components), Dumper=Dumper, sort_keys=False, width=1 << 16, default_flow_style=False)
+def render(components: dict[str, Any], name: str = f"{C.PLURAL}.{C.GROUP}") -> str:
+    Dumper.shared = {}  # anchors are per document: only the kubeflow.org CRD's two versions share parts
+    body = yaml.dump(CRDS[name](components), Dumper=Dumper, sort_keys=False, width=1 << 16, default_flow_style=False)
     return GENERATED_HEADER.format(version=K8S_VERSION) + body
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--openapi", type=pathlib.Path, help="api__v1_openapi.json (default: from the Go module cache)")
-    parser.add_argument("--check", action="store_true", help="fail when the committed CRD differs from the output")
-    parser.add_argument("--output", type=pathlib.Path, default=OUTPUT)
+    parser.add_argument("--check", action="store_true", help="fail when a committed CRD differs from the output")
+    parser.add_argument("--output-dir", type=pathlib.Path, default=OUTPUT_DIR)
     args = parser.parse_args()
     components = json.loads((args.openapi or openapi_path()).read_text())["components"]["schemas"]
-    text = render(components)
-    if args.check:
-        if args.output.read_text() != text:
-            print(f"{args.output} is stale: run python3 hack/crd/gen.py", file=sys.stderr)
-            return 1
-        return 0
-    args.output.write_text(text)
+    stale = []
+    for name in CRDS:
+        path = args.output_dir / f"{name}.yaml"
+        text = render(components, name)
+        if not args.check:
+            path.write_text(text)
+        elif not path.exists() or path.read_text() != text:
+            stale.append(str(path))
+    if stale:
+        print(f"{', '.join(stale)} stale: run python3 hack/crd/gen.py", file=sys.stderr)
+        return 1
     return 0
 
 

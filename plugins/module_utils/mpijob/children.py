@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -63,7 +65,7 @@ def fqdn(job: MPIJob, hostname: str, opts: Options) -> str:
 
 def owner_reference(job: MPIJob) -> dict:
     return {
-        "apiVersion": C.API_VERSION,
+        "apiVersion": job.owner_api_version,
         "kind": C.KIND,
         "name": job.name,
         "uid": job.uid,
@@ -204,6 +206,13 @@ def _pod_template(job: MPIJob, replica: ReplicaSpec, role: str, hostname: str, o
     return meta, spec
 
 
+def worker_template_hash(job: MPIJob) -> str:
+    """A short digest of the worker template: equal for equal templates, whatever the key order."""
+    template = job.worker.template if job.worker else {}
+    text = json.dumps(template, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def worker_pod(job: MPIJob, index: int, opts: Options) -> dict:
     """Plain Pod `<job>-worker-<index>`."""
     if job.worker is None:
@@ -219,6 +228,8 @@ def worker_pod(job: MPIJob, index: int, opts: Options) -> dict:
     container = _main_container(job, spec)
     if not container.get("command") and not container.get("args"):
         container["command"] = list(C.SSHD_COMMAND)
+    if job.roll_workers:
+        meta.setdefault("annotations", {})[C.WORKER_TEMPLATE_HASH_ANNOTATION] = worker_template_hash(job)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -275,6 +286,14 @@ def launcher_pod_template(job: MPIJob, opts: Options) -> dict:
     }])
     _append(container, "volumeMounts", [{"name": C.CONFIG_VOLUME, "mountPath": C.CONFIG_MOUNT_PATH}])
     return {"metadata": {**meta, "ownerReferences": [owner_reference(job)]}, "spec": spec}
+
+
+def launcher_pod(job: MPIJob, opts: Options) -> dict:
+    """Plain Pod `<job>-launcher` (MPIJob.launcher_pod): `kubectl logs <job>-launcher` works, as with the operator
+    of batch.test.bdap.com."""
+    template = launcher_pod_template(job, opts)
+    meta = {"name": launcher_name(job), "namespace": job.namespace, **template["metadata"]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}
 
 
 def launcher_job(job: MPIJob, opts: Options) -> dict:

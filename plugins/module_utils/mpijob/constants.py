@@ -32,6 +32,8 @@ JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 APP_LABEL = "app"
+# Ours: the worker template a worker pod was made from (MPIJob.roll_workers compares it with the current one).
+WORKER_TEMPLATE_HASH_ANNOTATION = "mpi.operator/worker-template-hash"
 
 # ConfigMap and its mount.
 CONFIG_VOLUME = "mpi-job-config"
@@ -65,6 +67,7 @@ CLEAN_ALL = "All"
 CLEAN_RUNNING = "Running"
 CLEAN_NONE = "None"
 CLEAN_POD_POLICIES = (CLEAN_ALL, CLEAN_RUNNING, CLEAN_NONE)
+CLEAN_WORKERS = "Workers"  # not a cleanPodPolicy: T9k's runPolicy.cleanUpWorkers (the launcher and its logs stay)
 
 RESTART_POLICIES = ("Never", "OnFailure")
 MANAGED_BY_US = "kubeflow.org/mpi-operator"

@@ -7,14 +7,15 @@ by something else stops the plan with an ErrResourceExists event: it is never ta
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from . import children as K
 from . import constants as C
 from . import status as S
+from .apis import Api, api_for
 from .quantity import parse_quantity
-from .spec import InvalidMPIJob, MPIJob, parse
+from .spec import InvalidMPIJob, MPIJob
 
 SSHKeys = Callable[[], "tuple[bytes, bytes]"]
 
@@ -60,10 +61,13 @@ class Plan:
     retry: bool = False
     deletes_job: bool = False
     transitions: tuple[S.Transition, ...] = ()  # the conditions the status this plan writes changes
+    done: bool | None = None  # the API's own word on the status (apis.Api.finished); None: kubeflow.org's
 
     @property
     def finished(self) -> bool:
         """Succeeded or Failed, by the status after the actions."""
+        if self.done is not None:
+            return self.done
         return S.is_finished(self.status or {})
 
 
@@ -71,6 +75,10 @@ def controlled_by(obj: dict, uid: str) -> bool:
     return any(
         ref.get("controller") and ref.get("uid") == uid for ref in (obj.get("metadata") or {}).get("ownerReferences") or []
     )
+
+
+def _annotations(obj: dict) -> dict:
+    return (obj.get("metadata") or {}).get("annotations") or {}
 
 
 def terminating(obj: dict) -> bool:
@@ -129,32 +137,36 @@ def reconcile(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys:
     Secret must be created or repaired)."""
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     old_status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    api = api_for(obj)  # the API's own parse and status stages; children and plan are shared
     if meta.get("deletionTimestamp"):
-        return Plan([], old_status)
+        return Plan([], old_status, done=api.finished(old_status))
     run_policy = (obj.get("spec") or {}).get("runPolicy") if isinstance(obj.get("spec"), dict) else None
     managed_by = run_policy.get("managedBy") if isinstance(run_policy, dict) else None
     if isinstance(managed_by, str) and managed_by != C.MANAGED_BY_US and managed_by in C.MANAGED_BY_VALUES:
         return Plan([], old_status)  # another controller (e.g. MultiKueue) owns this job, status included
     now_s = S.rfc3339(now)
     try:
-        job = parse(obj)
+        job = api.parse(obj)
     except InvalidMPIJob as exc:
-        return _invalid(obj, old_status, exc, now_s)
-    return _Planner(job, obj, world, opts, now, ssh_keys).run()
+        return _invalid(api, obj, old_status, exc, now_s)
+    return _Planner(api, job, obj, world, opts, now, ssh_keys).run()
 
 
-def _invalid(obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> Plan:
+def _invalid(api: Api, obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> Plan:
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     events: list[S.Event] = []
     message = S.truncate("Found validation errors: " + "; ".join(str(e) for e in exc.errors))
-    status = S.invalid_status(old, message, now_s, events)
+    status = api.invalid_status(old, message, now_s, events)
     actions = [Action("status", C.KIND, str(meta.get("name", "")), reason=C.REASON_VALIDATION, body=status)] \
         if status != old else []
-    return Plan(actions + [_event(e) for e in events], status, error=message, transitions=S.transitions(old, status))
+    return Plan(actions + [_event(e) for e in events], status, error=message, transitions=S.transitions(old, status),
+                done=api.finished(status))
 
 
 class _Planner:
-    def __init__(self, job: MPIJob, obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys):
+    def __init__(self, api: Api, job: MPIJob, obj: dict, world: World, opts: K.Options, now: datetime,
+                 ssh_keys: SSHKeys):
+        self.api = api
         self.job, self.obj, self.world, self.opts, self.now, self.ssh_keys = job, obj, world, opts, now, ssh_keys
         self.now_s = S.rfc3339(now)
         self.old_status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
@@ -167,6 +179,11 @@ class _Planner:
         ]
         launcher_uid = ((world.launcher or {}).get("metadata") or {}).get("uid")
         self.launcher_pods = [p for p in world.pods if launcher_uid and controlled_by(p, launcher_uid)]
+        if job.launcher_pod:
+            # The launcher is the pod <job>-launcher itself: the plan reads it as the launcher Job it stands for.
+            pod = next((p for p in world.pods if _name(p) == K.launcher_name(job)), None)
+            self.world = replace(world, launcher=S.launcher_pod_as_job(pod) if pod else None)
+            self.launcher_pods = [pod] if pod else []
 
     # ---- helpers ----
     def foreign(self) -> Action | None:
@@ -182,20 +199,22 @@ class _Planner:
         return S.indexed_workers(self.job, self.worker_pods)
 
     def result(self, status: dict, requeue: float | None = None) -> Plan:
-        status = S.with_phase(status)  # every status this plan writes says its phase (also one written before it)
+        # every status this plan writes says its phase (also one written before it)
+        status = self.api.with_phase(status)
         if status != self.old_status:
             self.actions.append(Action("status", C.KIND, self.job.name, body=status))
         self.actions.extend(_event(e) for e in self.events)
-        return Plan(self.actions, status, requeue_after=requeue, transitions=S.transitions(self.old_status, status))
+        return Plan(self.actions, status, requeue_after=requeue, transitions=S.transitions(self.old_status, status),
+                    done=self.api.finished(status))
 
     # ---- the sync ----
     def run(self) -> Plan:
-        if S.is_finished(self.old_status) and self.old_status.get("completionTime"):
+        if self.api.settled(self.old_status):
             return self.finished(self.old_status)
         conflict = self.foreign()
         if conflict is not None:
             msg = conflict.body["message"] if conflict.body else ""
-            return Plan([conflict], self.old_status, error=msg, retry=True)
+            return Plan([conflict], self.old_status, error=msg, retry=True, done=self.api.finished(self.old_status))
         job, w = self.job, self.world
         launcher = w.launcher
         done = launcher is not None and S.launcher_finished(launcher)
@@ -209,16 +228,24 @@ class _Planner:
                 self.sync_pod_group()
                 live_workers = self.sync_workers(by_index)
             all_ready = all(S.is_ready(p) for p in live_workers)
-            if launcher is None and (job.launcher_creation_policy == C.AT_STARTUP or all_ready):
+            if launcher is None and not self.launcher_paused() and (
+                job.launcher_creation_policy == C.AT_STARTUP or all_ready
+            ):
                 launcher = self.create_launcher()
-        if w.launcher is not None:
+        launcher_pods, deleting = self.launcher_pods, []
+        if w.launcher is not None and self.launcher_paused():
+            if not done:  # a finished launcher is never paused away: its job is settled
+                self.delete_launcher("pause")
+                launcher, launcher_pods, deleting = None, [], list(self.launcher_pods)
+        elif w.launcher is not None:
             self.sync_launcher_suspension(w.launcher, done, all(S.is_ready(p) for p in live_workers))
         if job.suspended:
             self.delete_all_workers()
+            deleting += [p for _i, p in sorted(by_index.items())]
             live_workers = []
-        seen = S.Observed(launcher=launcher, launcher_pods=self.launcher_pods, workers=live_workers)
-        status = S.live_status(job, self.old_status, seen, self.now_s, self.events)
-        if S.is_finished(status) and status.get("completionTime"):
+        seen = S.Observed(launcher=launcher, launcher_pods=launcher_pods, workers=live_workers, deleting=deleting)
+        status = self.api.live_status(job, self.old_status, seen, self.now_s, self.events)
+        if self.api.settled(status):
             return self.finished(status)  # clean up in the same pass
         return self.result(status, requeue=self.deadline_requeue(status))
 
@@ -286,10 +313,21 @@ class _Planner:
                 pod = K.worker_pod(self.job, index, self.opts)
                 self.actions.append(_create(pod))
             live.append(pod)
+        if self.job.roll_workers:
+            self.roll_workers(live)
         return live
 
+    def roll_workers(self, live: list[dict]) -> None:
+        """A worker made from an older template is deleted (and recreated by a later pass), one at a time: only
+        while every other worker is Ready and none is going away, as a StatefulSet's rolling update does."""
+        want = K.worker_template_hash(self.job)
+        outdated = [p for p in live if _annotations(p).get(C.WORKER_TEMPLATE_HASH_ANNOTATION) != want]
+        if not outdated or any(terminating(p) or (p not in outdated and not S.is_ready(p)) for p in live):
+            return
+        self.actions.append(_delete(outdated[0], "Pod", "worker template changed", "v1"))
+
     def create_launcher(self) -> dict:
-        body = K.launcher_job(self.job, self.opts)
+        body = K.launcher_pod(self.job, self.opts) if self.job.launcher_pod else K.launcher_job(self.job, self.opts)
         self.actions.append(_create(body))
         if self.job.launcher.template_restart_policy:
             self.events.append(S.Event("Warning", C.REASON_RESTART_POLICY,
@@ -326,11 +364,25 @@ class _Planner:
             self.actions.append(Action("patch", "Job", name, reason="suspend", api_version="batch/v1",
                                        body={"spec": {"suspend": True}}))
 
+    def launcher_paused(self) -> bool:
+        """A suspended job of an API whose pause removes every replica (T9k): no launcher Job, not a suspended one,
+        so that the launcher made on resume is built from the spec then (resumeSpecs; a Job's containers are
+        immutable)."""
+        return self.job.suspended and self.job.pause_deletes_launcher
+
+    def delete_launcher(self, reason: str) -> None:
+        launcher = self.world.launcher
+        if launcher is not None and controlled_by(launcher, self.job.uid) and not terminating(launcher):
+            # Background: a Job's pods go with it (a launcher_pod's view is the Pod itself)
+            self.actions.append(_delete(launcher, launcher.get("kind") or "Job", reason,
+                                        launcher.get("apiVersion") or "batch/v1"))
+
     def delete_all_workers(self) -> None:
+        reason = "pause" if self.launcher_paused() else "suspend"
         for _index, pod in sorted(self.workers_by_index().items(), reverse=True):
             if not terminating(pod) and not any(a.action == "delete" and a.name == _name(pod) for a in self.actions):
-                self.actions.append(_delete(pod, "Pod", "suspend", "v1"))
-        self.delete_pod_group("suspend")
+                self.actions.append(_delete(pod, "Pod", reason, "v1"))
+        self.delete_pod_group(reason)
 
     def delete_pod_group(self, reason: str) -> None:
         pg = self.world.pod_group
@@ -349,26 +401,29 @@ class _Planner:
         """cleanPodPolicy and MPIJob TTL of a finished job."""
         job = self.job
         policy = job.run_policy.clean_pod_policy
-        if policy in (C.CLEAN_ALL, C.CLEAN_RUNNING):
+        why = "runPolicy.cleanUpWorkers" if policy == C.CLEAN_WORKERS else f"cleanPodPolicy={policy}"
+        if policy in (C.CLEAN_ALL, C.CLEAN_RUNNING, C.CLEAN_WORKERS):
             def doomed(pod: dict) -> bool:
-                return not terminating(pod) and (policy == C.CLEAN_ALL or S.phase(pod) in ("Running", "Pending"))
+                return not terminating(pod) and (policy != C.CLEAN_RUNNING or S.phase(pod) in ("Running", "Pending"))
 
             for pod in sorted(self.worker_pods, key=_name):
                 if doomed(pod) and not any(a.action == "delete" and a.name == _name(pod) for a in self.actions):
-                    self.actions.append(_delete(pod, "Pod", f"cleanPodPolicy={policy}", "v1"))
-            self.delete_pod_group(f"cleanPodPolicy={policy}")
+                    self.actions.append(_delete(pod, "Pod", why, "v1"))
+            self.delete_pod_group(why)
             launcher = self.world.launcher
-            if launcher is not None and not S.launcher_finished(launcher):
+            if policy == C.CLEAN_WORKERS:
+                pass  # T9k's cleanUpWorkers: the launcher's pod and its logs (the job's outcome) stay
+            elif launcher is not None and not S.launcher_finished(launcher):
                 # An evicted job's launcher still runs: suspending its Job stops its pods for good.
                 if not (launcher.get("spec") or {}).get("suspend") and controlled_by(launcher, job.uid):
-                    self.actions.append(Action("patch", "Job", _name(launcher), reason=f"cleanPodPolicy={policy}",
+                    self.actions.append(Action("patch", "Job", _name(launcher), reason=why,
                                                api_version="batch/v1", body={"spec": {"suspend": True}}))
             else:
                 # Kubeflow never removes the launcher's pods (kubeflow/mpi-operator#643).
                 for pod in self.launcher_pods:
                     if doomed(pod):
-                        self.actions.append(_delete(pod, "Pod", f"cleanPodPolicy={policy}", "v1"))
-            status = S.cleaned_status(job, status)
+                        self.actions.append(_delete(pod, "Pod", why, "v1"))
+            status = self.api.cleaned_status(job, status)
         ttl = job.run_policy.ttl_seconds_after_finished
         completed = S.parse_time(status.get("completionTime"))
         if ttl is None or completed is None:

@@ -74,6 +74,12 @@ class MPIJob:
     launcher: ReplicaSpec
     worker: ReplicaSpec | None
     main_container: str | None = None
+    # What the other APIs (apis/) need of the shared children and plan; the defaults are kubeflow.org's.
+    owner_api_version: str = C.API_VERSION  # the children's controller reference
+    pause_deletes_launcher: bool = False  # suspended: no launcher Job at all (T9k pause), not a suspended one
+    notices: tuple[str, ...] = ()  # fields accepted but not (fully) applied here: a Warning event each, once
+    roll_workers: bool = False  # a changed worker template replaces the workers one by one (batch.test.bdap.com)
+    launcher_pod: bool = False  # the launcher is a bare Pod <job>-launcher, not a Job (batch.test.bdap.com)
 
     @property
     def worker_replicas(self) -> int:
@@ -88,8 +94,8 @@ class MPIJob:
         return self.run_policy.managed_by not in (None, C.MANAGED_BY_US)
 
 
-class _Reader:
-    """Reads typed values out of untrusted JSON, collecting one FieldError per bad field."""
+class Reader:
+    """Reads typed values out of untrusted JSON, collecting one FieldError per bad field (every API's parse uses it)."""
 
     def __init__(self) -> None:
         self.errors: list[FieldError] = []
@@ -137,6 +143,17 @@ class _Reader:
             return None
         return value
 
+    def strings(self, value: Any, path: str) -> list[str] | None:
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            self.fail(path, f"must be a list of strings, got {type(value).__name__}")
+            return None
+        bad = [i for i, item in enumerate(value) if not isinstance(item, str)]
+        for i in bad:
+            self.fail(f"{path}[{i}]", f"must be a string, got {value[i]!r}")
+        return None if bad else list(value)
+
     def choice(self, value: Any, path: str, choices: tuple[str, ...], default: str) -> str:
         text = self.str(value, path)
         if text is None or text == "":
@@ -149,18 +166,13 @@ class _Reader:
 
 def parse(obj: Any) -> MPIJob:
     """The MPIJob model of a kubeflow.org/v2beta1 or v1 object, defaulted; raises InvalidMPIJob."""
-    r = _Reader()
+    r = Reader()
     top = r.obj(obj, "<object>", required=True) or {}
     api_version = top.get("apiVersion") or C.API_VERSION
     if api_version not in C.ACCEPTED_API_VERSIONS:
         r.fail("apiVersion", f"unsupported value {api_version!r}: supported values: {', '.join(C.ACCEPTED_API_VERSIONS)}")
     legacy_v1 = api_version == f"{C.GROUP}/v1"
-    meta = r.obj(top.get("metadata"), "metadata", required=True) or {}
-    name = r.str(meta.get("name"), "metadata.name") or ""
-    if not name:
-        r.fail("metadata.name", "required")
-    namespace = r.str(meta.get("namespace"), "metadata.namespace") or "default"
-    annotations = r.obj(meta.get("annotations"), "metadata.annotations") or {}
+    meta, name, namespace, annotations = read_metadata(r, top)
     spec = r.obj(top.get("spec"), "spec", required=True) or {}
 
     slots = r.int(spec.get("slotsPerWorker"), "spec.slotsPerWorker", minimum=0)
@@ -178,15 +190,7 @@ def parse(obj: Any) -> MPIJob:
     launcher, worker = _replica_specs(r, spec.get("mpiReplicaSpecs"), legacy_v1)
 
     if name and launcher is not None:
-        # Kubeflow: the highest worker hostname must be a DNS-1035 label.
-        replicas = worker.replicas if worker and worker.replicas > 0 else 1
-        hostname = f"{name}{C.WORKER_SUFFIX}-{replicas - 1}"
-        if len(hostname) > 63 or not _DNS1035.match(hostname):
-            r.fail(
-                "metadata.name",
-                f"will not be able to create pod and service with invalid DNS label {hostname!r}: "
-                "must start with a letter, contain only lowercase letters, digits and '-', and be at most 63 characters",
-            )
+        check_hostnames(r, name, worker.replicas if worker else 0)
     if r.errors:
         raise InvalidMPIJob(r.errors)
     if launcher is None:
@@ -209,7 +213,30 @@ def parse(obj: Any) -> MPIJob:
     )
 
 
-def _run_policy(r: _Reader, spec: dict) -> RunPolicy:
+def read_metadata(r: Reader, top: dict) -> tuple[dict, str, str, dict]:
+    """(metadata, name, namespace, annotations) of any API's object."""
+    meta = r.obj(top.get("metadata"), "metadata", required=True) or {}
+    name = r.str(meta.get("name"), "metadata.name") or ""
+    if not name:
+        r.fail("metadata.name", "required")
+    namespace = r.str(meta.get("namespace"), "metadata.namespace") or "default"
+    annotations = r.obj(meta.get("annotations"), "metadata.annotations") or {}
+    return meta, name, namespace, annotations
+
+
+def check_hostnames(r: Reader, name: str, worker_replicas: int) -> None:
+    """Kubeflow: the highest worker hostname must be a DNS-1035 label."""
+    replicas = worker_replicas if worker_replicas > 0 else 1
+    hostname = f"{name}{C.WORKER_SUFFIX}-{replicas - 1}"
+    if len(hostname) > 63 or not _DNS1035.match(hostname):
+        r.fail(
+            "metadata.name",
+            f"will not be able to create pod and service with invalid DNS label {hostname!r}: "
+            "must start with a letter, contain only lowercase letters, digits and '-', and be at most 63 characters",
+        )
+
+
+def _run_policy(r: Reader, spec: dict) -> RunPolicy:
     rp = r.obj(spec.get("runPolicy"), "spec.runPolicy") or {}
     # runPolicy.cleanPodPolicy wins over the legacy v1 top-level field.
     if rp.get("cleanPodPolicy") is not None:
@@ -235,7 +262,7 @@ def _run_policy(r: _Reader, spec: dict) -> RunPolicy:
     )
 
 
-def _scheduling_policy(r: _Reader, value: Any) -> SchedulingPolicy | None:
+def _scheduling_policy(r: Reader, value: Any) -> SchedulingPolicy | None:
     path = "spec.runPolicy.schedulingPolicy"
     sp = r.obj(value, path)
     if sp is None:
@@ -256,7 +283,7 @@ def _scheduling_policy(r: _Reader, value: Any) -> SchedulingPolicy | None:
     )
 
 
-def _replica_specs(r: _Reader, value: Any, legacy_v1: bool) -> tuple[ReplicaSpec | None, ReplicaSpec | None]:
+def _replica_specs(r: Reader, value: Any, legacy_v1: bool) -> tuple[ReplicaSpec | None, ReplicaSpec | None]:
     path = "spec.mpiReplicaSpecs"
     specs = r.obj(value, path, required=True)
     if specs is None:
@@ -268,19 +295,20 @@ def _replica_specs(r: _Reader, value: Any, legacy_v1: bool) -> tuple[ReplicaSpec
     if specs.get(C.LAUNCHER) is None:
         r.fail(f"{path}.{C.LAUNCHER}", "required")
     else:
-        launcher = _replica_spec(r, specs[C.LAUNCHER], f"{path}.{C.LAUNCHER}", 1, "OnFailure")
+        launcher = replica_spec(r, specs[C.LAUNCHER], f"{path}.{C.LAUNCHER}", 1, "OnFailure")
         if launcher is not None and launcher.replicas != 1:
             r.fail(f"{path}.{C.LAUNCHER}.replicas", f"must be 1, got {launcher.replicas}")
     worker = None
     if specs.get(C.WORKER) is not None:
         # v2beta1 defaults Worker replicas to 0, which validation then rejects; v1 defaulted them to 1.
-        worker = _replica_spec(r, specs[C.WORKER], f"{path}.{C.WORKER}", 1 if legacy_v1 else 0, "Never")
+        worker = replica_spec(r, specs[C.WORKER], f"{path}.{C.WORKER}", 1 if legacy_v1 else 0, "Never")
         if worker is not None and worker.replicas < 1:
             r.fail(f"{path}.{C.WORKER}.replicas", "must be >= 1")
     return launcher, worker
 
 
-def _replica_spec(r: _Reader, value: Any, path: str, default_replicas: int, default_restart: str) -> ReplicaSpec | None:
+def replica_spec(r: Reader, value: Any, path: str, default_replicas: int, default_restart: str) -> ReplicaSpec | None:
+    """A replica spec `{replicas, restartPolicy, template}` at `path`, its pod template checked."""
     rs = r.obj(value, path)
     if rs is None:
         return None
@@ -288,17 +316,27 @@ def _replica_spec(r: _Reader, value: Any, path: str, default_replicas: int, defa
     restart = r.str(rs.get("restartPolicy"), f"{path}.restartPolicy") or default_restart
     if restart not in C.RESTART_POLICIES:
         r.fail(f"{path}.restartPolicy", f"unsupported value {restart!r}: supported values: {', '.join(C.RESTART_POLICIES)}")
-    template = r.obj(rs.get("template"), f"{path}.template", required=True) or {}
-    tmeta = r.obj(template.get("metadata"), f"{path}.template.metadata") or {}
-    r.obj(tmeta.get("labels"), f"{path}.template.metadata.labels")
-    r.obj(tmeta.get("annotations"), f"{path}.template.metadata.annotations")
-    pod_spec = r.obj(template.get("spec"), f"{path}.template.spec", required=bool(template)) or {}
+    template = pod_template(r, rs.get("template"), f"{path}.template")
+    return ReplicaSpec(
+        replicas=default_replicas if replicas is None else replicas,
+        restart_policy=restart,
+        template=copy.deepcopy(template),
+    )
+
+
+def pod_template(r: Reader, value: Any, path: str) -> dict:
+    """The pod template at `path`, checked as far as the children read it ({} when absent or not an object)."""
+    template = r.obj(value, path, required=True) or {}
+    tmeta = r.obj(template.get("metadata"), f"{path}.metadata") or {}
+    r.obj(tmeta.get("labels"), f"{path}.metadata.labels")
+    r.obj(tmeta.get("annotations"), f"{path}.metadata.annotations")
+    pod_spec = r.obj(template.get("spec"), f"{path}.spec", required=bool(template)) or {}
     containers = pod_spec.get("containers")
     if not isinstance(containers, list) or not containers:
-        r.fail(f"{path}.template.spec.containers", "must define at least one container")
+        r.fail(f"{path}.spec.containers", "must define at least one container")
     else:
         for i, container in enumerate(containers):
-            cpath = f"{path}.template.spec.containers[{i}]"
+            cpath = f"{path}.spec.containers[{i}]"
             if r.obj(container, cpath, required=True) is None:
                 continue
             for key in ("env", "volumeMounts"):
@@ -306,12 +344,8 @@ def _replica_spec(r: _Reader, value: Any, path: str, default_replicas: int, defa
                     r.fail(f"{cpath}.{key}", "must be a list")
     for key in ("volumes",):
         if pod_spec.get(key) is not None and not isinstance(pod_spec[key], list):
-            r.fail(f"{path}.template.spec.{key}", "must be a list")
-    dns = r.obj(pod_spec.get("dnsConfig"), f"{path}.template.spec.dnsConfig")
+            r.fail(f"{path}.spec.{key}", "must be a list")
+    dns = r.obj(pod_spec.get("dnsConfig"), f"{path}.spec.dnsConfig")
     if dns and dns.get("searches") is not None and not isinstance(dns["searches"], list):
-        r.fail(f"{path}.template.spec.dnsConfig.searches", "must be a list")
-    return ReplicaSpec(
-        replicas=default_replicas if replicas is None else replicas,
-        restart_policy=restart,
-        template=copy.deepcopy(template),
-    )
+        r.fail(f"{path}.spec.dnsConfig.searches", "must be a list")
+    return template

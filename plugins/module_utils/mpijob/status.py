@@ -8,7 +8,7 @@ computed from the conditions by `job_phase`, which `mpijob_info` uses too. The c
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from . import constants as C
@@ -153,6 +153,24 @@ def launcher_finished(launcher: dict | None) -> bool:
     return job_condition(launcher, "Complete") is not None or job_condition(launcher, "Failed") is not None
 
 
+def launcher_pod_as_job(pod: dict) -> dict:
+    """A bare launcher Pod (MPIJob.launcher_pod) seen as the launcher Job the status stages read: Complete when it
+    succeeded, Failed (with how it ended) when it failed."""
+    st = pod.get("status") or {}
+    ended = _terminated(st)
+    status: dict = {"conditions": []}
+    if st.get("phase") == "Succeeded":
+        status["conditions"].append({"type": "Complete", "status": "True"})
+        if ended.get("finishedAt"):
+            status["completionTime"] = ended["finishedAt"]
+    elif st.get("phase") == "Failed":
+        detail = f"launcher container exited with code {ended.get('exitCode')}" if ended else "launcher pod failed"
+        status["conditions"].append({"type": "Failed", "status": "True", "reason": st.get("reason") or "PodFailed",
+                                     "message": st.get("message") or detail})
+        status["failed"] = 1
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod.get("metadata") or {}, "status": status}
+
+
 def _counts(pods: list[dict], **extra: object) -> dict:
     """A replicaStatus with zero counts left out, as Go's omitempty does."""
     counts = {
@@ -163,7 +181,7 @@ def _counts(pods: list[dict], **extra: object) -> dict:
     return {**{k: v for k, v in counts.items() if v}, **extra}
 
 
-def _failure_detail(pod: dict) -> str:
+def failure_detail(pod: dict) -> str:
     st = pod.get("status") or {}
     detail = st.get("reason") or ""
     for cs in st.get("containerStatuses") or []:
@@ -183,6 +201,7 @@ class Observed:
     launcher: dict | None
     launcher_pods: list[dict]
     workers: list[dict]  # the job's worker pods with index < replicas
+    deleting: list[dict] = field(default_factory=list)  # pods a suspension (pause) is deleting: gone for the above
 
 
 def created(status: dict, job_ns: str, job_name: str, now: str, events: list[Event]) -> None:
@@ -225,7 +244,7 @@ def live_status(job: MPIJob, old: dict, seen: Observed, now: str, events: list[E
             if set_condition(status, C.SUCCEEDED, "True", C.REASON_SUCCEEDED, msg, now):
                 events.append(Event("Normal", C.REASON_SUCCEEDED, msg))
         elif failed_cond is not None:
-            reason, msg = _launcher_failure(ref, failed_cond, seen.launcher_pods)
+            reason, msg = launcher_failure(ref, failed_cond, seen.launcher_pods)
             if not status.get("completionTime"):
                 status["completionTime"] = now
             if set_condition(status, C.FAILED, "True", reason, msg, now):
@@ -262,7 +281,7 @@ def live_status(job: MPIJob, old: dict, seen: Observed, now: str, events: list[E
             })
     elif crashed:
         # Kubeflow only counts failed workers; say which and why (kubeflow/mpi-operator#90).
-        msg = truncate(f"{len(crashed)}/{len(workers)} workers failed: " + ", ".join(_failure_detail(p) for p in crashed))
+        msg = truncate(f"{len(crashed)}/{len(workers)} workers failed: " + ", ".join(failure_detail(p) for p in crashed))
         cond = get_condition(status, C.RUNNING)
         if cond is not None and cond.get("status") == "False" and cond.get("reason") == C.REASON_WORKER_FAILED:
             changed = cond.get("message") != msg and _update_message(status, C.RUNNING, msg, now)
@@ -285,7 +304,7 @@ def _update_message(status: dict, ctype: str, message: str, now: str) -> bool:
     return True
 
 
-def _launcher_failure(ref: str, cond: dict, launcher_pods: list[dict]) -> tuple[str, str]:
+def launcher_failure(ref: str, cond: dict, launcher_pods: list[dict]) -> tuple[str, str]:
     reason = cond.get("reason") or C.REASON_FAILED
     msg = cond.get("message") or f"MPIJob {ref} has failed"
     if reason == "BackoffLimitExceeded":

@@ -142,12 +142,13 @@ class OperatorProcess:
             self.proc.wait(5)
 
 
-def install_crd(api_client: Any) -> None:
-    """Creates or updates the MPIJob CRD from the collection's file, and waits until it is served."""
+def install_crd(api_client: Any, path: pathlib.Path = _CRD) -> None:
+    """Creates or updates an MPIJob CRD from the collection's file (kubeflow.org's by default), and waits until it is
+    served."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    body = yaml.safe_load(_CRD.read_text())
+    body = yaml.safe_load(path.read_text())
     ext = client.ApiextensionsV1Api(api_client)
     name = body["metadata"]["name"]
     for attempt in range(5):  # 409: another test session (or an install test) changed it in between
@@ -167,7 +168,8 @@ def install_crd(api_client: Any) -> None:
     end = time.monotonic() + 30
     while True:
         try:
-            custom.list_cluster_custom_object(GROUP, VERSION, PLURAL, limit=1)
+            storage = next(v["name"] for v in body["spec"]["versions"] if v["storage"])
+            custom.list_cluster_custom_object(body["spec"]["group"], storage, body["spec"]["names"]["plural"], limit=1)
             return
         except ApiException:
             if time.monotonic() > end:

@@ -139,6 +139,17 @@ def _paths(obj, prefix=()):
             yield from _paths(v, (*prefix, i))
 
 
+def malformed(base: dict):
+    """(path, copy of `base` with the field at path replaced by one garbage JSON value), for every field and value."""
+    for path, value in itertools.product(list(_paths(base)), _GARBAGE):
+        obj = copy.deepcopy(base)
+        target = obj
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        yield path, obj
+
+
 def _rich() -> dict:
     base = manifest(runPolicy={"schedulingPolicy": {"minAvailable": 1, "minResources": {"cpu": "1"}}},
                     sshAuthMountPath="/root/.ssh", mainContainer="launcher")
@@ -154,13 +165,7 @@ def _rich() -> dict:
 @pytest.mark.parametrize("opts", [K.Options(), K.Options(gang_scheduling="volcano")], ids=["plain", "gang"])
 def test_reconcile_never_crashes_on_malformed_objects(opts: K.Options) -> None:
     """Any field replaced by any JSON value yields a plan (a Failed condition naming the field at worst)."""
-    base = _rich()
-    for path, value in itertools.product(list(_paths(base)), _GARBAGE):
-        obj = copy.deepcopy(base)
-        target = obj
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
+    for _path, obj in malformed(_rich()):
         try:
             spec.parse(obj)
         except spec.InvalidMPIJob as exc:

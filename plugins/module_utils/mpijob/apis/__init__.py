@@ -1,0 +1,87 @@
+"""The MPIJob APIs the core serves, by (API group, kind): one parse and one status stage each; children and plan
+are shared (no second reconciler).
+
+The contract an API module fulfils (kubeflow.py is the reference; t9k.py, bdap.py follow it): it defines
+`API = Api(...)` with
+
+- `group`, `versions` (served; the first is the storage version), `kind`;
+- `parse(obj) -> spec.MPIJob`: the untrusted object, status included, read into the one model, defaulted and
+  validated; raises errors.InvalidMPIJob whose FieldErrors name each bad field by its path in *this* API
+  (`spec.worker.replicas`, not Kubeflow's name for it). All of the API's semantics that the shared children and plan
+  can carry go into the model here (commands, restart policies, suspension, clean-up policy, notices);
+- `live_status(job, old_status, observed, now, events) -> dict`: the API's own status of a live job, from
+  status.Observed (the launcher Job, its pods, the workers after this reconcile's actions); appends status.Event;
+- `cleaned_status(job, status) -> dict`: the status after the finished job's pods were cleaned up;
+- `invalid_status(old_status, message, now, events) -> dict`: the status of an object `parse` refused;
+- `finished(status) -> bool`: the job ended, by its status (Plan.finished, what the operator loop reads);
+- `settled(status) -> bool`: finished for good: the plan only cleans up (kubeflow.org also wants completionTime, which
+  a ValidationError Failed lacks: fixing the spec revives that job);
+- `phase(status) -> str`: the one word `mpijob_info` and the printer column show;
+- `with_phase(status) -> dict`: the status with its `phase` field as the API writes it (every status the plan writes
+  goes through it).
+
+What the model offers an API beyond Kubeflow's fields (defaults are kubeflow.org's, so it never sets them):
+`owner_api_version` (the children's controller reference), `pause_deletes_launcher` (suspended means no launcher
+Job at all), `notices` (Warning events for fields accepted but not applied), `run_policy.clean_pod_policy =
+constants.CLEAN_WORKERS` (clean up the workers only); status.Observed.deleting lists the pods a suspension deletes.
+Semantics the model cannot carry yet are a new model field with a kubeflow.org-neutral default, used by the shared
+children/plan: never a branch on the API's name.
+
+A module registers by being imported at the end of this file (statically: Ansible bundles only the module_utils a
+module imports by name); nothing else in the core names an API.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..spec import MPIJob
+from ..status import Event, Observed
+
+
+@dataclass(frozen=True)
+class Api:
+    group: str
+    versions: tuple[str, ...]
+    kind: str
+    parse: Callable[[Any], MPIJob]
+    live_status: Callable[[MPIJob, dict, Observed, str, list[Event]], dict]
+    cleaned_status: Callable[[MPIJob, dict], dict]
+    invalid_status: Callable[[dict, str, str, list[Event]], dict]
+    finished: Callable[[dict], bool]
+    settled: Callable[[dict], bool]
+    phase: Callable[[dict | None], str]
+    with_phase: Callable[[dict], dict]
+
+    @property
+    def api_versions(self) -> tuple[str, ...]:
+        return tuple(f"{self.group}/{v}" for v in self.versions)
+
+    @property
+    def api_version(self) -> str:
+        return self.api_versions[0]
+
+
+# The API modules import Api from here, so they come after it.
+from . import bdap, kubeflow, t9k  # noqa: E402
+
+REGISTRY: dict[tuple[str, str], Api] = {
+    (m.API.group, m.API.kind): m.API for m in (kubeflow, t9k, bdap) if getattr(m, "API", None) is not None
+}
+
+
+def group_of(api_version: str) -> str:
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+def api_for(obj: Any) -> Api:
+    """The API of an object by its apiVersion's group and its kind. Anything else goes to kubeflow.org, whose parse
+    names the bad apiVersion exactly as it always did (and accepts a missing one)."""
+    top = obj if isinstance(obj, dict) else {}
+    api_version, kind = top.get("apiVersion"), top.get("kind") or "MPIJob"
+    if isinstance(api_version, str) and isinstance(kind, str):
+        api = REGISTRY.get((group_of(api_version), kind))
+        if api is not None:
+            return api
+    return kubeflow.API

@@ -1,0 +1,447 @@
+"""batch.tensorstack.dev/v1beta1 MPIJob (seed 003, T9k): read into the one model, and T9k's own status.
+
+The user writes the worker template and `worker.cmd`; the operator builds the rest (seed 003):
+- workers: the template with the `mpi-worker` container running `<ssh.sshdPath> -De` (its command and args are
+  ignored, as T9k documents);
+- the launcher: a copy of the worker template whose `mpi-worker` runs `<mpiHome>/bin/mpirun --hostfile <hostfile>`,
+  one `--mca k v` per `mca` entry (sorted by key: the API server does not keep a map's order), `extraMPIArgs`, `cmd`;
+  it is created once every worker is Ready (T9k: the launcher starts the processes when the workers are ready);
+- `-N n` / `--npernode n` in `extraMPIArgs` is the hostfile's slots per worker (else 1), so that mpirun may start
+  n processes on each host;
+- `runPolicy.cleanUpWorkers`: the finished job's workers are deleted, the launcher (its logs are the outcome) stays;
+- `runMode.debug`: the launcher runs `sleep inf`, the workers `<sshdPath> -D` (the doc's `/usr/bin/sshd -D`, with the
+  sshd path this API already asks for), or each `replicaSpecs[].command`; `skipInitContainer` drops initContainers;
+- `runMode.pause`: no replica at all (workers and the launcher Job deleted, none created); once a job was paused,
+  the replicas made afterwards follow `resumeSpecs` (`command`, `args`, `skipInitContainer` per type);
+- `scheduler.t9kScheduler`: there is no T9k Scheduler here. `queue` becomes the PodGroup's queue when the operator
+  gang-schedules with Volcano; `priority` has no equivalent. A Warning event says so when the job is initialized.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .. import constants as C
+from .. import status as S
+from ..errors import InvalidMPIJob
+from ..quantity import parse_quantity
+from ..spec import (
+    MPIJob,
+    Reader,
+    ReplicaSpec,
+    RunPolicy,
+    SchedulingPolicy,
+    check_hostnames,
+    pod_template,
+    read_metadata,
+)
+from . import Api
+
+GROUP = "batch.tensorstack.dev"
+VERSION = "v1beta1"
+API_VERSION = f"{GROUP}/{VERSION}"
+MPI_CONTAINER = "mpi-worker"  # T9k: the worker template must have it; MPI runs in it
+DEFAULT_SSHD = "/usr/sbin/sshd"
+LAUNCHER, WORKER = "launcher", "worker"  # runMode replica types, status.tasks types
+DEBUG_LAUNCHER_COMMAND = ("sleep", "inf")
+NPERNODE_FLAGS = ("-N", "--npernode", "-npernode")
+
+# status.conditions types, in the order the status lists them.
+INITIALIZED, RUNNING, REPLICA_FAILURE, COMPLETED, FAILED, PAUSED = (
+    "Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused")
+CONDITION_TYPES = (INITIALIZED, RUNNING, REPLICA_FAILURE, COMPLETED, FAILED, PAUSED)
+# status.phase values.
+PHASES = ("Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown")
+# status.aggregate keys.
+AGGREGATE_KEYS = ("creating", "pending", "running", "succeeded", "failed", "deleted", "unknown")
+REASON_UNSUPPORTED = "FieldNotApplied"  # a notice's event (ours)
+
+
+# ---- parse ------------------------------------------------------------------------------------------------------------
+
+def _abs_path(r: Reader, value: Any, path: str) -> str | None:
+    text = r.str(value, path)
+    if text is not None and not text.startswith("/"):
+        r.fail(path, f"must be an absolute path, got {text!r}")
+        return None
+    return text or None
+
+
+def _replica_modes(r: Reader, value: Any, path: str, with_args: bool) -> dict[str, dict]:
+    """runMode.debug.replicaSpecs / runMode.pause.resumeSpecs: by type, {skipInitContainer, command[, args]}."""
+    if value is None:
+        return {}
+    if not isinstance(value, list):
+        r.fail(path, f"must be a list, got {type(value).__name__}")
+        return {}
+    modes: dict[str, dict] = {}
+    for i, item in enumerate(value):
+        ipath = f"{path}[{i}]"
+        entry = r.obj(item, ipath, required=True)
+        if entry is None:
+            continue
+        kind = r.str(entry.get("type"), f"{ipath}.type")
+        if kind not in (LAUNCHER, WORKER):
+            r.fail(f"{ipath}.type", f"unsupported value {kind!r}: supported values: {LAUNCHER}, {WORKER}")
+            continue
+        if kind in modes:
+            r.fail(f"{ipath}.type", f"duplicate value {kind!r}")
+            continue
+        mode = {
+            "skipInitContainer": r.bool(entry.get("skipInitContainer"), f"{ipath}.skipInitContainer") or False,
+            "command": r.strings(entry.get("command"), f"{ipath}.command") or None,
+        }
+        if with_args:
+            mode["args"] = r.strings(entry.get("args"), f"{ipath}.args") or None
+        modes[kind] = mode
+    return modes
+
+
+def _enabled(r: Reader, run_mode: dict, name: str, list_key: str, with_args: bool) -> tuple[bool, dict[str, dict]]:
+    path = f"spec.runMode.{name}"
+    mode = r.obj(run_mode.get(name), path) or {}
+    enabled = r.bool(mode.get("enabled"), f"{path}.enabled") or False
+    return enabled, _replica_modes(r, mode.get(list_key), f"{path}.{list_key}", with_args)
+
+
+def _mpi_container(pod_spec: dict) -> dict:
+    return next(c for c in pod_spec["containers"] if isinstance(c, dict) and c.get("name") == MPI_CONTAINER)
+
+
+def _template(template: dict, command: list[str], args: list[str] | None, skip_init: bool) -> dict:
+    """A copy of the worker template whose mpi-worker container runs `command args`."""
+    out = copy.deepcopy(template)
+    pod_spec = out["spec"]
+    pod_spec.pop("restartPolicy", None)  # the replica's, set by the children
+    if skip_init:
+        pod_spec.pop("initContainers", None)
+    container = _mpi_container(pod_spec)
+    container["command"] = list(command)
+    container.pop("args", None)
+    if args:
+        container["args"] = list(args)
+    return out
+
+
+def _slots(extra: list[str]) -> int:
+    """`-N n` (or --npernode n) of extraMPIArgs: the processes per host, the hostfile's slots; else 1."""
+    for flag, value in zip(extra, extra[1:]):
+        if flag in NPERNODE_FLAGS and value.isdigit() and int(value) > 0:
+            return int(value)
+    return 1
+
+
+def mpirun_command(mpi_home: str | None, mca: dict[str, str], extra: list[str], cmd: list[str]) -> list[str]:
+    mpirun = f"{mpi_home.rstrip('/')}/bin/mpirun" if mpi_home else "mpirun"
+    line = [mpirun, "--hostfile", C.HOSTFILE_PATH]
+    for key in sorted(mca):
+        line += ["--mca", key, mca[key]]
+    return line + extra + cmd
+
+
+def parse(obj: Any) -> MPIJob:
+    """The MPIJob model of a batch.tensorstack.dev/v1beta1 object; raises InvalidMPIJob naming T9k's fields."""
+    r = Reader()
+    top = r.obj(obj, "<object>", required=True) or {}
+    if top.get("apiVersion") not in (None, API_VERSION):
+        r.fail("apiVersion", f"unsupported value {top.get('apiVersion')!r}: supported values: {API_VERSION}")
+    meta, name, namespace, annotations = read_metadata(r, top)
+    spec = r.obj(top.get("spec"), "spec", required=True) or {}
+
+    worker = r.obj(spec.get("worker"), "spec.worker", required=True) or {}
+    replicas = r.int(worker.get("replicas"), "spec.worker.replicas", minimum=1)
+    extra = r.strings(worker.get("extraMPIArgs"), "spec.worker.extraMPIArgs") or []
+    cmd = r.strings(worker.get("cmd"), "spec.worker.cmd")
+    template = _worker_template(r, worker.get("template"))
+
+    mca = r.obj(spec.get("mca"), "spec.mca") or {}
+    for key, value in mca.items():
+        r.str(value, f"spec.mca.{key}")
+    mpi_home = _abs_path(r, spec.get("mpiHome"), "spec.mpiHome")
+    ssh = r.obj(spec.get("ssh"), "spec.ssh") or {}
+    sshd = _abs_path(r, ssh.get("sshdPath"), "spec.ssh.sshdPath") or DEFAULT_SSHD
+    run_policy = r.obj(spec.get("runPolicy"), "spec.runPolicy") or {}
+    clean_up = r.bool(run_policy.get("cleanUpWorkers"), "spec.runPolicy.cleanUpWorkers") or False
+    scheduling, notices = _scheduler(r, spec.get("scheduler"))
+
+    run_mode = r.obj(spec.get("runMode"), "spec.runMode") or {}
+    debug, debug_specs = _enabled(r, run_mode, "debug", "replicaSpecs", with_args=False)
+    pause, resume_specs = _enabled(r, run_mode, "pause", "resumeSpecs", with_args=True)
+    if not cmd and not debug:
+        r.fail("spec.worker.cmd", "required: the program mpirun starts on the workers (unless runMode.debug is enabled)")
+    if name:
+        check_hostnames(r, name, replicas or 1)
+    if r.errors:
+        raise InvalidMPIJob(r.errors)
+
+    status = top.get("status") if isinstance(top.get("status"), dict) else {}
+    # Once paused, the replicas made afterwards are the resumed ones (T9k: resumeSpecs apply on resume).
+    resumed = not pause and S.get_condition(status, PAUSED) is not None
+    commands = {
+        LAUNCHER: (mpirun_command(mpi_home, mca, extra, cmd or []), None),
+        WORKER: ([sshd, "-De"], None),
+    }
+    skip = dict.fromkeys(commands, False)
+    if debug:
+        commands = {LAUNCHER: (list(DEBUG_LAUNCHER_COMMAND), None), WORKER: ([sshd, "-D"], None)}
+        for kind, mode in debug_specs.items():
+            commands[kind] = (mode["command"] or commands[kind][0], None)
+            skip[kind] = mode["skipInitContainer"]
+    elif resumed:
+        for kind, mode in resume_specs.items():
+            command, args = commands[kind]
+            commands[kind] = (mode["command"] or command, mode["args"] or args)
+            skip[kind] = mode["skipInitContainer"]
+    restart = (template.get("spec") or {}).get("restartPolicy") or "Never"
+    return MPIJob(
+        api_version=API_VERSION,
+        namespace=namespace,
+        name=name,
+        uid=str(meta.get("uid") or ""),
+        annotations=dict(annotations),
+        slots_per_worker=_slots(extra),
+        run_launcher_as_worker=False,
+        ssh_auth_mount_path=C.ROOT_SSH_PATH,
+        launcher_creation_policy=C.WAIT_FOR_WORKERS_READY,
+        mpi_implementation=C.OPENMPI,
+        run_policy=RunPolicy(
+            clean_pod_policy=C.CLEAN_WORKERS if clean_up else C.CLEAN_NONE,
+            scheduling_policy=scheduling,
+            suspend=pause,
+        ),
+        launcher=ReplicaSpec(1, "OnFailure", _template(template, *commands[LAUNCHER], skip[LAUNCHER])),
+        worker=ReplicaSpec(1 if replicas is None else replicas, restart,
+                           _template(template, *commands[WORKER], skip[WORKER])),
+        main_container=MPI_CONTAINER,
+        owner_api_version=API_VERSION,
+        pause_deletes_launcher=True,
+        notices=notices,
+    )
+
+
+def _worker_template(r: Reader, value: Any) -> dict:
+    path = "spec.worker.template"
+    template = pod_template(r, value, path)
+    pod_spec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
+    restart = r.str(pod_spec.get("restartPolicy"), f"{path}.spec.restartPolicy")
+    if restart is not None and restart not in C.RESTART_POLICIES:
+        r.fail(f"{path}.spec.restartPolicy",
+               f"unsupported value {restart!r}: supported values: {', '.join(C.RESTART_POLICIES)}")
+    if pod_spec.get("initContainers") is not None and not isinstance(pod_spec["initContainers"], list):
+        r.fail(f"{path}.spec.initContainers", "must be a list")
+    containers = pod_spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        return template
+    for i, container in enumerate(containers):
+        if isinstance(container, dict):
+            _resources(r, container.get("resources"), f"{path}.spec.containers[{i}].resources")
+    if not any(isinstance(c, dict) and c.get("name") == MPI_CONTAINER for c in containers):
+        r.fail(f"{path}.spec.containers", f"must have a container named {MPI_CONTAINER} (MPI runs in it)")
+    return template
+
+
+def _resources(r: Reader, value: Any, path: str) -> None:
+    """Requests and limits are quantities: the PodGroup's minResources adds them up."""
+    resources = r.obj(value, path) or {}
+    for key in ("limits", "requests"):
+        for name, quantity in (r.obj(resources.get(key), f"{path}.{key}") or {}).items():
+            try:
+                parse_quantity(quantity)
+            except ValueError as exc:
+                r.fail(f"{path}.{key}.{name}", str(exc))
+
+
+def _scheduler(r: Reader, value: Any) -> tuple[SchedulingPolicy | None, tuple[str, ...]]:
+    scheduler = r.obj(value, "spec.scheduler") or {}
+    t9k = r.obj(scheduler.get("t9kScheduler"), "spec.scheduler.t9kScheduler")
+    if t9k is None:
+        return None, ()
+    queue = r.str(t9k.get("queue"), "spec.scheduler.t9kScheduler.queue") or ""
+    priority = r.int(t9k.get("priority"), "spec.scheduler.t9kScheduler.priority")
+    notice = ("spec.scheduler.t9kScheduler: there is no T9k Scheduler here: the pods use the operator's scheduler; "
+              f"queue {queue!r} is the PodGroup's queue when the operator gang-schedules with Volcano"
+              + (f"; priority {priority} has no equivalent and is not applied" if priority is not None else ""))
+    return SchedulingPolicy(queue=queue), (notice,)
+
+
+# ---- status -----------------------------------------------------------------------------------------------------------
+
+def _set(status: dict, ctype: str, value: str, reason: str, message: str, now: str) -> bool:
+    """Sets a condition in T9k's shape; True when its status changed (or it is new). A reason or message change
+    alone keeps lastTransitionTime."""
+    conds = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+    current = next((c for c in conds if c.get("type") == ctype), None)
+    changed = current is None or current.get("status") != value
+    new = {"type": ctype, "status": value, "reason": reason, "message": message,
+           "lastTransitionTime": now if changed else current.get("lastTransitionTime", now)}
+    conds = [c for c in conds if c.get("type") != ctype] + [new]
+    order = {t: i for i, t in enumerate(CONDITION_TYPES)}
+    status["conditions"] = sorted(conds, key=lambda c: order.get(c.get("type"), len(order)))
+    return changed
+
+
+def _true(status: dict, ctype: str) -> bool:
+    return S.is_true(status, ctype)
+
+
+def _uid(pod: dict) -> str:
+    return str((pod.get("metadata") or {}).get("uid") or "")
+
+
+def _task(kind: str, pods: list[dict]) -> dict:
+    existing = sorted((p for p in pods if _uid(p)), key=lambda p: p["metadata"]["name"])
+    restarts = sum(int(cs.get("restartCount") or 0)
+                   for p in existing for cs in (p.get("status") or {}).get("containerStatuses") or [])
+    return {
+        "type": kind,
+        "restartCount": restarts,
+        "status": [{"phase": S.phase(p) or "Pending", "name": p["metadata"]["name"], "uid": _uid(p), "containers": []}
+                   for p in existing],
+    }
+
+
+def _aggregate(pods: list[dict], deleting: list[dict], launcher_coming: bool) -> dict:
+    counts = dict.fromkeys(AGGREGATE_KEYS, 0)
+    counts["creating"] += int(launcher_coming)
+    counts["deleted"] += len(deleting)
+    for pod in pods:
+        if not _uid(pod):
+            key = "creating"  # created by this reconcile
+        elif (pod.get("metadata") or {}).get("deletionTimestamp"):
+            key = "deleted"
+        else:
+            key = (S.phase(pod) or "Pending").lower()
+        counts[key if key in counts else "unknown"] += 1
+    return counts
+
+
+def live_status(job: MPIJob, old: dict, seen: S.Observed, now: str, events: list[S.Event]) -> dict:
+    """T9k's status of a live job: conditions, phase, tasks, aggregate."""
+    status = {"conditions": [c for c in copy.deepcopy(old.get("conditions") or []) if isinstance(c, dict)
+                             and not (c.get("type") == FAILED and c.get("reason") == C.REASON_VALIDATION)]}
+    ref = f"MPIJob {job.namespace}/{job.name}"
+    if _set(status, INITIALIZED, "True", "Initialized", "The job has been initialized successfully.", now):
+        events.append(S.Event("Normal", "Initialized", f"{ref} is initialized"))
+        events.extend(S.Event("Warning", REASON_UNSUPPORTED, n) for n in job.notices)
+    launcher_pods = sorted(seen.launcher_pods, key=lambda p: p["metadata"]["name"])
+    workers = seen.workers
+    pods = launcher_pods + workers
+    complete = S.job_condition(seen.launcher, "Complete")
+    failed = S.job_condition(seen.launcher, "Failed")
+    evicted = [p for p in workers if S.phase(p) == "Failed" and (p.get("status") or {}).get("reason") == "Evicted"]
+    broken = [p for p in pods if S.phase(p) == "Failed" and p not in evicted]
+
+    def finish(ctype: str, reason: str, message: str) -> None:
+        if _set(status, ctype, "True", reason, message, now):
+            events.append(S.Event("Normal" if ctype == COMPLETED else "Warning", reason, f"{ref}: {message}"))
+        if ctype == FAILED:
+            _set(status, COMPLETED, "False", "Failed", message, now)
+        if S.get_condition(status, RUNNING) is not None:
+            _set(status, RUNNING, "False", reason, message, now)
+
+    if complete is not None:
+        finish(COMPLETED, "Succeeded", "The launcher (mpirun) exited with code 0.")
+    elif failed is not None:
+        reason, message = S.launcher_failure(f"{job.namespace}/{job.name}", failed, seen.launcher_pods)
+        finish(FAILED, reason, S.truncate(f"The job exited with an error code. {message}"))
+    elif evicted:
+        finish(FAILED, C.REASON_EVICTED, f"{len(evicted)}/{len(workers)} workers are evicted.")
+    elif job.suspended:
+        msg = "The job is paused: all replicas are deleted or being deleted."
+        if _set(status, PAUSED, "True", "Paused", msg, now):
+            events.append(S.Event("Normal", "Paused", f"{ref} is paused"))
+        if S.get_condition(status, RUNNING) is not None:
+            _set(status, RUNNING, "False", "Paused", msg, now)
+    else:
+        if _true(status, PAUSED):
+            _set(status, PAUSED, "False", "Resumed", "The job is resuming.", now)
+            events.append(S.Event("Normal", "Resuming", f"{ref} is resuming"))
+        if broken:
+            msg = S.truncate(f"{len(broken)} replica(s) failed: " + ", ".join(S.failure_detail(p) for p in broken))
+            if _set(status, REPLICA_FAILURE, "True", "ReplicaFailed", msg, now):
+                events.append(S.Event("Warning", "ReplicaFailed", f"{ref}: {msg}"))
+            if S.get_condition(status, RUNNING) is not None:
+                _set(status, RUNNING, "False", "ReplicaFailed", msg, now)
+        elif (any(S.phase(p) == "Running" for p in launcher_pods) and len(workers) == job.worker_replicas
+              and all(S.phase(p) == "Running" for p in workers)):
+            msg = "All pods are running normally."
+            if _set(status, RUNNING, "True", "Running", msg, now):
+                events.append(S.Event("Normal", "Running", f"{ref} is running"))
+            _set(status, REPLICA_FAILURE, "False", "Running", msg, now)
+    unknown = any(S.phase(p) == "Unknown" for p in pods)
+    status["phase"] = "Unknown" if unknown and not finished(status) else phase(status)
+    live_launcher = any(_uid(p) and not (p.get("metadata") or {}).get("deletionTimestamp") for p in launcher_pods)
+    launcher_coming = seen.launcher is not None and complete is None and failed is None and not live_launcher
+    status["tasks"] = [_task(LAUNCHER, launcher_pods), _task(WORKER, workers)]
+    status["aggregate"] = _aggregate(pods, seen.deleting, launcher_coming)
+    return status
+
+
+def phase(status: dict | None) -> str:
+    """The phase T9k's conditions say (Unknown is only set by live_status, from pods in phase Unknown)."""
+    status = status or {}
+    if _true(status, FAILED):
+        return "Failed"
+    if _true(status, COMPLETED):
+        return "Succeeded"
+    if _true(status, PAUSED):
+        return "Paused"
+    if S.get_condition(status, PAUSED) is not None and not _true(status, RUNNING):
+        return "Resuming"
+    if _true(status, RUNNING):
+        return "Running"
+    if status.get("phase") == "Unknown":
+        return "Unknown"
+    return "Pending"
+
+
+def with_phase(status: dict) -> dict:
+    return status if status.get("phase") in PHASES else {**status, "phase": phase(status)}
+
+
+def finished(status: dict) -> bool:
+    return _true(status, COMPLETED) or _true(status, FAILED)
+
+
+def settled(status: dict) -> bool:
+    """Finished for good: not a Failed that only says the spec is invalid (fixing the spec revives the job)."""
+    failed = S.get_condition(status, FAILED) or {}
+    return _true(status, COMPLETED) or (_true(status, FAILED) and failed.get("reason") != C.REASON_VALIDATION)
+
+
+def cleaned_status(job: MPIJob, status: dict) -> dict:
+    """After cleanUpWorkers: the workers' pods are deleted (or being deleted); the launcher's stay as they were."""
+    out = copy.deepcopy(status)
+    counts = dict.fromkeys(AGGREGATE_KEYS, 0)
+    for task in out.get("tasks") or []:
+        for pod in task.get("status") or []:
+            key = "deleted" if task.get("type") == WORKER else str(pod.get("phase") or "Pending").lower()
+            counts[key if key in counts else "unknown"] += 1
+    out["aggregate"] = counts
+    return out
+
+
+def invalid_status(old: dict, message: str, now: str, events: list[S.Event]) -> dict:
+    """An object parse refused: Failed, reason ValidationError, the message naming the fields."""
+    status = copy.deepcopy(old)
+    current = S.get_condition(status, FAILED) or {}
+    if current.get("reason") != C.REASON_VALIDATION or current.get("message") != message or current.get("status") != "True":
+        _set(status, FAILED, "True", C.REASON_VALIDATION, message, now)
+        events.append(S.Event("Warning", C.REASON_VALIDATION, message))
+    status["phase"] = phase(status)
+    return status
+
+
+API = Api(
+    group=GROUP,
+    versions=(VERSION,),
+    kind=C.KIND,
+    parse=parse,
+    live_status=live_status,
+    cleaned_status=cleaned_status,
+    invalid_status=invalid_status,
+    finished=finished,
+    settled=settled,
+    phase=phase,
+    with_phase=with_phase,
+)

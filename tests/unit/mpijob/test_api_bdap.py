@@ -1,0 +1,294 @@
+"""batch.test.bdap.com/v1 (seed 002) through the shared core: its own example manifest, copied as is, reconciled from
+creation to success, with golden children and status; every field of its CRD has a test here (FIELDS)."""
+from __future__ import annotations
+
+import copy
+import pathlib
+
+import pytest
+import yaml
+
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import api_for, bdap
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
+
+from ._helpers import assert_golden, at, kinds, plan, set_phase, world_after
+from .test_spec import malformed
+
+ROOT = pathlib.Path(__file__).parents[3]
+SEED = ROOT / "tests" / "integration" / "manifests" / "seed002-simple-train-cpu.yaml"
+CRD = ROOT / "roles" / "crds" / "files" / "mpijobs.batch.test.bdap.com.yaml"
+NAME, NS = "simple-train-cpu", "sw-mpi-operator"
+
+
+def seed() -> dict:
+    """Seed 002's example as the API server stores it (it adds the uid)."""
+    obj = yaml.safe_load(SEED.read_text())
+    obj["metadata"].update(uid="uid-bdap", resourceVersion="1")
+    return obj
+
+
+def settle(world: P.World, now: float = 0) -> P.World:
+    for _ in range(5):
+        p = plan(world.mpijob, world, now=at(now))
+        if not [a for a in p.actions if a.action != "event"]:
+            return world
+        world = world_after(world, p)
+    raise AssertionError(f"no fixed point: {kinds(p)}")
+
+
+def ready_workers(world: P.World) -> P.World:
+    world.pods = [set_phase(p, "Running", ready=True) for p in world.pods]
+    return world
+
+
+def launcher(world: P.World, phase: str, exit_code: int | None = None) -> P.World:
+    """The world with the launcher pod <job>-launcher (which the plan created) in `phase`."""
+    def moved(pod: dict) -> dict:
+        if pod["metadata"]["name"] != f"{NAME}-launcher":
+            return pod
+        pod = set_phase(pod, phase)
+        pod["metadata"]["uid"] = "uid-launcher-pod"
+        if exit_code is not None:
+            pod["status"]["containerStatuses"] = [{"name": "horovod-master", "state": {"terminated": {
+                "exitCode": exit_code, "finishedAt": "2026-01-01T00:05:00Z"}}}]
+        return pod
+    world = copy.deepcopy(world)
+    world.pods = [moved(p) for p in world.pods]
+    return world
+
+
+def lifecycle() -> list[tuple[str, P.Plan, P.World]]:
+    """(step, plan, world after it) from creation to success."""
+    steps = []
+    world = P.World(mpijob=seed())
+    p = plan(world.mpijob, world, now=at(0))
+    world = world_after(world, p)
+    steps.append(("created", p, world))
+    world = ready_workers(settle(world))
+    p = plan(world.mpijob, world, now=at(30))
+    world = world_after(world, p)
+    steps.append(("workers-ready", p, world))
+    world = launcher(world, "Running")
+    p = plan(world.mpijob, world, now=at(40))
+    world = world_after(world, p)
+    steps.append(("running", p, world))
+    world = launcher(world, "Succeeded", exit_code=0)
+    p = plan(world.mpijob, world, now=at(300))
+    world = world_after(world, p)
+    steps.append(("succeeded", p, world))
+    return steps
+
+
+def test_seed_example_is_served_by_this_api() -> None:
+    assert api_for(seed()) is bdap.API
+    assert bdap.API.api_version == "batch.test.bdap.com/v1"
+
+
+def test_seed_example_children_and_status_match_golden() -> None:
+    """What each step creates and the status it writes, for seed 002's example as written."""
+    docs = []
+    for step, p, _ in lifecycle():
+        docs.append({"step": step, "actions": [
+            {"action": a.action, "kind": a.kind, "name": a.name, **({"body": a.body} if a.action == "create" else {})}
+            for a in p.actions if a.action != "event"], "status": p.status})
+    assert_golden("bdap_seed002", docs)
+
+
+def test_launcher_waits_until_every_worker_is_ready() -> None:
+    world = settle(P.World(mpijob=seed()))
+    assert [a for a in kinds(plan(world.mpijob, world)) if a[2] == f"{NAME}-launcher"] == []
+    world.pods = [set_phase(p, "Running", ready=i < 4) for i, p in enumerate(world.pods)]
+    assert [a for a in kinds(plan(world.mpijob, world, now=at(20))) if a[2] == f"{NAME}-launcher"] == []
+    world = ready_workers(world)
+    # a Pod, not a Job: `kubectl logs simple-train-cpu-launcher` (the seed's README) reads it
+    assert ("create", "Pod", f"{NAME}-launcher") in kinds(plan(world.mpijob, world, now=at(30)))
+
+
+def test_status_phases_and_launcher_name() -> None:
+    phases = [(step, p.status["phase"], p.status.get("readyWorkers"), p.status.get("launcher"))
+              for step, p, _ in lifecycle()]
+    assert phases == [
+        ("created", "Pending", 0, None),
+        ("workers-ready", "Pending", 5, None),
+        ("running", "Running", 5, f"{NAME}-launcher"),
+        ("succeeded", "Succeeded", 5, f"{NAME}-launcher"),
+    ]
+    final = lifecycle()[-1][1].status
+    assert final["completionTime"] == "2026-01-01T00:05:00Z" and final["startTime"] == "2026-01-01T00:00:00Z"
+    assert [(c["type"], c["status"]) for c in final["conditions"]] == [
+        ("Created", "True"), ("Running", "False"), ("Succeeded", "True")]
+    assert set(final) <= {"phase", "readyWorkers", "launcher", "conditions", "startTime", "completionTime"}
+
+
+def test_finished_job_is_settled_and_keeps_its_pods() -> None:
+    """The original never deleted pods: the user deletes the job (and the children go with it)."""
+    _, p, world = lifecycle()[-1]
+    assert p.finished and not [a for a in p.actions if a.action == "delete"]
+    assert plan(world.mpijob, world, now=at(400)).actions == []
+
+
+def test_launcher_failure_fails_the_job() -> None:
+    *_, (_, _, world) = lifecycle()[:3]
+    p = plan(world.mpijob, world := launcher(world, "Failed", exit_code=2), now=at(100))
+    assert p.status["phase"] == "Failed" and p.finished
+    failed = S.get_condition(p.status, "Failed")
+    assert failed["reason"] == "PodFailed" and failed["message"] == "launcher container exited with code 2"
+    assert p.status["completionTime"] == "2026-01-01T00:01:40Z"
+
+
+def test_reconcile_is_idempotent() -> None:
+    world = settle(P.World(mpijob=seed()))
+    again = plan(world.mpijob, world, now=at(5))
+    assert again.actions == [] and again.status == world.mpijob["status"]
+
+
+def launcher_env(actions: list[P.Action]) -> dict:
+    pod = next(a.body for a in actions if a.name == f"{NAME}-launcher" and a.action == "create")
+    return {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+
+
+# ---- one test per spec field (FIELDS) --------------------------------------------------------------------------
+
+def test_num_workers() -> None:
+    p = plan(seed())
+    assert [a.name for a in p.actions if a.kind == "Pod"] == [f"{NAME}-worker-{i}" for i in range(5)]
+    cm = next(a.body for a in p.actions if a.kind == "ConfigMap")
+    assert cm["data"]["hostfile"].splitlines() == [f"{NAME}-worker-{i}.{NAME}.{NS}.svc slots=1" for i in range(5)]
+    obj = seed()
+    obj["spec"]["numWorkers"] = 2
+    world = settle(P.World(mpijob=seed()))
+    world.mpijob = {**obj, "status": world.mpijob["status"]}
+    deleted = [a.name for a in plan(world.mpijob, world, now=at(9)).actions if a.action == "delete"]
+    assert deleted == [f"{NAME}-worker-4", f"{NAME}-worker-3", f"{NAME}-worker-2"]
+
+
+def test_launcher_template() -> None:
+    *_, (_, p, _) = lifecycle()[:2]
+    env = launcher_env(p.actions)
+    assert env["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"  # what the seed's command reads
+    body = next(a.body for a in p.actions if a.name == f"{NAME}-launcher")
+    assert (body["kind"], body["metadata"]["name"]) == ("Pod", f"{NAME}-launcher")
+    pod = body["spec"]
+    assert pod["containers"][0]["name"] == "horovod-master" and pod["containers"][0]["image"] == "farawaya/horovod-torch-cpu"
+    assert pod["containers"][0]["command"] == ["/bin/sh", "-c"]
+    assert pod["restartPolicy"] == "Never"  # as the seed writes it: one try, as the original's bare pod
+
+
+def test_worker_template() -> None:
+    pod = next(a.body for a in plan(seed()).actions if a.kind == "Pod")
+    container = pod["spec"]["containers"][0]
+    assert container["name"] == "horovod-worker" and container["readinessProbe"]["exec"]["command"] == ["cat", "/ready.txt"]
+    assert pod["spec"]["restartPolicy"] == "OnFailure"  # unset in the seed: a Pod's Always, as close as a job's pod gets
+    test_editing_the_worker_template_rolls_the_workers_one_by_one()
+
+
+def test_editing_the_worker_template_rolls_the_workers_one_by_one() -> None:
+    """The original's README: "If the Worker is modified ... It will be automatically updated" (its workers were a
+    StatefulSet). A worker is replaced only while every other one is Ready."""
+    world = settle(ready_workers(settle(P.World(mpijob=seed()))))
+    edited = copy.deepcopy(world.mpijob)
+    edited["spec"]["workerTemplate"]["spec"]["containers"][0]["image"] = "horovod-torch-cpu:local"
+    world.mpijob = edited
+
+    def deletes(p: P.Plan) -> list[str]:
+        return [a.name for a in p.actions if a.action == "delete"]
+
+    p = plan(world.mpijob, world, now=at(60))
+    assert deletes(p) == [f"{NAME}-worker-0"] and p.actions[0].reason == "worker template changed"
+    world = world_after(world, p)
+    p = plan(world.mpijob, world, now=at(61))
+    created = [a.body for a in p.actions if a.action == "create"]
+    assert [c["metadata"]["name"] for c in created] == [f"{NAME}-worker-0"] and deletes(p) == []
+    assert created[0]["spec"]["containers"][0]["image"] == "horovod-torch-cpu:local"
+    world = world_after(world, p)
+    assert deletes(plan(world.mpijob, world, now=at(62))) == []  # the new worker-0 is not Ready yet
+    world.pods = [set_phase(q, "Running", ready=True) if q["metadata"]["name"] == f"{NAME}-worker-0" else q
+                  for q in world.pods]
+    assert deletes(plan(world.mpijob, world, now=at(63))) == [f"{NAME}-worker-1"]
+
+
+FIELDS = {
+    "spec.numWorkers": test_num_workers,
+    "spec.launcherTemplate": test_launcher_template,
+    "spec.workerTemplate": test_worker_template,
+}
+
+
+def test_every_field_is_covered() -> None:
+    crd = yaml.safe_load(CRD.read_text())
+    (version,) = crd["spec"]["versions"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert {f"spec.{k}" for k in spec} == set(FIELDS)
+
+
+# ---- errors name this API's fields --------------------------------------------------------------------------------
+
+def _errors(mutate) -> list[str]:
+    obj = seed()
+    mutate(obj["spec"])
+    with pytest.raises(InvalidMPIJob) as info:
+        bdap.parse(obj)
+    return [str(e) for e in info.value.errors]
+
+
+@pytest.mark.parametrize(("mutate", "expected"), [
+    (lambda s: s.pop("numWorkers"), "spec.numWorkers: required"),
+    (lambda s: s.update(numWorkers=0), "spec.numWorkers: must be >= 1"),
+    (lambda s: s.update(numWorkers="5"), "spec.numWorkers: must be an integer, got '5'"),
+    (lambda s: s.pop("launcherTemplate"), "spec.launcherTemplate: required"),
+    (lambda s: s.pop("workerTemplate"), "spec.workerTemplate: required"),
+    (lambda s: s["workerTemplate"]["spec"].update(containers=[]),
+     "spec.workerTemplate.spec.containers: must define at least one container"),
+    (lambda s: s["launcherTemplate"]["spec"]["containers"][0].update(env={}),
+     "spec.launcherTemplate.spec.containers[0].env: must be a list"),
+])
+def test_errors_name_this_apis_fields(mutate, expected: str) -> None:
+    assert expected in _errors(mutate)
+
+
+def test_invalid_job_is_failed_with_this_apis_status() -> None:
+    obj = seed()
+    obj["spec"]["numWorkers"] = 0
+    p = plan(obj)
+    assert p.status["phase"] == "Failed" and p.finished
+    assert S.get_condition(p.status, "Failed")["message"] == "Found validation errors: spec.numWorkers: must be >= 1"
+    assert set(p.status) == {"phase", "conditions"}
+
+
+def test_launcher_always_restart_policy_becomes_on_failure() -> None:
+    """A bare pod's Always would rerun a finished launcher forever; a job's launcher restarts only on failure."""
+    obj = seed()
+    obj["spec"]["launcherTemplate"]["spec"]["restartPolicy"] = "Always"
+    job = bdap.parse(obj)
+    assert job.launcher.restart_policy == "OnFailure"
+
+
+def test_parse_does_not_change_the_object() -> None:
+    obj = seed()
+    before = copy.deepcopy(obj)
+    bdap.parse(obj)
+    assert obj == before
+
+
+def test_children_are_owned_by_the_bdap_job() -> None:
+    """Deleting the job deletes everything: the garbage collector follows these references."""
+    refs = [a.body["metadata"]["ownerReferences"][0] for a in plan(seed()).actions if a.action == "create"]
+    assert {(r["apiVersion"], r["kind"], r["uid"]) for r in refs} == {("batch.test.bdap.com/v1", "MPIJob", "uid-bdap")}
+
+
+@pytest.mark.parametrize("opts", [K.Options(), K.Options(gang_scheduling="volcano")], ids=["plain", "gang"])
+def test_reconcile_never_crashes_on_malformed_bdap_objects(opts: K.Options) -> None:
+    """Any field of seed 002's example replaced by any JSON value yields a plan (a Failed condition naming the field
+    at worst), and every error names a field of this API, never one of the kubeflow.org job it is read as."""
+    for path, obj in malformed(seed()):
+        try:
+            bdap.parse(obj)
+        except InvalidMPIJob as exc:
+            assert all(e.path and "mpiReplicaSpecs" not in e.path for e in exc.errors), exc.errors
+        result = plan(obj, opts=opts)
+        assert result.status is not None
+        assert result.status.get("phase") in ("Pending", "Running", "Succeeded", "Failed") or path[0] in (
+            "apiVersion", "kind")

@@ -1,0 +1,109 @@
+"""mpi_operator_apis: which MPIJob APIs an install serves. The roles' RBAC template rendered by Ansible's own templar,
+and the wiring every role needs for each API (its CRD file, its documented choice, its version, its original owner)."""
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+ROLES = ROOT / "roles"
+APIS = ["kubeflow.org", "batch.tensorstack.dev", "batch.test.bdap.com"]
+
+
+def render_rbac(**overrides: Any) -> list[dict]:
+    role = ROLES / "operator"
+    variables: dict[str, Any] = {}
+    variables.update(yaml.safe_load((role / "defaults/main.yml").read_text()))
+    variables.update(yaml.safe_load((role / "vars/main.yml").read_text()))
+    variables.update(overrides)
+    source = (role / "templates/rbac.yaml.j2").read_text()
+    try:  # ansible-core 2.19+ renders only trusted templates: the role's files are, as when the role runs
+        from ansible.template import trust_as_template
+
+        source = trust_as_template(source)
+        variables = {k: trust_as_template(v) if isinstance(v, str) else v for k, v in variables.items()}
+    except ImportError:
+        pass
+    return [d for d in yaml.safe_load_all(Templar(loader=DataLoader(), variables=variables).template(source)) if d]
+
+
+def mpijob_groups(rules: list[dict]) -> set[str]:
+    return {g for r in rules if any(res.startswith("mpijobs") for res in r["resources"]) for g in r["apiGroups"]}
+
+
+def operator_rules(docs: list[dict]) -> list[dict]:
+    (role,) = [d for d in docs if d["kind"] in ("ClusterRole", "Role") and d["metadata"]["name"].startswith(
+        "mpi-operator") and not d["metadata"]["name"].startswith(("mpi-operator-mpijobs", "mpi-operator-priorityclasses"))]
+    return role["rules"]
+
+
+def aggregated(docs: list[dict]) -> dict[str, list[dict]]:
+    return {d["metadata"]["name"]: d["rules"] for d in docs if d["metadata"]["name"].startswith("mpi-operator-mpijobs")}
+
+
+def test_default_serves_kubeflow_org_only_with_the_names_it_always_had() -> None:
+    docs = render_rbac()
+    assert mpijob_groups(operator_rules(docs)) == {"kubeflow.org"}
+    roles = aggregated(docs)
+    assert sorted(roles) == ["mpi-operator-mpijobs-admin", "mpi-operator-mpijobs-edit", "mpi-operator-mpijobs-view"]
+    assert {"apiGroups": ["kubeflow.org"], "resources": ["mpijobs/scale"], "verbs": ["get", "update", "patch"]} \
+        in roles["mpi-operator-mpijobs-edit"]
+
+
+@pytest.mark.parametrize("watch_namespace", ["", "team-a"])
+def test_rbac_grows_by_the_chosen_apis_only(watch_namespace: str) -> None:
+    docs = render_rbac(mpi_operator_apis=["kubeflow.org", "batch.test.bdap.com"],
+                       mpi_operator_watch_namespace=watch_namespace)
+    rules = operator_rules(docs)
+    assert mpijob_groups(rules) == {"kubeflow.org", "batch.test.bdap.com"}
+    # the rules for the jobs' children are the same as with kubeflow.org alone
+    children = [r for r in rules if not any(res.startswith("mpijobs") for res in r["resources"])]
+    default_children = [r for r in operator_rules(render_rbac(mpi_operator_watch_namespace=watch_namespace))
+                        if not any(res.startswith("mpijobs") for res in r["resources"])]
+    assert children == default_children
+    roles = aggregated(docs)
+    assert sorted(roles) == sorted(
+        [f"mpi-operator-mpijobs-{r}" for r in ("admin", "edit", "view")]
+        + [f"mpi-operator-mpijobs.batch.test.bdap.com-{r}" for r in ("admin", "edit", "view")])
+    bdap_edit = roles["mpi-operator-mpijobs.batch.test.bdap.com-edit"]
+    assert mpijob_groups(bdap_edit) == {"batch.test.bdap.com"}
+    assert not any("mpijobs/scale" in r["resources"] for r in bdap_edit)  # no scale subresource on that API
+
+
+def test_one_api_without_kubeflow_org_names_no_kubeflow_org_rule() -> None:
+    docs = render_rbac(mpi_operator_apis=["batch.tensorstack.dev"])
+    assert mpijob_groups(operator_rules(docs)) == {"batch.tensorstack.dev"}
+    assert all(mpijob_groups(rules) == {"batch.tensorstack.dev"} for rules in aggregated(docs).values())
+
+
+@pytest.mark.parametrize("role", ["crds", "preflight", "operator"])
+def test_every_role_offers_the_three_apis_with_kubeflow_org_by_default(role: str) -> None:
+    defaults = yaml.safe_load((ROLES / role / "defaults/main.yml").read_text())
+    assert defaults["mpi_operator_apis"] == ["kubeflow.org"]
+    specs = yaml.safe_load((ROLES / role / "meta/argument_specs.yml").read_text())["argument_specs"]
+    for entry in specs.values():
+        option = entry["options"].get("mpi_operator_apis")
+        if option is not None:
+            assert (option["type"], option["elements"], option["choices"]) == ("list", "str", APIS)
+
+
+@pytest.mark.parametrize("group", APIS)
+def test_each_api_has_its_crd_file_version_and_original_owner(group: str) -> None:
+    crd = yaml.safe_load((ROLES / "crds/files" / f"mpijobs.{group}.yaml").read_text())
+    assert crd["metadata"]["name"] == f"mpijobs.{group}"
+    storage = next(v["name"] for v in crd["spec"]["versions"] if v["storage"])
+    for role in ("crds", "operator"):
+        versions = yaml.safe_load((ROLES / role / "vars/main.yml").read_text())["_mpi_operator_api_versions"]
+        assert versions[group] == storage, role
+    owners = yaml.safe_load((ROLES / "preflight/vars/main.yml").read_text())["_mpi_operator_original"]
+    assert owners[group]
+
+
+def test_crds_role_applies_only_the_chosen_apis() -> None:
+    (task,) = yaml.safe_load((ROLES / "crds/tasks/main.yml").read_text())
+    assert task["loop"] == "{{ mpi_operator_apis }}" and task["kubernetes.core.k8s"]["src"] == "mpijobs.{{ item }}.yaml"
