@@ -22,7 +22,7 @@ from .leader import LeaderElector, LeaseLock, Timing
 from .metrics import Metrics
 from .queue import WorkQueue
 from .runner import BatchRunner
-from .watch import GROUP, PLURAL, VERSION, Watcher, resources
+from .watch import PLURAL, Watcher, by_group, resources
 
 log = logging.getLogger("mpijob_operator")
 
@@ -61,13 +61,17 @@ class Operator:
 
     # -- checks ------------------------------------------------------------------------------
     def check_crd(self, timeout: float = CRD_CHECK_TIMEOUT) -> None:
-        """Like Kubeflow: without the MPIJob CRD there is nothing to do, so fail loudly. An API server that
-        is not reachable yet (both starting together) gets `timeout` seconds."""
-        if self.cfg.namespace:
-            path = f"/apis/{GROUP}/{VERSION}/namespaces/{quote(self.cfg.namespace)}/{PLURAL}"
-        else:
-            path = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+        """Like Kubeflow: without the MPIJob CRD of an API it reconciles there is nothing to do, so fail loudly. An
+        API server that is not reachable yet (both starting together) gets `timeout` seconds."""
         end = time.monotonic() + timeout
+        for group in self.cfg.apis:
+            api_version = by_group(group).api_version
+            path = f"/apis/{api_version}/{PLURAL}"
+            if self.cfg.namespace:
+                path = f"/apis/{api_version}/namespaces/{quote(self.cfg.namespace)}/{PLURAL}"
+            self._check_api(path, f"{PLURAL}.{group} {api_version.partition('/')[2]}", end)
+
+    def _check_api(self, path: str, crd: str, end: float) -> None:
         while True:
             try:
                 # A bounded request: a path that drops packets (no route to the API server from the pod network)
@@ -76,9 +80,10 @@ class Operator:
                 return
             except ApiError as exc:
                 if exc.status == 404:
-                    raise SystemExit(f"the MPIJob CRD ({PLURAL}.{GROUP} {VERSION}) is not installed") from None
+                    raise SystemExit(f"the MPIJob CRD ({crd}) is not installed") from None
                 if exc.status in (401, 403):
-                    raise SystemExit(f"not allowed to list MPIJobs ({exc.status} {exc.reason}): check RBAC") from None
+                    raise SystemExit(f"not allowed to list MPIJobs ({crd}: {exc.status} {exc.reason}): "
+                                     "check RBAC") from None
                 problem = f"{exc.status} {exc.reason}"
             except Exception as exc:
                 problem = str(exc).splitlines()[0][:200]
@@ -120,13 +125,14 @@ class Operator:
         self.metrics.is_leader.set(1)
         self.leading.set()
         self.controller.start()
-        for res in resources(CHILD_SELECTOR, self.cfg.gang_scheduling):
+        for res in resources(CHILD_SELECTOR, self.cfg.gang_scheduling, self.cfg.apis):
             w = Watcher(self.api, res, self.cfg.namespace, self.controller.enqueue,
                         on_synced=self._synced, on_event=self._counted_event, on_restart=self._restarted,
                         watch_timeout=self.cfg.watch_timeout)
             self.watchers.append(w)
             w.start()
         log.info("leading: watching MPIJobs", extra={"namespace": self.cfg.namespace or "(all)",
+                                                     "apis": ",".join(self.cfg.apis),
                                                      "threadiness": self.cfg.threadiness,
                                                      "max_batch": self.cfg.max_batch})
 

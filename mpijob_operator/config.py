@@ -12,6 +12,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import REGISTRY, by_group
+
 IN_CLUSTER_WORK_DIR = "/var/run/mpi-operator"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -38,6 +40,7 @@ class Config:
     rotate_artifacts: int
     identity: str
     watch_timeout: int
+    apis: tuple[str, ...] = ("kubeflow.org",)  # the MPIJob API groups reconciled (the install's mpi_operator_apis)
     temporary_work_dir: bool = False  # made for this process: removed at exit
 
 
@@ -78,7 +81,7 @@ class GoFlags(argparse.ArgumentParser):
 
 
 def parser() -> GoFlags:
-    p = GoFlags(prog="python3 -m mpijob_operator", description="MPIJob operator (kubeflow.org MPIJob)")
+    p = GoFlags(prog="python3 -m mpijob_operator", description="MPIJob operator (kubeflow.org, T9k and bdap MPIJobs)")
     p.flag("namespace", default=os.environ.get("KUBEFLOW_NAMESPACE", ""),
            help='watched namespace; "" = all (default: $KUBEFLOW_NAMESPACE, else all)')
     p.flag("gang-scheduling", default="", help='"volcano" or a scheduler-plugins scheduler name; "" = off')
@@ -102,6 +105,9 @@ def parser() -> GoFlags:
            help=f"ansible-runner private data dirs (default: {IN_CLUSTER_WORK_DIR} in-cluster, else a temp dir)")
     p.flag("runner-timeout", type=int, default=300, help="seconds before a stuck run is killed")
     p.flag("rotate-artifacts", type=int, default=3, help="runner artifact dirs kept per runner slot")
+    p.flag("apis", default="kubeflow.org",
+           help="comma-separated MPIJob API groups to reconcile: kubeflow.org, batch.tensorstack.dev (T9k), "
+                "batch.test.bdap.com (default: kubeflow.org)")
     p.flag("watch-timeout", type=int, default=300, help="seconds a watch request stays open before it is resumed")
     return p
 
@@ -134,6 +140,12 @@ def parse(argv: list[str] | None = None) -> Config:
         errors.append("--health-port must be 0..65535")
     if a.rotate_artifacts < 1:
         errors.append("--rotate-artifacts must be at least 1")
+    apis = tuple(dict.fromkeys(g.strip() for g in a.apis.split(",") if g.strip()))
+    unknown = [g for g in apis if by_group(g) is None]
+    if not apis or unknown:
+        served = ", ".join(sorted(x.group for x in REGISTRY.values()))
+        errors.append(f"--apis {a.apis!r}: {'not served: ' + ', '.join(unknown) if unknown else 'empty'} "
+                      f"(one or more of {served})")
     if a.kubeconfig and not os.path.exists(a.kubeconfig):
         errors.append(f"--kubeconfig {a.kubeconfig}: no such file")
     if not a.kubeconfig and not in_cluster():
@@ -161,5 +173,6 @@ def parse(argv: list[str] | None = None) -> Config:
         rotate_artifacts=a.rotate_artifacts,
         identity=identity(),
         watch_timeout=a.watch_timeout,
+        apis=apis,
         temporary_work_dir=not a.work_dir and not in_cluster(),
     )

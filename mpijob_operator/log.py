@@ -44,9 +44,9 @@ def _quote(value: object) -> str:
     return json.dumps(text)
 
 
-def job_fields(namespace: str, name: str) -> dict[str, str]:
-    """The `extra=` of every log line about one MPIJob."""
-    return {"job": f"{namespace}/{name}"}
+def job_fields(namespace: str, name: str, api_version: str = "") -> dict[str, str]:
+    """The `extra=` of every log line about one MPIJob (its apiVersion when it is not kubeflow.org's)."""
+    return {"job": f"{namespace}/{name}", **({"api": api_version} if api_version else {})}
 
 
 def setup(level: str = "info", fmt: str = "text") -> None:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-Key = tuple[str, str]  # (namespace, name)
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import Key  # (namespace, name[, apiVersion])
 
 
 @dataclass(frozen=True)

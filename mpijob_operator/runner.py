@@ -20,7 +20,7 @@ from ansible_runner.config.runner import RunnerConfig
 from ansible_runner.runner import Runner
 from ansible_runner.utils import dump_artifacts
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult, key_api_version
 
 from . import CHECKOUT_COLLECTIONS
 from .queue import Key
@@ -39,6 +39,15 @@ class RunOutcome:
     jobs: dict[Key, JobResult]
 
 
+def job_entry(key: Key) -> dict[str, str]:
+    """A key as the module's `jobs` entry (the apiVersion only for an API other than kubeflow.org)."""
+    entry = {"namespace": key[0], "name": key[1]}
+    api_version = key_api_version(key)
+    if api_version:
+        entry["api_version"] = api_version
+    return entry
+
+
 def parse_module_result(keys: list[Key], res: dict[str, Any] | None, run_status: str) -> dict[Key, JobResult]:
     """Maps the module's `jobs` list back onto the batch; any job it did not report is retried."""
     results: dict[Key, JobResult] = {}
@@ -54,7 +63,8 @@ def parse_module_result(keys: list[Key], res: dict[str, Any] | None, run_status:
         why = str(res.get("msg") or "the module did not report this job")
     for key in keys:
         if key not in results:
-            results[key] = JobResult(namespace=key[0], name=key[1], error=why, retry=True)
+            results[key] = JobResult(namespace=key[0], name=key[1], api_version=key_api_version(key), error=why,
+                                     retry=True)
     return results
 
 
@@ -88,7 +98,7 @@ class BatchRunner:
     def run(self, keys: list[Key]) -> RunOutcome:
         args = dict(self.base_args)
         if self.module == MODULE:
-            args["jobs"] = [{"namespace": ns, "name": name} for ns, name in keys]
+            args["jobs"] = [job_entry(k) for k in keys]
         results: list[dict[str, Any]] = []
 
         def on_event(event: dict[str, Any]) -> bool:

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.constants import GROUP, PLURAL, VERSION
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import by_group, group_of
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.constants import GROUP, PLURAL
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import job_key
 
 from .queue import Key
 
@@ -108,32 +110,46 @@ def mpijob_keys(obj: dict[str, Any]) -> list[Key]:
     meta = obj.get("metadata") or {}
     if not meta.get("name"):
         return []
-    return [(meta.get("namespace", ""), meta["name"])]
+    return [job_key(meta.get("namespace", ""), meta["name"], _storage(obj.get("apiVersion")))]
+
+
+def _storage(api_version: Any) -> str | None:
+    """The storage apiVersion of a served MPIJob API (keys name it; None for kubeflow.org)."""
+    api = by_group(group_of(api_version)) if isinstance(api_version, str) else None
+    return api.api_version if api is not None and api.group != GROUP else None
 
 
 def owner_keys(obj: dict[str, Any]) -> list[Key]:
-    """The MPIJob that controls this object (its controller ownerReference of kind MPIJob)."""
+    """The MPIJob that controls this object (its controller ownerReference of kind MPIJob, of any served API)."""
     meta = obj.get("metadata") or {}
     for ref in meta.get("ownerReferences") or []:
-        if (
-            ref.get("controller")
-            and ref.get("kind") == C.KIND
-            and str(ref.get("apiVersion", "")).startswith(GROUP + "/")
-        ):
-            return [(meta.get("namespace", ""), ref["name"])]
+        api_version = str(ref.get("apiVersion", ""))
+        if ref.get("controller") and ref.get("kind") == C.KIND and by_group(group_of(api_version)) is not None:
+            return [job_key(meta.get("namespace", ""), ref["name"], _storage(api_version))]
     return []
 
 
-def pod_keys(obj: dict[str, Any]) -> list[Key]:
-    """Workers are owned by the MPIJob; the launcher pod by the launcher Job: both carry the job-name label."""
-    keys = owner_keys(obj)
-    if keys:
-        return keys
-    meta = obj.get("metadata") or {}
-    job = (meta.get("labels") or {}).get(C.JOB_NAME_LABEL)
-    if job and any(r.get("kind") == "Job" for r in meta.get("ownerReferences") or []):
-        return [(meta.get("namespace", ""), job)]
-    return []
+def pod_keys_for(groups: tuple[str, ...]) -> Callable[[dict[str, Any]], list[Key]]:
+    """Workers are owned by the MPIJob; the launcher pod by the launcher Job: both carry the job-name label, which
+    does not say the job's API, so a launcher pod's event concerns that name in each watched API (a name that is not
+    a job of an API costs one GET in the next run, which reports it gone)."""
+    apis = [a for a in (by_group(g) for g in groups) if a is not None]
+
+    def pod_keys(obj: dict[str, Any]) -> list[Key]:
+        keys = owner_keys(obj)
+        if keys:
+            return keys
+        meta = obj.get("metadata") or {}
+        job = (meta.get("labels") or {}).get(C.JOB_NAME_LABEL)
+        if job and any(r.get("kind") == "Job" for r in meta.get("ownerReferences") or []):
+            ns = meta.get("namespace", "")
+            return [job_key(ns, job, None if a.group == GROUP else a.api_version) for a in apis]
+        return []
+
+    return pod_keys
+
+
+pod_keys = pod_keys_for((GROUP,))
 
 
 # The PodGroup API of each gang scheduler, as the reconcile module creates them.
@@ -147,17 +163,19 @@ def podgroup_fingerprint(obj: dict[str, Any]) -> Any:
     return (_digest(obj.get("spec")), _digest(meta.get("ownerReferences")), _deleting(obj))
 
 
-def resources(child_selector: str | None = None, gang_scheduling: str = "") -> list[Resource]:
-    """MPIJobs and every kind of child the reconcile module creates (PodGroups only with gang scheduling; they carry
-    no labels, as Kubeflow's do not, so all of them are watched and mapped by owner)."""
+def resources(child_selector: str | None = None, gang_scheduling: str = "",
+              apis: tuple[str, ...] = (GROUP,)) -> list[Resource]:
+    """The MPIJobs of each API group of `apis` and every kind of child the reconcile module creates (PodGroups only
+    with gang scheduling; they carry no labels, as Kubeflow's do not, so all of them are watched and mapped by owner).
+    Raises ValueError for a group that is not an MPIJob API served here."""
     podgroups = []
     if gang_scheduling:
         api = PODGROUP_APIS.get(gang_scheduling, PLUGINS_PODGROUP_API)
         podgroups = [Resource("podgroups", "PodGroup", api, "podgroups", None, owner_keys, podgroup_fingerprint,
                               optional=True)]
     return [
-        Resource(PLURAL, C.KIND, f"/apis/{GROUP}/{VERSION}", PLURAL, None, mpijob_keys, mpijob_fingerprint),
-        Resource("pods", "Pod", "/api/v1", "pods", OPERATOR_LABEL, pod_keys, pod_fingerprint),
+        *(mpijob_resource(group) for group in apis),
+        Resource("pods", "Pod", "/api/v1", "pods", OPERATOR_LABEL, pod_keys_for(apis), pod_fingerprint),
         Resource("jobs", "Job", "/apis/batch/v1", "jobs", child_selector, owner_keys, job_fingerprint),
         Resource("services", "Service", "/api/v1", "services", child_selector, owner_keys, content_fingerprint),
         Resource("configmaps", "ConfigMap", "/api/v1", "configmaps", child_selector, owner_keys,
@@ -165,6 +183,15 @@ def resources(child_selector: str | None = None, gang_scheduling: str = "") -> l
         Resource("secrets", "Secret", "/api/v1", "secrets", child_selector, owner_keys, content_fingerprint),
         *podgroups,
     ]
+
+
+def mpijob_resource(group: str) -> Resource:
+    """The watch of one API's MPIJobs; kubeflow.org's keeps its name (`mpijobs`: metrics and logs name it)."""
+    api = by_group(group)
+    if api is None:
+        raise ValueError(f"{group!r} is not an MPIJob API group served here")
+    name = PLURAL if group == GROUP else f"{PLURAL}.{group}"
+    return Resource(name, C.KIND, f"/apis/{api.api_version}", PLURAL, None, mpijob_keys, mpijob_fingerprint)
 
 
 @dataclass(frozen=True)

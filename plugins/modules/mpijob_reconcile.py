@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: mpijob_reconcile
-short_description: Reconcile a batch of kubeflow.org MPIJobs (one step of the MPI operator)
+short_description: Reconcile a batch of MPIJobs (one step of the MPI operator)
 version_added: 0.1.0
 author:
   - mpi.operator contributors (!UNKNOWN)
@@ -37,6 +37,12 @@ options:
         description: Name of the MPIJob.
         type: str
         required: true
+      api_version:
+        description:
+          - The job's API when it is not C(kubeflow.org) (whose C(v2beta1) and C(v1) jobs are both read as
+            C(v2beta1)), for example C(batch.tensorstack.dev/v1beta1) or C(batch.test.bdap.com/v1). One batch may mix
+            the APIs.
+        type: str
   gang_scheduling:
     description:
       - Gang scheduling backend, like the Kubeflow operator's C(--gang-scheduling) flag.
@@ -70,6 +76,7 @@ EXAMPLES = r"""
     jobs:
       - {namespace: team-a, name: pi}
       - {namespace: team-b, name: allreduce}
+      - {namespace: team-b, name: random-walk, api_version: batch.tensorstack.dev/v1beta1}
 
 - name: Show what would be done for a job, with Volcano gang scheduling
   mpi.operator.mpijob_reconcile:
@@ -136,6 +143,10 @@ jobs:
     deleted:
       description: The MPIJob does not exist any more (gone, or deleted by its ttlSecondsAfterFinished).
       type: bool
+    api_version:
+      description: The job's API, as given (absent for C(kubeflow.org)).
+      type: str
+      returned: when given
 api_calls:
   description: Number of API requests this call made.
   returned: always
@@ -146,6 +157,7 @@ from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
 from ..module_utils.kube.module import run_module  # noqa: E402
 from ..module_utils.kube.reconcile import reconcile_batch  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
+from ..module_utils.mpijob.apis import storage_api_version  # noqa: E402
 from ..module_utils.mpijob.children import Options  # noqa: E402
 
 
@@ -154,6 +166,7 @@ def argspec() -> dict:
         jobs=dict(type="list", elements="dict", required=True, options=dict(
             namespace=dict(type="str", required=True),
             name=dict(type="str", required=True),
+            api_version=dict(type="str"),
         )),
         gang_scheduling=dict(type="str", default=""),
         cluster_domain=dict(type="str", default=""),
@@ -163,6 +176,12 @@ def argspec() -> dict:
 
 
 def task(module, rest: Rest) -> dict:
+    for i, job in enumerate(module.params["jobs"]):
+        if job.get("api_version"):
+            try:
+                storage_api_version(job["api_version"])
+            except ValueError as exc:
+                module.fail_json(msg=f"jobs[{i}].api_version: {exc}")
     opts = Options(cluster_domain=module.params["cluster_domain"].strip("."),
                    gang_scheduling=module.params["gang_scheduling"])
     results = reconcile_batch(rest, module.params["jobs"], opts, check_mode=module.check_mode)

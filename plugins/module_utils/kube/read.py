@@ -10,6 +10,7 @@ from ..mpijob import children as K
 from ..mpijob import constants as C
 from ..mpijob.errors import ApiError
 from ..mpijob.plan import World
+from ..mpijob.result import Key, key_api_version
 from .rest import Rest, collection, mpijob_path
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -35,15 +36,22 @@ class Namespaced:
     pods_by_job: dict[str, list[dict]] = field(default_factory=dict)
 
 
-def read_namespace(rest: Rest, namespace: str, names: list[str], opts: K.Options) -> tuple[dict[str, dict], Namespaced]:
-    """(MPIJobs by name, their children) for the jobs `names` of one namespace."""
-    if len(names) >= 3:
-        found = _by_name(rest.list(mpijob_path(namespace)))
-        mpijobs = {n: found[n] for n in names if n in found}
-    else:
-        mpijobs = {n: obj for n in names if (obj := rest.get(mpijob_path(namespace, n))) is not None}
+def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options) -> tuple[dict[Key, dict], Namespaced]:
+    """(MPIJobs by key, their children) for the jobs `keys` (result.job_key) of one namespace: one LIST or a few GETs
+    per API, then one LIST per kind of child for all of them (the children of every API are the same kinds)."""
+    by_api: dict[str | None, list[Key]] = {}
+    for key in keys:
+        by_api.setdefault(key_api_version(key), []).append(key)
+    mpijobs: dict[Key, dict] = {}
+    for api_version, api_keys in by_api.items():
+        if len(api_keys) >= 3:
+            found = _by_name(rest.list(mpijob_path(namespace, api_version=api_version)))
+            mpijobs.update({k: found[k[1]] for k in api_keys if k[1] in found})
+        else:
+            mpijobs.update({k: obj for k in api_keys
+                            if (obj := rest.get(mpijob_path(namespace, k[1], api_version))) is not None})
     kids = Namespaced()
-    labelled = [n for n in mpijobs if _LABEL_VALUE.match(n) and len(n) <= 63]
+    labelled = sorted({k[1] for k in mpijobs if _LABEL_VALUE.match(k[1]) and len(k[1]) <= 63})
     if not labelled:
         return mpijobs, kids
     app = f"{C.APP_LABEL} in {_in(labelled)}"

@@ -13,7 +13,7 @@ from ..mpijob import constants as C
 from ..mpijob import status as S
 from ..mpijob.errors import ApiError
 from ..mpijob.plan import Action, Plan, World, controlled_by, reconcile
-from ..mpijob.result import JobResult
+from ..mpijob.result import JobResult, Key, job_key
 from .read import Namespaced, priority_values, read_namespace, world_of
 from .rest import Rest, collection, item, mpijob_path
 from .sshkeys import _placeholder_keys, generate_ssh_keys
@@ -27,6 +27,7 @@ class Applier:
         self.namespace = obj["metadata"]["namespace"]
         self.name = obj["metadata"]["name"]
         self.uid = obj["metadata"].get("uid", "")
+        self.path = mpijob_path(self.namespace, self.name, result.api_version)  # where it was read
 
     def apply(self, plan: Plan) -> None:
         for action in plan.actions:
@@ -62,13 +63,13 @@ class Applier:
                     raise
         elif a.action == "status":
             body = dict(self.obj, status=a.body)
-            written = self.rest.request("PUT", mpijob_path(ns, self.name) + "/status", body)
+            written = self.rest.request("PUT", self.path + "/status", body)
             self.result.status = written.get("status")
         elif a.action == "event":
             self.event(a.body or {})
         elif a.action == "delete-mpijob":
             try:
-                self.rest.request("DELETE", mpijob_path(ns, self.name),
+                self.rest.request("DELETE", self.path,
                                   {"preconditions": {"uid": a.uid}, "propagationPolicy": "Background"})
             except ApiError as exc:
                 if exc.status != 404:
@@ -139,14 +140,18 @@ class Applier:
 
 def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: bool = False,
                     threads: int = 8) -> list[JobResult]:
-    """Reconciles every job of the batch; one job's failure never stops the others."""
-    unique = {(j["namespace"], j["name"]): JobResult(namespace=j["namespace"], name=j["name"]) for j in jobs}
+    """Reconciles every job of the batch (each `{namespace, name, api_version?}`, the apiVersion only for an API other
+    than kubeflow.org; one batch may mix them); one job's failure never stops the others."""
+    unique: dict[Key, JobResult] = {}
+    for j in jobs:
+        result = JobResult(namespace=j["namespace"], name=j["name"], api_version=j.get("api_version") or None)
+        unique.setdefault(result.key, result)
     results = list(unique.values())
-    by_ns: dict[str, list[str]] = {}
-    for ns, name in unique:
-        by_ns.setdefault(ns, []).append(name)
+    by_ns: dict[str, list[Key]] = {}
+    for key in unique:
+        by_ns.setdefault(key[0], []).append(key)
 
-    def read(ns: str) -> tuple[str, dict[str, dict], Namespaced | Exception]:
+    def read(ns: str) -> tuple[str, dict[Key, dict], Namespaced | Exception]:
         try:
             found, kids = read_namespace(rest, ns, by_ns[ns], opts)
             return ns, found, kids
@@ -156,21 +161,21 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
     pool = ThreadPoolExecutor(max_workers=max(1, threads))
     try:
         reads = list(pool.map(read, sorted(by_ns)))  # Unreachable propagates: the whole call fails
-        worlds: dict[tuple[str, str], tuple[dict, World] | Exception | None] = {}
+        worlds: dict[Key, tuple[dict, World] | Exception | None] = {}
         all_jobs = [obj for _ns, found, _kids in reads for obj in found.values()]
         priorities = priority_values(rest, all_jobs, opts)
         for ns, found, kids in reads:
-            for name in by_ns[ns]:
+            for key in by_ns[ns]:
                 if isinstance(kids, Exception):
-                    worlds[(ns, name)] = kids
-                elif name in found:
-                    worlds[(ns, name)] = (found[name], world_of(found[name], kids, priorities))
+                    worlds[key] = kids
+                elif key in found:
+                    worlds[key] = (found[key], world_of(found[key], kids, priorities))
                 else:
-                    worlds[(ns, name)] = None
+                    worlds[key] = None
         now = datetime.now(timezone.utc)
 
         def one(result: JobResult) -> None:
-            seen = worlds[(result.namespace, result.name)]
+            seen = worlds[result.key]
             if seen is None:
                 result.deleted = True  # gone: nothing to do, the children go with it
                 return
@@ -197,4 +202,4 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
             future.result()
     finally:
         pool.shutdown(wait=True)
-    return [unique[(j["namespace"], j["name"])] for j in jobs]
+    return [unique[job_key(j["namespace"], j["name"], j.get("api_version"))] for j in jobs]

@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..mpijob import constants as C
+from ..mpijob.apis import storage_api_version
 from ..mpijob.errors import ApiError, MissingLibrary, MPIJobError, Unreachable
 from .auth import api_client, auth, light_endpoint
 from .transport import ApiClientTransport, Urllib3Transport
@@ -105,6 +106,8 @@ def item(api_version: str, kind: str, namespace: str, name: str) -> str:
     return f"{collection(api_version, kind, namespace)}/{quote(name)}"
 
 
-def mpijob_path(namespace: str, name: str = "") -> str:
-    base = collection(C.API_VERSION, C.KIND, namespace)
+def mpijob_path(namespace: str, name: str = "", api_version: str | None = None) -> str:
+    """An MPIJob's path (a namespace's collection without `name`), in its API's storage version (None: kubeflow.org,
+    v2beta1, which also serves every v1 job)."""
+    base = collection(storage_api_version(api_version), C.KIND, namespace)
     return f"{base}/{quote(name)}" if name else base

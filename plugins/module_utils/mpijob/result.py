@@ -9,8 +9,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import constants as C
 from .plan import Plan
 from .status import Transition
+
+# A job's key: (namespace, name) for kubeflow.org, whose keys have always been that; (namespace, name, apiVersion)
+# for any other API (two APIs may each have a job of the same name in one namespace).
+Key = tuple
+
+
+def job_key(namespace: str, name: str, api_version: str | None = None) -> Key:
+    """The key of a job of `api_version` (None, or any kubeflow.org version: kubeflow.org's two-part key)."""
+    if not api_version or api_version.partition("/")[0] == C.GROUP:
+        return (namespace, name)
+    return (namespace, name, api_version)
+
+
+def key_api_version(key: Key) -> str | None:
+    """The apiVersion a key names; None for kubeflow.org."""
+    return key[2] if len(key) > 2 else None
 
 
 @dataclass
@@ -26,10 +43,11 @@ class JobResult:
     retry: bool = False  # a transient failure: back off and reconcile again
     requeue_after: float | None = None  # seconds until a known deadline (TTL, activeDeadlineSeconds)
     deleted: bool = False  # the MPIJob is gone (or was deleted by its TTL)
+    api_version: str | None = None  # the job's API when it is not kubeflow.org (the key's third part)
 
     @property
-    def key(self) -> tuple[str, str]:
-        return (self.namespace, self.name)
+    def key(self) -> Key:
+        return job_key(self.namespace, self.name, self.api_version)
 
     def decided(self, plan: Plan) -> None:
         """Takes what the core decided; the transitions are taken by whoever writes the plan's status."""
@@ -37,12 +55,15 @@ class JobResult:
         self.error, self.retry = plan.error, plan.retry
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "namespace": self.namespace, "name": self.name, "uid": self.uid, "actions": self.actions,
             "status": self.status, "finished": self.finished,
             "transitions": [{"type": t.type, "status": t.status, "reason": t.reason} for t in self.transitions],
             "error": self.error, "retry": self.retry, "requeue_after": self.requeue_after, "deleted": self.deleted,
         }
+        if self.api_version:
+            out["api_version"] = self.api_version
+        return out
 
     @classmethod
     def from_dict(cls, entry: dict[str, Any]) -> JobResult:
@@ -61,4 +82,5 @@ class JobResult:
             retry=bool(entry.get("retry")),
             requeue_after=float(after) if after is not None else None,
             deleted=bool(entry.get("deleted")),
+            api_version=entry.get("api_version") or None,
         )

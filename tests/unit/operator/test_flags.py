@@ -78,3 +78,14 @@ def test_help_in_go_spelling(capsys):
     with pytest.raises(SystemExit) as exit_:
         config.parse(["-help"])
     assert exit_.value.code == 0 and "-namespace NAMESPACE, --namespace NAMESPACE" in capsys.readouterr().out
+
+
+def test_apis_are_the_mpijob_api_groups_reconciled(kc, capsys):
+    assert config.parse(["--kubeconfig", kc]).apis == ("kubeflow.org",)
+    chosen = config.parse(["--kubeconfig", kc, "-apis=kubeflow.org, batch.tensorstack.dev,batch.test.bdap.com"])
+    assert chosen.apis == ("kubeflow.org", "batch.tensorstack.dev", "batch.test.bdap.com")
+    for bad, why in (("example.com", "not served: example.com"), (",", "empty")):
+        with pytest.raises(SystemExit):
+            config.parse(["--kubeconfig", kc, "--apis", bad])
+        err = capsys.readouterr().err
+        assert "--apis" in err and why in err and "batch.tensorstack.dev" in err

@@ -90,9 +90,21 @@ def test_core_plan_to_module_output_to_runner_parse_is_lossless() -> None:
     assert any(r.requeue_after for r in results) and any(r.deleted for r in results)
 
 
+def test_keys_of_two_apis_do_not_collide_through_the_contract() -> None:
+    """A kubeflow.org job and a T9k job of the same name in one namespace are two jobs, each its own result."""
+    kubeflow = JobResult(namespace="ns", name="pi", uid="a", finished=True)
+    t9k = JobResult(namespace="ns", name="pi", uid="b", api_version="batch.tensorstack.dev/v1beta1")
+    assert kubeflow.key == ("ns", "pi") and t9k.key == ("ns", "pi", "batch.tensorstack.dev/v1beta1")
+    emitted = json.dumps({"jobs": [t9k.as_dict(), kubeflow.as_dict()]})
+    parsed = parse_module_result([kubeflow.key, t9k.key], json.loads(emitted), "successful")
+    assert parsed == {kubeflow.key: kubeflow, t9k.key: t9k}
+    assert "api_version" not in kubeflow.as_dict()  # kubeflow.org's result is as it always was
+
+
 def test_every_field_of_the_result_is_documented_in_the_module() -> None:
     documented = yaml.safe_load(mpijob_reconcile.RETURN)["jobs"]["contains"]
-    result = JobResult(namespace="ns", name="pi", transitions=[Transition("Created", "True", "MPIJobCreated")])
+    result = JobResult(namespace="ns", name="pi", transitions=[Transition("Created", "True", "MPIJobCreated")],
+                       api_version="batch.tensorstack.dev/v1beta1")
     assert set(documented) == set(result.as_dict())
     assert set(documented["transitions"]["contains"]) == set(result.as_dict()["transitions"][0])
 

@@ -133,6 +133,8 @@ def test_container_security_context_merges():
     ("mpi_operator_gang_scheduling", "volcano", "--gang-scheduling=volcano"),
     ("mpi_operator_threadiness", 4, "--threadiness=4"),
     ("mpi_operator_cluster_domain", "cluster.local", "--cluster-domain=cluster.local"),
+    ("mpi_operator_apis", ["kubeflow.org"], "--apis=kubeflow.org"),
+    ("mpi_operator_apis", ["kubeflow.org", "batch.tensorstack.dev"], "--apis=kubeflow.org,batch.tensorstack.dev"),
 ])
 def test_operator_flags(variable, value, flag):
     assert flag in container(render(**{variable: value}))["args"]
@@ -147,6 +149,7 @@ def test_rendered_flags_parse(tmp_path, monkeypatch):
     args = container(render(mpi_operator_extra_args=["-watch-timeout=120"]))["args"]
     cfg = config.parse([*args, "--kubeconfig", str(kc), "--work-dir", str(tmp_path)])
     assert (cfg.max_batch, cfg.runner_timeout, cfg.health_port, cfg.watch_timeout) == (50, 300, 8081, 120)
+    assert cfg.apis == ("kubeflow.org",)
 
 
 def test_extra_args_come_last_and_win():

@@ -12,6 +12,7 @@ from mpijob_operator.watch import (
     owner_keys,
     pod_fingerprint,
     pod_keys,
+    pod_keys_for,
     resources,
 )
 
@@ -53,6 +54,39 @@ def test_every_child_kind_is_watched_and_pods_by_the_kubeflow_label():
     assert by_name["mpijobs"].url("") == "/apis/kubeflow.org/v2beta1/mpijobs"
     assert by_name["pods"].url("team") == "/api/v1/namespaces/team/pods"
     assert by_name["jobs"].url("") == "/apis/batch/v1/jobs"
+
+
+T9K, BDAP = "batch.tensorstack.dev/v1beta1", "batch.test.bdap.com/v1"
+
+
+def test_jobs_of_the_other_apis_key_with_their_api_version():
+    """A T9k or bdap job of the same name as a kubeflow.org job in one namespace is another job (another key)."""
+    assert mpijob_keys({"apiVersion": T9K, "metadata": {"name": "pi", "namespace": "team"}}) == [("team", "pi", T9K)]
+    assert mpijob_keys({"apiVersion": "kubeflow.org/v1", "metadata": {"name": "pi", "namespace": "team"}}) == [
+        ("team", "pi")]
+    assert owner_keys(owned(api=BDAP)) == [("team", "pi", BDAP)]
+    assert owner_keys(owned(api=T9K)) == [("team", "pi", T9K)]
+    assert owner_keys(owned(api="batch.tensorstack.dev/v2")) == [("team", "pi", T9K)]  # keys name the served version
+
+
+def test_a_launcher_pods_label_concerns_that_name_in_every_watched_api():
+    launcher = {"metadata": {"name": "pi-launcher-x", "namespace": "team",
+                             "labels": {"training.kubeflow.org/job-name": "pi"},
+                             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi-launcher",
+                                                  "controller": True}]}}
+    assert pod_keys_for(("kubeflow.org", "batch.tensorstack.dev"))(launcher) == [("team", "pi"), ("team", "pi", T9K)]
+    assert pod_keys_for(("batch.tensorstack.dev",))(owned(api=BDAP)) == [("team", "pi", BDAP)]
+
+
+def test_each_chosen_api_has_its_own_mpijob_watch():
+    by_name = {r.name: r for r in resources("app", apis=("kubeflow.org", "batch.tensorstack.dev",
+                                                           "batch.test.bdap.com"))}
+    assert by_name["mpijobs"].url("") == "/apis/kubeflow.org/v2beta1/mpijobs"
+    assert by_name["mpijobs.batch.tensorstack.dev"].url("t") == "/apis/batch.tensorstack.dev/v1beta1/namespaces/t/mpijobs"
+    assert by_name["mpijobs.batch.test.bdap.com"].url("") == "/apis/batch.test.bdap.com/v1/mpijobs"
+    assert "mpijobs" not in {r.name for r in resources("app", apis=("batch.test.bdap.com",))}
+    with pytest.raises(ValueError, match="example.com"):
+        resources("app", apis=("example.com",))
 
 
 def test_watch_resumes_from_the_last_resource_version_and_bookmarks():

@@ -29,6 +29,6 @@ def test_paths() -> None:
 
 def test_module_argument_spec_is_the_contract() -> None:
     spec = mpijob_reconcile.argspec()
-    assert spec["jobs"]["required"] and set(spec["jobs"]["options"]) == {"namespace", "name"}
+    assert spec["jobs"]["required"] and set(spec["jobs"]["options"]) == {"namespace", "name", "api_version"}
     assert spec["gang_scheduling"]["default"] == "" and spec["cluster_domain"]["default"] == ""
     assert spec["api_key"]["no_log"] and {"kubeconfig", "context", "host"} <= set(spec)

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import constants as C
 from ..spec import MPIJob
 from ..status import Event, Observed
 
@@ -85,3 +86,18 @@ def api_for(obj: Any) -> Api:
         if api is not None:
             return api
     return kubeflow.API
+
+
+def by_group(group: str) -> Api | None:
+    """The MPIJob API of an API group (every API here is kind MPIJob); None for a group not served."""
+    return REGISTRY.get((group, C.KIND))
+
+
+def storage_api_version(api_version: str | None) -> str:
+    """Where the shell reads and writes a job of `api_version` (None: kubeflow.org): its API's storage version.
+    Raises ValueError naming the served APIs for an API group that is not one of them."""
+    api = by_group(group_of(api_version)) if api_version else kubeflow.API
+    if api is None:
+        served = ", ".join(sorted(a.api_version for a in REGISTRY.values()))
+        raise ValueError(f"{api_version!r} is not an MPIJob API served here ({served})")
+    return api.api_version
