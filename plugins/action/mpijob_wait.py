@@ -20,6 +20,7 @@ from ..module_utils.kube.auth import AUTH_ARG_SPEC
 from ..module_utils.kube.module import task_message
 from ..module_utils.kube.rest import connect
 from ..module_utils.kube.submit import Jobs
+from ..module_utils.kube.task import named_api_version
 from ..module_utils.mpijob import submit as S
 from ..module_utils.mpijob.errors import JobError, MPIJobError
 
@@ -28,6 +29,7 @@ display = Display()
 ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "name": {"type": "str", "required": True},
     "namespace": {"type": "str", "default": "default"},
+    "api_version": {"type": "str", "aliases": ["apiVersion"]},
     "wait_for": {"type": "str", "choices": list(S.WAIT_TARGETS)},
     "wait_timeout": {"type": "float", "default": 3600},
     "wait_sleep": {"type": "float", "default": 5},
@@ -56,7 +58,7 @@ class ActionModule(ActionBase):
 
         try:
             jobs = Jobs(connect(args))
-            job = jobs.get(args["namespace"], args["name"])
+            job = jobs.get(args["namespace"], args["name"], named_api_version(args))
             if job is None:
                 raise AnsibleActionFail(f"MPIJob {args['namespace']}/{args['name']} does not exist")
             target = S.wait_target(args["wait_for"], job)

@@ -26,6 +26,7 @@ description:
 extends_documentation_fragment:
   - mpi.operator.auth
   - mpi.operator.wait
+  - mpi.operator.api_version
 options:
   state:
     description:
@@ -396,6 +397,7 @@ def argspec() -> dict:
         image=dict(type="str"),
         command=dict(type="raw"),
         workers=dict(type="int"),
+        api_version=dict(type="str", aliases=["apiVersion"]),
         slots_per_worker=dict(type="int"),
         resources=dict(type="dict"),
         launcher_resources=dict(type="dict"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: mpijob_info
-short_description: Status, launcher logs and events of kubeflow.org MPIJobs
+short_description: Status, launcher logs and events of MPIJobs (kubeflow.org, T9k, bdap)
 version_added: 0.1.0
 author:
   - mpi.operator contributors (!UNKNOWN)
@@ -14,9 +14,12 @@ description:
   - Reads one MPIJob (O(name)) or a list (by O(namespace) and O(label_selectors)) and returns each with a status
     summary (phase, workers running, elapsed time), optionally the launcher's log and the job's recent events.
   - Never changes anything.
+  - Without O(api_version), the jobs of every MPIJob API the cluster serves (kubeflow.org, and T9k's and the
+    kubebuilder operator's when their CRDs are installed), each summarised by its own API's phase.
 extends_documentation_fragment:
   - mpi.operator.auth
   - mpi.operator.attributes_readonly
+  - mpi.operator.api_version
 options:
   name:
     description:
@@ -146,8 +149,11 @@ from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
 from ..module_utils.kube.module import run_module  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
 from ..module_utils.kube.submit import Jobs  # noqa: E402
+from ..module_utils.kube.task import named_api_version  # noqa: E402
 from ..module_utils.mpijob import constants as C  # noqa: E402
 from ..module_utils.mpijob import submit as S  # noqa: E402
+from ..module_utils.mpijob.apis import served_api_versions  # noqa: E402
+from ..module_utils.mpijob.errors import SubmitError  # noqa: E402
 
 
 def argspec() -> dict:
@@ -158,6 +164,7 @@ def argspec() -> dict:
         launcher_log=dict(type="str", choices=["none", "tail", "all"], default="none"),
         log_lines=dict(type="int", default=20),
         events=dict(type="bool", default=False),
+        api_version=dict(type="str", aliases=["apiVersion"]),
     )
     spec.update({k: dict(v) for k, v in AUTH_ARG_SPEC.items()})
     return spec
@@ -183,12 +190,19 @@ def describe(jobs: Jobs, job: dict, params: dict, now: datetime) -> dict:
 def task(module, rest: Rest) -> dict:
     p = module.params
     jobs = Jobs(rest)
-    if p["name"]:
-        one = jobs.get(p["namespace"] or "default", p["name"])
-        found = [one] if one is not None else []
-    else:
-        found = jobs.list(p["namespace"], p["label_selectors"])
-    found.sort(key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"]))
+    # Without api_version, every API's jobs: one name may be a job of each API (they are different jobs).
+    try:
+        apis = [named_api_version(p)] if p["api_version"] else served_api_versions()
+    except SubmitError as exc:
+        module.fail_json(msg=str(exc))
+    found = []
+    for api_version in apis:
+        if p["name"]:
+            one = jobs.get(p["namespace"] or "default", p["name"], api_version)
+            found += [one] if one is not None else []
+        else:
+            found += jobs.list(p["namespace"], p["label_selectors"], api_version)
+    found.sort(key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"], j.get("apiVersion", "")))
     now = datetime.now(timezone.utc)
     return {"changed": False, "jobs": [describe(jobs, job, p, now) for job in found]}
 

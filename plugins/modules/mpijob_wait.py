@@ -23,6 +23,7 @@ extends_documentation_fragment:
   - mpi.operator.auth
   - mpi.operator.attributes_readonly
   - mpi.operator.wait
+  - mpi.operator.api_version
 options:
   name:
     description:

@@ -106,8 +106,9 @@ class Jobs:
             if exc.status != 404:
                 raise JobError(_explain(exc, f"deleting MPIJob {S.ref(job)}")) from exc
 
-    def list(self, namespace: str | None, selectors: list[str]) -> list[dict]:
-        path = job_path(C.API_VERSION, namespace) if namespace else f"/apis/{C.API_VERSION}/{C.PLURAL}"
+    def list(self, namespace: str | None, selectors: list[str], api_version: str = C.API_VERSION) -> list[dict]:
+        """The jobs of one API (none when the API server does not serve it)."""
+        path = job_path(api_version, namespace) if namespace else f"/apis/{api_version}/{C.PLURAL}"
         try:
             return self.rest.list(path, ",".join(selectors))
         except ApiError as exc:

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 from ..mpijob import constants as C
 from ..mpijob import submit as S
+from ..mpijob.apis import storage_api_version
 from ..mpijob.errors import Conflict, JobError, SubmitError
 from .submit import Jobs
 
@@ -56,6 +57,14 @@ def given_definition(params: dict) -> dict | None:
     if definition is not None:
         return definition
     return read_src(params["src"]) if params["src"] else None
+
+
+def named_api_version(params: dict) -> str:
+    """Where the job named by `name` lives: `api_version`'s API (kubeflow.org by default), at its storage version."""
+    try:
+        return storage_api_version(params.get("api_version"))
+    except ValueError as exc:
+        raise SubmitError(f"api_version: {exc}") from exc
 
 
 def force_conflicts(params: dict) -> bool:
@@ -124,7 +133,7 @@ class Run:
         if p["workers"] is None and p["suspend"] is None:
             raise SubmitError("nothing to do: give definition, src, the short form (image, command), workers or suspend")
         namespace = p["namespace"] or "default"
-        self.before = self.jobs.get(namespace, p["name"])
+        self.before = self.jobs.get(namespace, p["name"], named_api_version(p))
         if self.before is None:
             raise SubmitError(f"MPIJob {namespace}/{p['name']} does not exist: to create it, give definition, src "
                               "or the short form (image, command)")
@@ -142,7 +151,8 @@ class Run:
         name, namespace = p["name"] or meta.get("name"), meta.get("namespace") or p["namespace"] or "default"
         if not name:
             raise SubmitError("name: required to delete a job (or give definition or src)")
-        self.before = self.jobs.get(namespace, name)
+        api_version = named_api_version({"api_version": (definition or {}).get("apiVersion") or p.get("api_version")})
+        self.before = self.jobs.get(namespace, name, api_version)
         if self.before is None:
             return
         self.method = "deleted"

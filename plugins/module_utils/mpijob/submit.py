@@ -11,15 +11,17 @@ from typing import Any
 
 from . import constants as C
 from . import status as core_status
+from .apis import api_for
 from .errors import InvalidMPIJob, SubmitError
-from .spec import parse
 from .status import get_condition, parse_time
 
 PENDING = core_status.PENDING
 
 FINISHED = (C.SUCCEEDED, C.FAILED)
 # What waiting for each target accepts: waiting for Succeeded is over when the job finished either way.
-WAIT_TARGETS = {C.SUCCEEDED: FINISHED, C.RUNNING: (C.RUNNING, *FINISHED), C.SUSPENDED: (C.SUSPENDED,)}
+# T9k's `Paused` phase is what the other APIs call Suspended.
+PAUSED = "Paused"
+WAIT_TARGETS = {C.SUCCEEDED: FINISHED, C.RUNNING: (C.RUNNING, *FINISHED), C.SUSPENDED: (C.SUSPENDED, PAUSED)}
 SHORT_FORM_KEYS = ("image", "command", "slots_per_worker", "resources", "launcher_resources", "mpi_implementation",
                    "labels", "env", "clean_pod_policy")
 LAUNCHER_CONTAINER = "mpi-launcher"
@@ -122,11 +124,11 @@ def desired_manifest(params: dict, definition: dict | None) -> dict | None:
             raise SubmitError(f"namespace: {params['namespace']!r} differs from metadata.namespace "
                               f"{meta['namespace']!r} of the definition")
         meta["namespace"] = meta.get("namespace") or params.get("namespace") or "default"
+        api = api_for(manifest)
         if params.get("workers") is not None:
-            workers = manifest.setdefault("spec", {}).setdefault("mpiReplicaSpecs", {}).setdefault(C.WORKER, {})
-            workers["replicas"] = params["workers"]
+            _set(manifest, api.workers_path, params["workers"])
         if params.get("suspend") is not None:
-            manifest.setdefault("spec", {}).setdefault("runPolicy", {})["suspend"] = params["suspend"]
+            _set(manifest, _suspend_path(manifest), params["suspend"])
     elif params.get("image") or params.get("command"):
         manifest = short_form_manifest(params)
     else:
@@ -135,33 +137,71 @@ def desired_manifest(params: dict, definition: dict | None) -> dict | None:
     return manifest
 
 
+def _set(obj: dict, path: tuple[str, ...], value: Any) -> None:
+    for key in path[:-1]:
+        obj = obj.setdefault(key, {})
+    obj[path[-1]] = value
+
+
+def _get(obj: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def _nested(path: tuple[str, ...], value: Any) -> dict:
+    for key in reversed(path):
+        value = {key: value}
+    return value
+
+
+def _suspend_path(job: dict) -> tuple[str, ...]:
+    api = api_for(job)
+    if api.suspend_path is None:
+        raise SubmitError(f"suspend: {api.api_version} MPIJobs cannot be suspended (the API has no such field)")
+    return api.suspend_path
+
+
 def validate(manifest: dict) -> None:
-    """Raises SubmitError naming every bad field, before anything is sent to the cluster."""
+    """Raises SubmitError naming every bad field (by the manifest's own API's names), before anything is sent."""
     try:
-        parse(manifest)
+        api_for(manifest).parse(manifest)
     except InvalidMPIJob as exc:
         raise SubmitError(f"invalid MPIJob: {exc}") from exc
 
 
 def job_patch(existing: dict, workers: int | None, suspend: bool | None) -> dict | None:
-    """The merge patch that sets only `workers`/`suspend` on an existing job; None when they already match."""
-    spec: dict[str, Any] = {}
+    """The merge patch that sets only `workers`/`suspend` on an existing job (where its API keeps them); None when
+    they already match."""
+    patch: dict[str, Any] = {}
     if workers is not None and worker_replicas(existing) != workers:
         if worker_replicas(existing) is None:
             raise SubmitError(f"workers: job {ref(existing)} has no Worker replica spec to scale")
-        spec["mpiReplicaSpecs"] = {C.WORKER: {"replicas": workers}}
+        patch = _merge(patch, _nested(api_for(existing).workers_path, workers))
     if suspend is not None and is_suspended(existing) != suspend:
-        spec["runPolicy"] = {"suspend": suspend}
-    return {"spec": spec} if spec else None
+        patch = _merge(patch, _nested(_suspend_path(existing), suspend))
+    return patch or None
+
+
+def _merge(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 def worker_replicas(job: dict) -> int | None:
-    worker = ((job.get("spec") or {}).get("mpiReplicaSpecs") or {}).get(C.WORKER)
-    return None if worker is None else int(worker.get("replicas") or 0)
+    """The workers the job asks for; None when it has no worker replica spec at all."""
+    path = api_for(job).workers_path
+    if not isinstance(_get(job, path[:-1]), dict):
+        return None
+    value = _get(job, path)
+    return int(value) if isinstance(value, int) else 0
 
 
 def is_suspended(job: dict) -> bool:
-    return bool(((job.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
+    path = api_for(job).suspend_path
+    return bool(_get(job, path)) if path else False
 
 
 def ref(job: dict) -> str:
@@ -190,8 +230,8 @@ def differs(before: dict | None, after: dict | None) -> bool:
 # ---- status summary --------------------------------------------------------------------------------------------------
 
 def job_phase(job: dict) -> str:
-    """The job's phase as the operator writes it to status.phase (the printer column): one function for both."""
-    return core_status.job_phase(job.get("status"))
+    """The job's phase as the operator writes it to status.phase (the printer column), by the job's own API."""
+    return api_for(job).phase(job.get("status"))
 
 
 def summary(job: dict, now: datetime) -> dict:
@@ -199,9 +239,6 @@ def summary(job: dict, now: datetime) -> dict:
     status = job.get("status") or {}
     phase = job_phase(job)
     cond = get_condition(status, phase) or {}
-    replicas = status.get("replicaStatuses") or {}
-    worker = replicas.get(C.WORKER) or {}
-    launcher = replicas.get(C.LAUNCHER) or {}
     meta = job.get("metadata") or {}
     # since submission: startTime is unset while pending and reset by a resume
     start = parse_time(meta.get("creationTimestamp")) or parse_time(status.get("startTime"))
@@ -214,10 +251,7 @@ def summary(job: dict, now: datetime) -> dict:
         "reason": cond.get("reason", ""),
         "message": cond.get("message", ""),
         "workers": worker_replicas(job) or 0,
-        "workers_running": int(worker.get("active") or 0),
-        "workers_failed": int(worker.get("failed") or 0),
-        "launcher_active": int(launcher.get("active") or 0),
-        "launcher_failed": int(launcher.get("failed") or 0),
+        **api_for(job).counts(status),
         "suspended": is_suspended(job),
         "start_time": status.get("startTime"),
         "completion_time": status.get("completionTime"),
@@ -233,7 +267,7 @@ def progress_line(s: dict) -> str:
     if s["workers_failed"]:
         line += f", {s['workers_failed']} failed"
     line += f", {s['elapsed_seconds']}s elapsed"
-    if s["phase"] in (C.FAILED, C.SUSPENDED) or (s["phase"] == C.CREATED and s["reason"] != C.REASON_CREATED):
+    if s["phase"] in (C.FAILED, C.SUSPENDED, PAUSED) or (s["phase"] == C.CREATED and s["reason"] != C.REASON_CREATED):
         line += f" ({s['reason']}: {s['message']})"
     return line
 

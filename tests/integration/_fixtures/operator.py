@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import pytest
 import yaml
 
-from mpijob_operator.watch import GROUP, PLURAL, VERSION
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.constants import GROUP, PLURAL, VERSION
 from tests.integration._fixtures.cluster import wait_for
 
 _ROOT = pathlib.Path(__file__).resolve().parents[3]

@@ -85,7 +85,7 @@ def test_each_chosen_api_has_its_own_mpijob_watch():
     assert by_name["mpijobs.batch.tensorstack.dev"].url("t") == "/apis/batch.tensorstack.dev/v1beta1/namespaces/t/mpijobs"
     assert by_name["mpijobs.batch.test.bdap.com"].url("") == "/apis/batch.test.bdap.com/v1/mpijobs"
     assert "mpijobs" not in {r.name for r in resources("app", apis=("batch.test.bdap.com",))}
-    with pytest.raises(ValueError, match="example.com"):
+    with pytest.raises(ValueError, match=r"example\.com"):
         resources("app", apis=("example.com",))
 
 

@@ -317,3 +317,71 @@ def test_force_is_the_deprecated_name_of_force_conflicts():
     assert task.force_conflicts({"force_conflicts": False, "force": True}) is True
     assert task.force_conflicts({"force_conflicts": True, "force": None}) is True
     assert task.force_conflicts({"force_conflicts": False, "force": None}) is False
+
+
+# ---- the seeds' other two APIs ---------------------------------------------------------------------------------------
+
+SEEDS = ROOT / "tests/integration/manifests"
+
+
+def seed(name):
+    return yaml.safe_load((SEEDS / name).read_text())
+
+
+def test_t9k_definition_workers_and_suspend_go_where_t9k_keeps_them():
+    m = S.desired_manifest({"workers": 3, "suspend": True, "namespace": "team"}, seed("seed003-mpi-example.yaml"))
+    assert m["spec"]["worker"]["replicas"] == 3 and m["spec"]["runMode"]["pause"]["enabled"] is True
+    assert ("mpiReplicaSpecs" not in m["spec"] and "runPolicy" not in m["spec"]) or "suspend" not in m["spec"]["runPolicy"]
+    assert S.job_patch(m, 5, False) == {"spec": {"worker": {"replicas": 5}, "runMode": {"pause": {"enabled": False}}}}
+    assert S.job_patch(m, 3, True) is None and S.worker_replicas(m) == 3 and S.is_suspended(m)
+
+
+def test_bdap_definition_scales_numworkers_and_cannot_be_suspended():
+    m = S.desired_manifest({"workers": 2}, seed("seed002-simple-train-cpu.yaml"))
+    assert m["spec"]["numWorkers"] == 2 and S.job_patch(m, 4, None) == {"spec": {"numWorkers": 4}}
+    with pytest.raises(S.SubmitError, match=r"suspend: batch\.test\.bdap\.com/v1 MPIJobs cannot be suspended"):
+        S.job_patch(m, None, True)
+    with pytest.raises(S.SubmitError, match="cannot be suspended"):
+        S.desired_manifest({"suspend": True}, seed("seed002-simple-train-cpu.yaml"))
+
+
+def test_a_bad_field_is_named_in_the_manifests_own_api():
+    bad = seed("seed003-mpi-example.yaml")
+    bad["spec"]["worker"]["replicas"] = -1
+    with pytest.raises(S.SubmitError, match=r"spec\.worker\.replicas"):
+        S.desired_manifest({}, bad)
+    bad = seed("seed002-simple-train-cpu.yaml")
+    bad["spec"]["numWorkers"] = 0
+    with pytest.raises(S.SubmitError, match=r"spec\.numWorkers"):
+        S.desired_manifest({}, bad)
+
+
+def test_summary_reads_each_apis_own_status():
+    t9k = seed("seed003-mpi-example.yaml")
+    t9k["metadata"].update(namespace="team", creationTimestamp="2026-01-01T12:00:00Z")
+    t9k["status"] = {"phase": "Paused", "conditions": [{"type": "Paused", "status": "True", "reason": "Paused",
+                                                        "message": "paused by the user"}],
+                     "tasks": [{"type": "worker", "status": [{"name": "w0", "phase": "Running"},
+                                                             {"name": "w1", "phase": "Failed"}]},
+                               {"type": "launcher", "status": [{"name": "l", "phase": "Running"}]}]}
+    s = S.summary(t9k, NOW)
+    assert (s["phase"], s["workers"], s["workers_running"], s["workers_failed"], s["launcher_active"]) == (
+        "Paused", 5, 1, 1, 1)
+    assert s["suspended"] is False and S.reached(t9k, "Suspended") and not S.reached(t9k, "Running")
+    assert "(Paused: paused by the user)" in s["progress"]
+    t9k["status"]["conditions"] = [{"type": "Completed", "status": "True", "reason": "Succeeded", "message": ""}]
+    assert S.reached(t9k, "Succeeded") and S.summary(t9k, NOW)["finished"]
+    bdap = seed("seed002-simple-train-cpu.yaml")
+    bdap["status"] = {"phase": "Running", "readyWorkers": 4, "launcher": "simple-train-cpu-launcher",
+                      "conditions": [{"type": "Created", "status": "True"}, {"type": "Running", "status": "True"}]}
+    s = S.summary(bdap, NOW)
+    assert (s["phase"], s["workers"], s["workers_running"], s["launcher_active"]) == ("Running", 5, 4, 1)
+    assert S.reached(bdap, "Running") and not S.reached(bdap, "Succeeded")
+
+
+def test_named_api_version_is_the_storage_version_and_names_the_option():
+    assert task.named_api_version({"api_version": None}) == "kubeflow.org/v2beta1"
+    assert task.named_api_version({"api_version": "kubeflow.org/v1"}) == "kubeflow.org/v2beta1"
+    assert task.named_api_version({"api_version": "batch.tensorstack.dev/v1beta1"}) == "batch.tensorstack.dev/v1beta1"
+    with pytest.raises(S.SubmitError, match=r"api_version: 'x\.io/v1' is not an MPIJob API served here"):
+        task.named_api_version({"api_version": "x.io/v1"})

@@ -18,7 +18,11 @@ The contract an API module fulfils (kubeflow.py is the reference; t9k.py, bdap.p
   a ValidationError Failed lacks: fixing the spec revives that job);
 - `phase(status) -> str`: the one word `mpijob_info` and the printer column show;
 - `with_phase(status) -> dict`: the status with its `phase` field as the API writes it (every status the plan writes
-  goes through it).
+  goes through it);
+- for the submission modules (mpijob, mpijob_info, submit.yml): `workers_path` (where the manifest says how many
+  workers: `workers:` scales there), `suspend_path` (the field that suspends or pauses the job; None when the API has
+  none), `counts(status) -> dict` (workers_running, workers_failed, launcher_active, launcher_failed, read from the
+  API's own status).
 
 What the model offers an API beyond Kubeflow's fields (defaults are kubeflow.org's, so it never sets them):
 `owner_api_version` (the children's controller reference), `pause_deletes_launcher` (suspended means no launcher
@@ -54,6 +58,9 @@ class Api:
     settled: Callable[[dict], bool]
     phase: Callable[[dict | None], str]
     with_phase: Callable[[dict], dict]
+    workers_path: tuple[str, ...]
+    suspend_path: tuple[str, ...] | None
+    counts: Callable[[dict], dict]
 
     @property
     def api_versions(self) -> tuple[str, ...]:
@@ -101,3 +108,8 @@ def storage_api_version(api_version: str | None) -> str:
         served = ", ".join(sorted(a.api_version for a in REGISTRY.values()))
         raise ValueError(f"{api_version!r} is not an MPIJob API served here ({served})")
     return api.api_version
+
+
+def served_api_versions() -> list[str]:
+    """The storage apiVersion of every MPIJob API, kubeflow.org's first."""
+    return [kubeflow.API.api_version, *sorted(a.api_version for a in REGISTRY.values() if a is not kubeflow.API)]

@@ -166,6 +166,13 @@ def invalid_status(old: dict, message: str, now: str, events: list[S.Event]) -> 
     return _project(S.invalid_status(old, message, now, events))
 
 
+def counts(status: dict) -> dict:
+    """Ready workers, and the launcher pod while the job runs (this API's status has no per-role counts)."""
+    phase = status.get("phase")
+    return {"workers_running": int(status.get("readyWorkers") or 0), "workers_failed": 0,
+            "launcher_active": 1 if phase == "Running" else 0, "launcher_failed": 1 if phase == "Failed" else 0}
+
+
 API = Api(
     group=GROUP,
     versions=(VERSION,),
@@ -178,4 +185,7 @@ API = Api(
     settled=kubeflow.API.settled,
     phase=job_phase,
     with_phase=with_phase,
+    workers_path=("spec", "numWorkers"),
+    suspend_path=None,  # the original has no way to suspend a job
+    counts=counts,
 )

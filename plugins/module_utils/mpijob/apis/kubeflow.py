@@ -6,6 +6,15 @@ from .. import spec as _spec
 from .. import status as S
 from . import Api
 
+
+def counts(status: dict) -> dict:
+    """Pods by role and state, from replicaStatuses."""
+    replicas = status.get("replicaStatuses") or {}
+    worker, launcher = replicas.get(C.WORKER) or {}, replicas.get(C.LAUNCHER) or {}
+    return {"workers_running": int(worker.get("active") or 0), "workers_failed": int(worker.get("failed") or 0),
+            "launcher_active": int(launcher.get("active") or 0), "launcher_failed": int(launcher.get("failed") or 0)}
+
+
 API = Api(
     group=C.GROUP,
     versions=(C.VERSION, C.LEGACY_VERSION),
@@ -18,4 +27,7 @@ API = Api(
     settled=lambda status: S.is_finished(status) and bool(status.get("completionTime")),
     phase=S.job_phase,
     with_phase=S.with_phase,
+    workers_path=("spec", "mpiReplicaSpecs", C.WORKER, "replicas"),
+    suspend_path=("spec", "runPolicy", "suspend"),
+    counts=counts,
 )

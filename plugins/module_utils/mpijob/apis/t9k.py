@@ -206,6 +206,9 @@ def parse(obj: Any) -> MPIJob:
         mpi_implementation=C.OPENMPI,
         run_policy=RunPolicy(
             clean_pod_policy=C.CLEAN_WORKERS if clean_up else C.CLEAN_NONE,
+            # T9k has no retry field: mpirun's first non-zero exit is the job's end, Failed ("The job exited with an
+            # error code."); --enable-recovery/--max-restarts in extraMPIArgs are mpirun's own retries.
+            backoff_limit=0,
             scheduling_policy=scheduling,
             suspend=pause,
         ),
@@ -432,6 +435,22 @@ def invalid_status(old: dict, message: str, now: str, events: list[S.Event]) -> 
     return status
 
 
+def counts(status: dict) -> dict:
+    """Pods by role and state, from status.tasks (each pod's phase)."""
+    found = {"workers_running": 0, "workers_failed": 0, "launcher_active": 0, "launcher_failed": 0}
+    for task in status.get("tasks") or []:
+        if not isinstance(task, dict):
+            continue
+        phases = [str((p or {}).get("phase")) for p in task.get("status") or [] if isinstance(p, dict)]
+        if task.get("type") == WORKER:
+            found["workers_running"] += phases.count("Running")
+            found["workers_failed"] += phases.count("Failed")
+        elif task.get("type") == LAUNCHER:
+            found["launcher_active"] += phases.count("Running") + phases.count("Pending")
+            found["launcher_failed"] += phases.count("Failed")
+    return found
+
+
 API = Api(
     group=GROUP,
     versions=(VERSION,),
@@ -444,4 +463,7 @@ API = Api(
     settled=settled,
     phase=phase,
     with_phase=with_phase,
+    workers_path=("spec", "worker", "replicas"),
+    suspend_path=("spec", "runMode", "pause", "enabled"),
+    counts=counts,
 )

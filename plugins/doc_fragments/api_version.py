@@ -1,0 +1,16 @@
+"""The `api_version` option of the modules that name an existing MPIJob (mpijob, mpijob_info, mpijob_wait)."""
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+options:
+  api_version:
+    description:
+      - The API of the job named by O(name) when it is not C(kubeflow.org) (whose V(kubeflow.org/v2beta1) and
+        V(kubeflow.org/v1) jobs are the same objects). Either V(batch.tensorstack.dev/v1beta1), T9k's MPIJob, or
+        V(batch.test.bdap.com/v1), the kubebuilder MPI operator's. C(docs/apis.md) of the collection describes them.
+      - A job given by a manifest is of the manifest's C(apiVersion); this option is not needed then.
+    type: str
+    aliases: [apiVersion]
+"""
