@@ -154,6 +154,8 @@ def operator(api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) ->
         "mpi_operator_node_selector": REAL_NODE_SELECTOR,
         "mpi_operator_tolerations": [REAL_NODE_TOLERATION],
         "mpi_operator_wait_timeout": 180,
+        # Every MPIJob API (tests/e2e/test_apis.py runs the seeds' other operators' jobs).
+        "mpi_operator_apis": ["kubeflow.org", "batch.tensorstack.dev", "batch.test.bdap.com"],
         # Integration test sessions on the same cluster write the CRD with other field managers.
         "mpi_operator_adopt_crd": True,
     }

@@ -109,7 +109,7 @@ def test_t9k_example_runs_succeeds_and_cleans_up_its_workers(operator: OperatorP
                                                             namespace: str) -> None:
     # The launcher is a copy of the worker template: its pod (a Job's) ends after 6 s; the workers run.
     create(api_client, namespace, T9K, t9k_example(**{AFTER: "6s"}))
-    job = wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 60)
+    job = wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 180)
     assert roles(api_client, namespace, "mpi-example") == ["launcher", "worker", "worker"]
     launcher = next(p for p in pods(api_client, namespace, "mpi-example")
                     if p.metadata.labels["training.kubeflow.org/job-role"] == "launcher")
@@ -130,7 +130,7 @@ def test_t9k_failed_launcher_fails_the_job(operator: OperatorProcess, api_client
     from kubernetes import client
 
     create(api_client, namespace, T9K, t9k_example(**{OUTCOME: "run"}))
-    wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 60)
+    wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 180)
     (launcher,) = [p for p in pods(api_client, namespace, "mpi-example") if "-launcher-" in p.metadata.name]
     client.CoreV1Api(api_client).patch_namespaced_pod(launcher.metadata.name, namespace, {"metadata": {
         "annotations": {OUTCOME: "fail", AFTER: "1s"}}})
@@ -144,13 +144,22 @@ def test_t9k_failed_launcher_fails_the_job(operator: OperatorProcess, api_client
 def test_t9k_pause_deletes_the_replicas_and_resume_brings_them_back(operator: OperatorProcess, api_client: Any,
                                                                     namespace: str) -> None:
     create(api_client, namespace, T9K, t9k_example(**{OUTCOME: "run"}))
-    wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 60)
+    wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 180)
     patch(api_client, namespace, T9K, "mpi-example", {"spec": {"runMode": {"pause": {"enabled": True}}}})
     job = wait_phase(api_client, namespace, T9K, "mpi-example", "Paused", 60)
-    wait_for(lambda: roles(api_client, namespace, "mpi-example") == [], 60, what="every replica deleted")
+    left: list = []
+
+    def gone() -> bool:
+        left[:] = [(p.metadata.name, p.status.phase) for p in pods(api_client, namespace, "mpi-example")]
+        return not left
+
+    try:
+        wait_for(gone, 60, what="every replica deleted")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: left {left}") from None
     assert {c["type"]: c["status"] for c in job["status"]["conditions"]}["Paused"] == "True"
     patch(api_client, namespace, T9K, "mpi-example", {"spec": {"runMode": {"pause": {"enabled": False}}}})
-    wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 90)
+    wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 180)
     assert roles(api_client, namespace, "mpi-example") == ["launcher", "worker", "worker"]
 
 
@@ -159,7 +168,7 @@ def test_t9k_debug_mode_brings_both_roles_up_without_training(operator: Operator
     job = t9k_example(**{OUTCOME: "run"})
     job["spec"]["runMode"] = {"debug": {"enabled": True}}
     create(api_client, namespace, T9K, job)
-    wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 60)
+    wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 180)
     by_role = {p.metadata.labels["training.kubeflow.org/job-role"]: p for p in pods(api_client, namespace,
                                                                                    "mpi-example")}
     launcher = by_role["launcher"].spec.containers[0]
@@ -172,7 +181,7 @@ def test_t9k_debug_mode_brings_both_roles_up_without_training(operator: Operator
 def test_deleting_a_t9k_job_removes_what_it_created(operator: OperatorProcess, api_client: Any,
                                                     namespace: str) -> None:
     create(api_client, namespace, T9K, t9k_example(**{OUTCOME: "run"}))
-    wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 60)
+    wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 180)
     custom(api_client).delete_namespaced_custom_object(*T9K, namespace, "mpijobs", "mpi-example",
                                                        body={"propagationPolicy": "Foreground"})
     empty = {"Service": [], "ConfigMap": [], "Secret": [], "Job": [], "Worker": [], "LauncherPod": []}
@@ -185,7 +194,7 @@ def test_deleting_a_t9k_job_removes_what_it_created(operator: OperatorProcess, a
 def test_bdap_example_launches_once_workers_are_ready_and_succeeds(operator: OperatorProcess, api_client: Any,
                                                                    namespace: str) -> None:
     create(api_client, namespace, BDAP, bdap_example())
-    job = wait_phase(api_client, namespace, BDAP, "simple-train-cpu", "Running", 90)
+    job = wait_phase(api_client, namespace, BDAP, "simple-train-cpu", "Running", 180)
     assert job["status"]["readyWorkers"] == 2 and job["status"]["launcher"] == "simple-train-cpu-launcher"
     names = sorted(p.metadata.name for p in pods(api_client, namespace, "simple-train-cpu"))
     assert names == ["simple-train-cpu-launcher", "simple-train-cpu-worker-0", "simple-train-cpu-worker-1"]
@@ -204,7 +213,7 @@ def test_bdap_failed_launcher_fails_the_job(operator: OperatorProcess, api_clien
 def test_bdap_scale_and_template_edit_roll_the_workers(operator: OperatorProcess, api_client: Any,
                                                        namespace: str) -> None:
     create(api_client, namespace, BDAP, bdap_example(launcher="run"))
-    wait_phase(api_client, namespace, BDAP, "simple-train-cpu", "Running", 90)
+    wait_phase(api_client, namespace, BDAP, "simple-train-cpu", "Running", 180)
     patch(api_client, namespace, BDAP, "simple-train-cpu", {"spec": {"numWorkers": 3}})
     wait_for(lambda: roles(api_client, namespace, "simple-train-cpu") == ["launcher", "worker", "worker", "worker"],
              60, what="a third worker")

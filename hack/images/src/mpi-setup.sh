@@ -1,8 +1,8 @@
 #!/bin/sh
 # Run by the MPI images' Containerfiles, inside the image, with the files of src/ in /tmp/mpi-src: sshd that takes
-# the operator's mounted key, the entrypoint, and the MPI programs under /opt/mpi (plus the seed's
-# /helloworld/mpi_hello_world), compiled with $MPICC; $BUILD_PACKAGES (the compiler and MPI headers) are removed
-# afterwards.
+# the operator's mounted key, the entrypoint, and the MPI programs under /opt/mpi (plus seed 001's
+# /helloworld/mpi_hello_world and seed 003's /usr/local/code/random_walk), compiled with $MPICC; $BUILD_PACKAGES
+# (the compiler and MPI headers) are removed afterwards.
 set -eu
 : "${MPICC:?}" "${BUILD_PACKAGES:?}"
 src=/tmp/mpi-src
@@ -23,6 +23,16 @@ cd /opt/mpi
 "$MPICC" -O2 -o pi src/pi.c
 "$MPICC" -O2 -o hostnames src/hostnames.c
 cp hostnames /helloworld/mpi_hello_world
+# T9k's tutorial job (seed 003) as written: `./random_walk` in workingDir /usr/local/code, mpirun from mpiHome
+# /usr/local (so <mpiHome>/bin/mpirun).
+mkdir -p /usr/local/code
+"$MPICC" -O2 -o /usr/local/code/random_walk src/random_walk.c
+# OpenMPI run by its absolute path takes that path's prefix for the daemons it starts on the workers (as --prefix):
+# /usr/local/bin/orted must be there too.
+for tool in mpirun mpiexec orted prted prterun; do
+  found=$(command -v "$tool" || true)
+  if [ -n "$found" ] && [ ! -e "/usr/local/bin/$tool" ]; then ln -s "$found" "/usr/local/bin/$tool"; fi
+done
 # shellcheck disable=SC2086
 apt-get purge -y -qq --auto-remove $BUILD_PACKAGES >/dev/null
 apt-get clean

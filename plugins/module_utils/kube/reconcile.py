@@ -55,7 +55,11 @@ class Applier:
             path = item(a.api_version, a.kind, ns, a.name) + (f"/{a.subresource}" if a.subresource else "")
             self.rest.request("PATCH", path, a.body, content_type="application/merge-patch+json")
         elif a.action == "delete":
-            body = {"preconditions": {"uid": a.uid}} if a.uid else None
+            # Background: what the object owns goes with it. Without a policy the API server orphans a batch/v1
+            # Job's pods (its legacy default), so a deleted launcher Job would leave its pod running.
+            body: dict = {"propagationPolicy": "Background"}
+            if a.uid:
+                body["preconditions"] = {"uid": a.uid}
             try:
                 self.rest.request("DELETE", item(a.api_version, a.kind, ns, a.name), body)
             except ApiError as exc:

@@ -212,7 +212,8 @@ def parse(obj: Any) -> MPIJob:
             scheduling_policy=scheduling,
             suspend=pause,
         ),
-        launcher=ReplicaSpec(1, "OnFailure", _template(template, *commands[LAUNCHER], skip[LAUNCHER])),
+        # Never: mpirun runs once (backoffLimit 0), and its failed pod stays with the log that says why.
+        launcher=ReplicaSpec(1, "Never", _template(template, *commands[LAUNCHER], skip[LAUNCHER])),
         worker=ReplicaSpec(1 if replicas is None else replicas, restart,
                            _template(template, *commands[WORKER], skip[WORKER])),
         main_container=MPI_CONTAINER,
