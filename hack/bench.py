@@ -185,6 +185,33 @@ class Tracker:
                 self.pods_up[key] = now
 
 
+def _namespace_scoped(args: list[str]) -> bool:
+    """Whether an operator's command line limits it to one namespace (Go's and argparse's spellings)."""
+    for i, arg in enumerate(args):
+        if arg in ("-namespace", "--namespace"):
+            return i + 1 < len(args) and args[i + 1] != ""
+        if arg.startswith(("-namespace=", "--namespace=")):
+            return arg.split("=", 1)[1] != ""
+    return False
+
+
+def cluster_wide_operators() -> dict[int, str]:
+    """MPIJob operators on this machine, in or out of a container, that watch every namespace, the bench's too
+    (this operator as `python -m mpijob_operator`, Kubeflow's binary `mpi-operator`): pid -> command line."""
+    found = {}
+    for p in pathlib.Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            args = (p / "cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+        except OSError:
+            continue
+        operator = "mpijob_operator" in args or (args and os.path.basename(args[0]) == "mpi-operator")
+        if operator and not _namespace_scoped(args):
+            found[int(p.name)] = " ".join(args)[:300]
+    return found
+
+
 def percentile(values: list[float], p: float) -> float:
     if not values:
         return float("nan")
@@ -469,12 +496,17 @@ class Bench:
         self.tracker = Tracker(api, WORKERS)
         self.rss_peak_tree = 0
         self.peak = 0
-        self.status_writers: set[str] = set()
+        self.status_writers: dict[str, int] = {}
+        self.intruders: dict[int, str] = {}  # other operators that watched every namespace meanwhile
         self.sampling = threading.Event()
 
     def _sample(self) -> None:
+        ticks = 0
         while not self.sampling.is_set():
             self.rss_peak_tree = max(self.rss_peak_tree, rss_tree_kib(self.pid))
+            if ticks % 8 == 0:
+                self.intruders.update({k: v for k, v in cluster_wide_operators().items() if k != self.pid})
+            ticks += 1
             self.sampling.wait(0.25)
 
     def start(self) -> None:
@@ -483,12 +515,16 @@ class Bench:
         threading.Thread(target=self._sample, daemon=True).start()
         time.sleep(1)
 
-    def writers(self) -> set[str]:
-        """The field managers that wrote the status of the bench's MPIJobs: one, the operator under test, unless
-        another controller (an operator installed cluster-wide) reconciled them too."""
+    def writers(self) -> dict[str, int]:
+        """The field managers that wrote the status of the bench's MPIJobs, with how many jobs each: one, the operator
+        under test, unless another controller (an operator installed cluster-wide) reconciled them too."""
         jobs = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL)["items"]
-        return {m.get("manager", "") for j in jobs for m in j["metadata"].get("managedFields") or []
-                if m.get("subresource") == "status"}
+        found: dict[str, int] = {}
+        for j in jobs:
+            for m in {m.get("manager", "") for m in j["metadata"].get("managedFields") or []
+                      if m.get("subresource") == "status"}:
+                found[m] = found.get(m, 0) + 1
+        return found
 
     def stop(self) -> None:
         self.sampling.set()
@@ -569,8 +605,11 @@ class Bench:
             self.peak = peak_rss_kib(self.pid)
         finally:
             self.stop()
+        if self.intruders:
+            print(f"WARNING: while {self.subject.name} was measured, operators watching every namespace ran on this "
+                  f"machine and may have reconciled the bench's jobs too: {self.intruders}", file=sys.stderr)
         if len(self.status_writers) > 1:
-            print(f"WARNING: the status of the bench's MPIJobs was written by {sorted(self.status_writers)}: another "
+            print(f"WARNING: the status of the bench's MPIJobs was written by {self.status_writers} (manager: jobs): another "
                   f"controller reconciled them besides {self.subject.name}; these numbers are not its alone",
                   file=sys.stderr)
         return Result(self.subject.name, self.subject.flags, single, bulk, finish, self.peak, self.rss_peak_tree,
@@ -587,7 +626,7 @@ class Result:
     finish: Finish | None = None
     peak: int = 0
     rss_peak_tree: int = 0
-    status_writers: set[str] = field(default_factory=set)
+    status_writers: dict[str, int] = field(default_factory=dict)
     note: str = ""
 
 
@@ -631,7 +670,8 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
         print(row.format("ansible-runner runs", f"{bulk.runs:.0f}"))
         print(row.format("mean batch size (jobs per run)", f"{bulk.mean_batch:.1f}"))
     print(row.format("load average (1 min) at the end", f"{os.getloadavg()[0]:.1f}"))
-    print(row.format("MPIJob status written by (field managers)", ", ".join(sorted(result.status_writers))))
+    writers = ", ".join(f"{k} ({v} jobs)" for k, v in sorted(result.status_writers.items()))
+    print(row.format("MPIJob status written by (field managers)", writers))
     print(row.format("operator peak RSS (VmHWM, main process)", f"{result.peak / 1024:.0f} MiB"))
     print(row.format("peak RSS incl. runner subprocesses (sampled)", f"{result.rss_peak_tree / 1024:.0f} MiB"))
     if OUTCOME == "run":
