@@ -5,6 +5,8 @@ run there on real pods."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import pathlib
@@ -13,8 +15,9 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import yaml
@@ -315,21 +318,15 @@ def _scale_operator(api: client.ApiClient, replicas: int, timeout: float = 180) 
         time.sleep(0.5)
 
 
-@pytest.fixture
-def kubeflow_jobs(api: client.ApiClient, operator: None, tmp_path: pathlib.Path) -> Iterator[Jobs | str]:
-    """The peer of the timing runs: the Kubeflow MPI Operator (the differential tests' binary, out of cluster on this
-    machine) watching a namespace of its own, its pods on the real node as ours are; a Jobs there, or why it cannot
-    run. Meanwhile ours is scaled to 0 (one operator at a time, none taking CPU from the other) and back after."""
-    binary = kubeflow_operator_binary()
-    if binary is None:
-        yield "not run: no Go toolchain to build the Kubeflow MPI Operator"
-        return
+@contextlib.contextmanager
+def _kubeflow_peer(api: client.ApiClient, binary: str, log_dir: pathlib.Path) -> Iterator[Jobs]:
+    """The Kubeflow MPI Operator watching a namespace of its own, and a Jobs there; ours at 0 replicas meanwhile."""
     namespace = f"{JOBS_NAMESPACE}-kubeflow"
     ensure_namespace(api, namespace)
     installed = os.environ.get("MPI_E2E_OPERATOR") != "external"
     if installed:
         _scale_operator(api, 0)
-    peer = KubeflowProcess(binary, kubeconfig_path(), namespace, [], tmp_path / "kubeflow.log").start()
+    peer = KubeflowProcess(binary, kubeconfig_path(), namespace, [], log_dir / "kubeflow.log").start()
     runner = Jobs(api, namespace)
     try:
         peer.wait_ready()
@@ -340,3 +337,14 @@ def kubeflow_jobs(api: client.ApiClient, operator: None, tmp_path: pathlib.Path)
         if installed:
             _scale_operator(api, 1)
 
+
+@pytest.fixture
+def kubeflow_peer(api: client.ApiClient, operator: None, tmp_path: pathlib.Path) -> Callable[[], Any] | str:
+    """The peer of the timing runs: `with kubeflow_peer() as jobs:` runs the Kubeflow MPI Operator (the differential
+    tests' binary, out of cluster on this machine) watching a namespace of its own, its pods on the real node as ours
+    are; ours is scaled to 0 inside the block (one operator at a time, none taking CPU from the other) and back after.
+    A string instead says why the peer cannot run."""
+    binary = kubeflow_operator_binary()
+    if binary is None:
+        return "not run: no Go toolchain to build the Kubeflow MPI Operator"
+    return functools.partial(_kubeflow_peer, api, binary, tmp_path)

@@ -59,12 +59,16 @@ def timed_runs(jobs, runs: int) -> tuple[list[float], list[float]]:
 
 
 @pytest.mark.skipif(TIMING_RUNS < 1, reason="timing runs only with MPI_E2E_TIMING_RUNS=N (make e2e: 5)")
-def test_time_from_create_to_succeeded(jobs, kubeflow_jobs, record_property):
+def test_time_from_create_to_succeeded(jobs, kubeflow_peer, record_property):
     """Ours (in-cluster) first, then the Kubeflow MPI Operator (its binary out of cluster, ours scaled to 0 meanwhile),
     the same job, pods on the real node either way; printed side by side."""
     runs = TIMING_RUNS
     ours = timed_runs(jobs, runs)
-    peer = kubeflow_jobs if isinstance(kubeflow_jobs, str) else timed_runs(kubeflow_jobs, runs)
+    if isinstance(kubeflow_peer, str):
+        peer = kubeflow_peer
+    else:
+        with kubeflow_peer() as peer_jobs:
+            peer = timed_runs(peer_jobs, runs)
     medians = [statistics.median(v) for v in ours]
     record_property("create_to_launcher_running_median_s", medians[0])
     record_property("create_to_succeeded_median_s", medians[1])
