@@ -13,6 +13,13 @@ CPU seconds of the operator, this script and each cluster component are printed 
 The operator runs as a subprocess, no leader election, watching only the bench's namespace (all namespaces with
 BENCH_ALL_NAMESPACES=1); times are taken by this script's
 own watches, from just before each create call to the first event that shows the object or condition.
+
+BENCH_PEERS=kubeflow then runs steps 2-4 again, in fresh namespaces on the same cluster, against the Kubeflow MPI
+Operator v0.8.2 (tests/integration/_fixtures/kubeflow.py: the binary hack/kubeflow.sh builds, out of cluster, watching
+only the bench's namespace and holding its lease there) at its defaults, then tuned (client QPS/burst 1000/2000 and
+its work queue's rate limit/burst 1000/2000), and prints one table with the ratios peer / ours. One operator at a
+time: each is stopped (and must have exited) and its namespace deleted before the next starts. A peer's wait for all
+Running and for all Succeeded is bounded by BENCH_PEER_TIMEOUT (300 s): at its defaults it may not get there.
 """
 from __future__ import annotations
 
@@ -37,6 +44,7 @@ from kubernetes import client  # noqa: E402
 from kubernetes.client.exceptions import ApiException  # noqa: E402
 
 from mpijob_operator.runner import BatchRunner  # noqa: E402
+from tests.integration._fixtures.kubeflow import KubeflowProcess, kubeflow_operator_binary  # noqa: E402
 from tests.integration._fixtures.operator import (  # noqa: E402
     GROUP,
     PLURAL,
@@ -53,6 +61,12 @@ OPERATOR_ARGS = os.environ.get("BENCH_OPERATOR_ARGS", "").split()
 PREFIX = "bench-"
 OUTCOME = os.environ.get("BENCH_LAUNCHER_OUTCOME", "run")
 OUTCOME_ANNOTATION = "kwok.mpi.operator/outcome"
+PEERS = [p for p in os.environ.get("BENCH_PEERS", "").replace(",", " ").split() if p]
+PEER_TIMEOUT = float(os.environ.get("BENCH_PEER_TIMEOUT", "300"))
+# "Kubeflow tuned": its client's QPS/burst (defaults 5/10) and its work queue's token bucket (defaults 10/100), the
+# flags of cmd/mpi-operator/app/options/options.go in v0.8.2.
+KUBEFLOW_TUNED = ["--kube-api-qps", "1000", "--kube-api-burst", "2000",
+                  "--controller-queue-rate-limit", "1000", "--controller-queue-burst", "2000"]
 
 
 def mpijob(name: str, workers: int) -> dict[str, Any]:
@@ -169,6 +183,33 @@ class Tracker:
             if (key not in self.pods_up and len(workers) >= self.workers and all(p == "Running" for p in workers)
                     and any(p in ("Running", "Succeeded") for p in launcher)):
                 self.pods_up[key] = now
+
+
+def _namespace_scoped(args: list[str]) -> bool:
+    """Whether an operator's command line limits it to one namespace (Go's and argparse's spellings)."""
+    for i, arg in enumerate(args):
+        if arg in ("-namespace", "--namespace"):
+            return i + 1 < len(args) and args[i + 1] != ""
+        if arg.startswith(("-namespace=", "--namespace=")):
+            return arg.split("=", 1)[1] != ""
+    return False
+
+
+def cluster_wide_operators() -> dict[int, str]:
+    """MPIJob operators on this machine, in or out of a container, that watch every namespace, the bench's too
+    (this operator as `python -m mpijob_operator`, Kubeflow's binary `mpi-operator`): pid -> command line."""
+    found = {}
+    for p in pathlib.Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            args = (p / "cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+        except OSError:
+            continue
+        operator = "mpijob_operator" in args or (args and os.path.basename(args[0]) == "mpi-operator")
+        if operator and not _namespace_scoped(args):
+            found[int(p.name)] = " ".join(args)[:300]
+    return found
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -360,50 +401,141 @@ def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, fl
     return {k: v - before[k] for k, v in after.items() if k in before}
 
 
-class Bench:
-    """One run against the operator under test: its namespace, the operator subprocess, the watches and the RSS
-    sampler; a method per measured phase."""
+class Ours:
+    """This operator: `python -m mpijob_operator` as a subprocess, its ansible-runner runs below it."""
 
-    def __init__(self, kubeconfig: str, api: client.ApiClient):
-        self.core = client.CoreV1Api(api)
-        self.custom = client.CustomObjectsApi(api)
-        work = pathlib.Path(tempfile.mkdtemp(prefix="mpi-operator-bench-"))
-        # one namespace, watched alone: a shared cluster's other MPIJobs are none of the bench's business
-        self.ns = f"{PREFIX}{uuid.uuid4().hex[:6]}"
-        create_namespace(self.core, self.ns)
-        scope = [] if os.environ.get("BENCH_ALL_NAMESPACES") else ["--namespace", self.ns]
+    name = "mpi.operator"
+    timeout = TIMEOUT
+
+    def __init__(self) -> None:
+        self.op: OperatorProcess | None = None
+        self.flags: list[str] = []
+
+    def start(self, kubeconfig: str, ns: str, work: pathlib.Path) -> int:
+        scope = [] if os.environ.get("BENCH_ALL_NAMESPACES") else ["--namespace", ns]
         self.flags = ["--no-leader-elect", *scope, *OPERATOR_ARGS]
         self.op = OperatorProcess(kubeconfig, work, self.flags, name="bench-operator").start()
-        self.tracker = Tracker(api, WORKERS)
-        self.rss_peak_tree = 0
-        self.peak = 0
-        self.sampling = threading.Event()
+        assert self.op.proc is not None
+        return self.op.proc.pid
 
-    def _sample(self) -> None:
-        while not self.sampling.is_set():
-            self.rss_peak_tree = max(self.rss_peak_tree, rss_tree_kib(self.op.proc.pid))
-            self.sampling.wait(0.25)
-
-    def start(self) -> None:
+    def wait_ready(self) -> None:
+        assert self.op is not None
         self.op.wait_ready()
-        self.tracker.start()
-        threading.Thread(target=self._sample, daemon=True).start()
-        time.sleep(1)
 
-    def stop(self) -> None:
-        self.sampling.set()
-        self.tracker.stop.set()
+    def stop(self) -> bool:
+        """Stops it and whatever run of its process group is left; True once all of it has exited."""
+        assert self.op is not None and self.op.proc is not None
         self.op.stop()
-        delete_namespaces(self.core)
+        self.op.stop()  # on an exited operator: SIGKILL to the leftovers of its group
+        return self.op.proc.poll() is not None and self.op.runs_in_flight() == 0
 
     def counters(self) -> dict[str, float]:
         op = self.op
+        assert op is not None
         return {
             "reconciles": sum(op.metric("mpi_operator_reconciles_total", {"result": r}) or 0
                               for r in ("ok", "retry", "error", "deleted")),
             "runs": op.metric("mpi_operator_batch_size_count") or 0,
             "batched": op.metric("mpi_operator_batch_size_sum") or 0,
         }
+
+
+class Kubeflow:
+    """The Kubeflow MPI Operator binary, out of cluster, watching the bench's namespace (its lease there too)."""
+
+    timeout = PEER_TIMEOUT
+
+    def __init__(self, name: str, binary: str, args: list[str]):
+        self.name, self.binary, self.args = name, binary, args
+        self.peer: KubeflowProcess | None = None
+        self.flags: list[str] = []
+
+    def start(self, kubeconfig: str, ns: str, work: pathlib.Path) -> int:
+        self.peer = KubeflowProcess(self.binary, kubeconfig, ns, self.args, work / "kubeflow.log").start()
+        self.flags = self.peer.args[1:]
+        assert self.peer.proc is not None
+        return self.peer.proc.pid
+
+    def wait_ready(self) -> None:
+        assert self.peer is not None
+        self.peer.wait_ready()
+
+    def stop(self) -> bool:
+        assert self.peer is not None and self.peer.proc is not None
+        self.peer.stop()
+        return self.peer.proc.poll() is not None
+
+    def counters(self) -> dict[str, float]:
+        return {}  # no runs or batches to count
+
+
+def latencies(done: dict[tuple[str, str], float], start: dict[tuple[str, str], float],
+              keys: list[tuple[str, str]]) -> list[float]:
+    """Per job, from `start` to `done`; infinite for a job that did not get there (a percentile that falls on one
+    is printed as "> wall time")."""
+    return [done[k] - start[k] if k in done and k in start else math.inf for k in keys]
+
+
+def reached(values: list[float]) -> int:
+    return sum(math.isfinite(v) for v in values)
+
+
+class Bench:
+    """One run against one operator (`subject`): its namespace, the operator process, the watches and the RSS
+    sampler; a method per measured phase."""
+
+    def __init__(self, kubeconfig: str, api: client.ApiClient, subject: Ours | Kubeflow):
+        self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.subject = subject
+        work = pathlib.Path(tempfile.mkdtemp(prefix="mpi-operator-bench-"))
+        # one namespace, watched alone: a shared cluster's other MPIJobs are none of the bench's business
+        self.ns = f"{PREFIX}{uuid.uuid4().hex[:6]}"
+        create_namespace(self.core, self.ns)
+        self.pid = subject.start(kubeconfig, self.ns, work)
+        self.tracker = Tracker(api, WORKERS)
+        self.rss_peak_tree = 0
+        self.peak = 0
+        self.status_writers: dict[str, int] = {}
+        self.intruders: dict[int, str] = {}  # other operators that watched every namespace meanwhile
+        self.sampling = threading.Event()
+
+    def _sample(self) -> None:
+        ticks = 0
+        while not self.sampling.is_set():
+            self.rss_peak_tree = max(self.rss_peak_tree, rss_tree_kib(self.pid))
+            if ticks % 8 == 0:
+                self.intruders.update({k: v for k, v in cluster_wide_operators().items() if k != self.pid})
+            ticks += 1
+            self.sampling.wait(0.25)
+
+    def start(self) -> None:
+        self.subject.wait_ready()
+        self.tracker.start()
+        threading.Thread(target=self._sample, daemon=True).start()
+        time.sleep(1)
+
+    def writers(self) -> dict[str, int]:
+        """The field managers that wrote the status of the bench's MPIJobs, with how many jobs each: one, the operator
+        under test, unless another controller (an operator installed cluster-wide) reconciled them too."""
+        jobs = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL)["items"]
+        found: dict[str, int] = {}
+        for j in jobs:
+            for m in {m.get("manager", "") for m in j["metadata"].get("managedFields") or []
+                      if m.get("subresource") == "status"}:
+                found[m] = found.get(m, 0) + 1
+        return found
+
+    def stop(self) -> None:
+        self.sampling.set()
+        self.tracker.stop.set()
+        try:
+            self.status_writers = self.writers()
+        finally:
+            exited = self.subject.stop()
+            delete_namespaces(self.core)
+        if not exited:  # the next operator must not share the MPIJobs with this one
+            raise RuntimeError(f"{self.subject.name} (pid {self.pid}) did not exit")
 
     def create(self, key: tuple[str, str]) -> None:
         self.tracker.created[key] = time.time()
@@ -412,103 +544,143 @@ class Bench:
     def single(self) -> Single:
         tracker, key = self.tracker, (self.ns, "single")
         self.create(key)
-        wait_until(lambda: key in tracker.running, 120, "the single job to run")
-        result = Single(tracker.all_children[key] - tracker.created[key], tracker.running[key] - tracker.created[key])
+        try:
+            wait_until(lambda: key in tracker.running, 120, "the single job to run")
+        except TimeoutError as exc:
+            print(f"WARNING: {self.subject.name}: {exc}", file=sys.stderr)
+        result = Single(*(latencies(done, tracker.created, [key])[0] for done in (tracker.all_children,
+                                                                                tracker.running)))
         time.sleep(2)  # let the loop settle before the bulk run
         return result
 
     def bulk(self) -> Bulk:
-        tracker = self.tracker
-        before, cpu_before = self.counters(), cpu_snapshot(self.op.proc.pid)
+        tracker, timeout = self.tracker, self.subject.timeout
+        before, cpu_before = self.subject.counters(), cpu_snapshot(self.pid)
         keys = [(self.ns, f"job-{i:04d}") for i in range(JOBS)]
         start = time.time()
         with cf.ThreadPoolExecutor(16) as pool:
             list(pool.map(self.create, keys))
         created_all = time.time() - start
         try:
-            wait_until(lambda: all(k in tracker.running for k in keys), TIMEOUT, "every job to run")
+            wait_until(lambda: all(k in tracker.running for k in keys), timeout, "every job to run")
         except TimeoutError as exc:
-            print(f"WARNING: {exc}: {sum(k in tracker.running for k in keys)}/{JOBS} running", file=sys.stderr)
+            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.running for k in keys)}/{JOBS} running",
+                  file=sys.stderr)
         wall = time.time() - start
-        cpu = cpu_delta(cpu_before, cpu_snapshot(self.op.proc.pid))
+        cpu = cpu_delta(cpu_before, cpu_snapshot(self.pid))
         time.sleep(1)
-        after = self.counters()
-        runs = after["runs"] - before["runs"]
+        after = self.subject.counters()
+        runs = after["runs"] - before["runs"] if after else math.nan
         return Bulk(
             keys=keys, created_all=created_all, wall=wall,
-            to_children=[tracker.all_children[k] - tracker.created[k] for k in keys if k in tracker.all_children],
-            to_pods_up=[tracker.pods_up[k] - tracker.created[k] for k in keys if k in tracker.pods_up],
-            to_running=[tracker.running[k] - tracker.created[k] for k in keys if k in tracker.running],
+            to_children=latencies(tracker.all_children, tracker.created, keys),
+            to_pods_up=latencies(tracker.pods_up, tracker.created, keys),
+            to_running=latencies(tracker.running, tracker.created, keys),
             react=[max(0.0, tracker.running[k] - tracker.pods_up[k]) for k in keys
                    if k in tracker.running and k in tracker.pods_up],
-            runs=runs, reconciles=after["reconciles"] - before["reconciles"],
-            mean_batch=(after["batched"] - before["batched"]) / runs if runs else float("nan"), cpu=cpu)
+            runs=runs, reconciles=after["reconciles"] - before["reconciles"] if after else math.nan,
+            mean_batch=(after["batched"] - before["batched"]) / runs if after and runs else math.nan, cpu=cpu)
 
     def finish(self, keys: list[tuple[str, str]]) -> Finish:
-        tracker = self.tracker
-        before, cpu_before = self.counters(), cpu_snapshot(self.op.proc.pid)
+        tracker, timeout = self.tracker, self.subject.timeout
+        before, cpu_before = self.subject.counters(), cpu_snapshot(self.pid)
         told = finish_all(self.core, self.ns, keys)
         try:
-            wait_until(lambda: all(k in tracker.succeeded for k in keys), TIMEOUT, "every job to succeed")
+            wait_until(lambda: all(k in tracker.succeeded for k in keys), timeout, "every job to succeed")
         except TimeoutError as exc:
-            print(f"WARNING: {exc}: {sum(k in tracker.succeeded for k in keys)}/{JOBS} succeeded", file=sys.stderr)
+            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.succeeded for k in keys)}/{JOBS} "
+                  "succeeded", file=sys.stderr)
         wall = time.time() - min(told.values(), default=time.time())
-        return Finish(wall=wall, cpu=cpu_delta(cpu_before, cpu_snapshot(self.op.proc.pid)),
-                      to_succeeded=[tracker.succeeded[k] - told[k] for k in keys
-                                    if k in tracker.succeeded and k in told],
-                      runs=self.counters()["runs"] - before["runs"])
+        after = self.subject.counters()
+        return Finish(wall=wall, cpu=cpu_delta(cpu_before, cpu_snapshot(self.pid)),
+                      to_succeeded=latencies(tracker.succeeded, told, keys),
+                      runs=after["runs"] - before["runs"] if after else math.nan)
 
-    def run(self) -> tuple[Single, Bulk, Finish]:
+    def run(self) -> Result:
         try:
             self.start()
             single = self.single()
             bulk = self.bulk()
             finish = self.finish(bulk.keys) if OUTCOME == "run" else Finish()
-            self.peak = peak_rss_kib(self.op.proc.pid)
+            self.peak = peak_rss_kib(self.pid)
         finally:
             self.stop()
-        return single, bulk, finish
+        if self.intruders:
+            print(f"WARNING: while {self.subject.name} was measured, operators watching every namespace ran on this "
+                  f"machine and may have reconciled the bench's jobs too: {self.intruders}", file=sys.stderr)
+        if len(self.status_writers) > 1:
+            print(f"WARNING: the status of the bench's MPIJobs was written by {self.status_writers} (manager: jobs): another "
+                  f"controller reconciled them besides {self.subject.name}; these numbers are not its alone",
+                  file=sys.stderr)
+        return Result(self.subject.name, self.subject.flags, single, bulk, finish, self.peak, self.rss_peak_tree,
+                      self.status_writers)
+
+
+@dataclass
+class Result:
+    """What one operator measured (`note` instead when it could not run)."""
+    name: str
+    flags: list[str] = field(default_factory=list)
+    single: Single | None = None
+    bulk: Bulk | None = None
+    finish: Finish | None = None
+    peak: int = 0
+    rss_peak_tree: int = 0
+    status_writers: dict[str, int] = field(default_factory=dict)
+    note: str = ""
 
 
 ROW = "| {:<44} | {:>10} |"
 
 
-def print_spread(label: str, values: list[float]) -> None:
-    print(ROW.format(f"{label}: p50", f"{percentile(values, 50):.1f} s"))
-    print(ROW.format(f"{label}: p95", f"{percentile(values, 95):.1f} s"))
-    print(ROW.format(f"{label}: max", f"{max(values) if values else float('nan'):.1f} s"))
+def secs(value: float, limit: float, digits: int = 1) -> str:
+    return f"{value:.{digits}f} s" if math.isfinite(value) else f"> {limit:.0f} s"
 
 
-def report(bench: Bench, capacity: Capacity, baseline: float, single: Single, bulk: Bulk, finish: Finish) -> None:
+def print_spread(label: str, values: list[float], limit: float) -> None:
+    print(ROW.format(f"{label}: p50", secs(percentile(values, 50), limit)))
+    print(ROW.format(f"{label}: p95", secs(percentile(values, 95), limit)))
+    print(ROW.format(f"{label}: max", secs(max(values) if values else math.nan, limit)))
+
+
+def report(result: Result, capacity: Capacity, baseline: float) -> None:
     row = ROW
+    single, bulk, finish = result.single, result.bulk, result.finish
+    assert single is not None and bulk is not None and finish is not None
     print()
-    print(f"## make bench: {JOBS} MPIJobs x {WORKERS} workers, operator flags: {' '.join(bench.flags)}")
+    print(f"## make bench: {result.name}, {JOBS} MPIJobs x {WORKERS} workers, flags: {' '.join(result.flags)}")
     print()
     print(row.format("measure", "value"))
     print(row.format("-" * 44, "-" * 10))
-    print(row.format("bare ansible-runner run (ping, median of 3)", f"{baseline:.2f} s"))
-    print(row.format("single job, idle: create -> all children", f"{single.to_children:.2f} s"))
-    print(row.format("single job, idle: create -> Running", f"{single.to_running:.2f} s"))
+    if result.name == Ours.name:
+        print(row.format("bare ansible-runner run (ping, median of 3)", f"{baseline:.2f} s"))
+    print(row.format("single job, idle: create -> all children", secs(single.to_children, 120, 2)))
+    print(row.format("single job, idle: create -> Running", secs(single.to_running, 120, 2)))
     print(row.format("free pod slots on schedulable nodes / needed", f"{capacity.slots}/{capacity.needed}"))
     print(row.format(f"{JOBS} jobs created (client, 16 threads)", f"{bulk.created_all:.1f} s"))
     for label, values in (("create -> all children", bulk.to_children),
                           ("create -> pods up (cluster side)", bulk.to_pods_up),
                           ("create -> Running", bulk.to_running), ("pods up -> Running (operator side)", bulk.react)):
-        print_spread(label, values)
-    print(row.format("jobs with all children / Running", f"{len(bulk.to_children)}/{len(bulk.to_running)} of {JOBS}"))
+        print_spread(label, values, bulk.wall)
+    print(row.format("jobs with all children / Running",
+                     f"{reached(bulk.to_children)}/{reached(bulk.to_running)} of {JOBS}"))
     print(row.format("total wall time (first create -> all Running)", f"{bulk.wall:.1f} s"))
-    print(row.format("reconciles/s", f"{bulk.reconciles / bulk.wall:.1f}"))
-    print(row.format("ansible-runner runs", f"{bulk.runs:.0f}"))
-    print(row.format("mean batch size (jobs per run)", f"{bulk.mean_batch:.1f}"))
+    if math.isfinite(bulk.runs):
+        print(row.format("reconciles/s", f"{bulk.reconciles / bulk.wall:.1f}"))
+        print(row.format("ansible-runner runs", f"{bulk.runs:.0f}"))
+        print(row.format("mean batch size (jobs per run)", f"{bulk.mean_batch:.1f}"))
     print(row.format("load average (1 min) at the end", f"{os.getloadavg()[0]:.1f}"))
-    print(row.format("operator peak RSS (VmHWM, Python process)", f"{bench.peak / 1024:.0f} MiB"))
-    print(row.format("peak RSS incl. runner subprocesses (sampled)", f"{bench.rss_peak_tree / 1024:.0f} MiB"))
+    writers = ", ".join(f"{k} ({v} jobs)" for k, v in sorted(result.status_writers.items()))
+    print(row.format("MPIJob status written by (field managers)", writers))
+    print(row.format("operator peak RSS (VmHWM, main process)", f"{result.peak / 1024:.0f} MiB"))
+    print(row.format("peak RSS incl. runner subprocesses (sampled)", f"{result.rss_peak_tree / 1024:.0f} MiB"))
     if OUTCOME == "run":
         print(row.format("then all launchers succeed at once:", ""))
-        print_spread("launcher told -> Succeeded", finish.to_succeeded)
-        print(row.format("jobs Succeeded", f"{len(finish.to_succeeded)} of {JOBS}"))
+        print_spread("launcher told -> Succeeded", finish.to_succeeded, finish.wall)
+        print(row.format("jobs Succeeded", f"{reached(finish.to_succeeded)} of {JOBS}"))
         print(row.format("wall time (first told -> all Succeeded)", f"{finish.wall:.1f} s"))
-        print(row.format("ansible-runner runs", f"{finish.runs:.0f}"))
+        if math.isfinite(finish.runs):
+            print(row.format("ansible-runner runs", f"{finish.runs:.0f}"))
     print()
     print(f"CPU seconds, {os.cpu_count()} cores: from the first create to all Running ({bulk.wall:.0f} s wall)"
           + (f"; from the first launcher told to all Succeeded ({finish.wall:.0f} s wall)" if finish.cpu else "")
@@ -521,18 +693,114 @@ def report(bench: Bench, capacity: Capacity, baseline: float, single: Single, bu
         print(row.format(name, f"{value:.1f}") + extra)
 
 
+def comparison_rows(r: Result) -> dict[str, tuple[float, str, float]]:
+    """The compared measures of one run: label -> (value, printed value, how long the phase waited for it)."""
+    single, bulk, finish = r.single, r.bulk, r.finish
+    assert single is not None and bulk is not None and finish is not None
+    rows: dict[str, tuple[float, float, int]] = {  # value, limit, digits
+        "single job, idle: create -> all children": (single.to_children, 120, 2),
+        "single job, idle: create -> Running": (single.to_running, 120, 2),
+        f"{JOBS} x {WORKERS}: create -> all children p50": (percentile(bulk.to_children, 50), bulk.wall, 1),
+        f"{JOBS} x {WORKERS}: create -> all children p95": (percentile(bulk.to_children, 95), bulk.wall, 1),
+        f"{JOBS} x {WORKERS}: create -> Running p50": (percentile(bulk.to_running, 50), bulk.wall, 1),
+        f"{JOBS} x {WORKERS}: create -> Running p95": (percentile(bulk.to_running, 95), bulk.wall, 1),
+    }
+    if OUTCOME == "run":
+        for p in (50, 95):
+            rows[f"launcher told -> Succeeded p{p}"] = (percentile(finish.to_succeeded, p), finish.wall, 1)
+    out = {k: (v, secs(v, limit, digits), limit) for k, (v, limit, digits) in rows.items()}
+    out["jobs Running"] = (math.nan, f"{reached(bulk.to_running)}/{JOBS}", 0)
+    if OUTCOME == "run":
+        out["jobs Succeeded"] = (math.nan, f"{reached(finish.to_succeeded)}/{JOBS}", 0)
+    cpu, machine = "operator incl. runner subprocesses", "machine total (all cores)"
+    out["operator CPU s, create -> all Running"] = (bulk.cpu[cpu], f"{bulk.cpu[cpu]:.1f}", 0)
+    if finish.cpu:
+        out["operator CPU s, told -> all Succeeded"] = (finish.cpu[cpu], f"{finish.cpu[cpu]:.1f}", 0)
+    out["peak RSS incl. children"] = (r.rss_peak_tree / 1024, f"{r.rss_peak_tree / 1024:.0f} MiB", 0)
+    out["machine CPU s, create -> all Running"] = (bulk.cpu[machine], f"{bulk.cpu[machine]:.1f}", 0)
+    return out
+
+
+def ratio(peer: tuple[float, str, float], ours: tuple[float, str, float]) -> str:
+    """peer / ours; a peer that did not get there within its wait: more than that wait / ours."""
+    if math.isnan(peer[0]) or not math.isfinite(ours[0]) or ours[0] <= 0:
+        return ""
+    if math.isinf(peer[0]):
+        return f"> {peer[2] / ours[0]:.1f}"
+    return f"{peer[0] / ours[0]:.2f}"
+
+
+def compare(results: list[Result]) -> None:
+    """One table: every operator's measures side by side, and each peer's ratio to ours (peer / ours: below 1 the
+    peer is faster or smaller)."""
+    ours, peers = results[0], results[1:]
+    mine = comparison_rows(ours)
+    theirs = [comparison_rows(p) if p.note == "" else {} for p in peers]
+    head = ["measure", ours.name, *(p.name for p in peers), *(f"{p.name} / ours" for p in peers)]
+    lines = []
+    for label, (_, shown, _) in mine.items():
+        cells = [label, shown]
+        cells += [t[label][1] if t else p.note for p, t in zip(peers, theirs, strict=True)]
+        cells += [ratio(t[label], mine[label]) if t else "" for t in theirs]
+        lines.append(cells)
+    widths = [max(len(str(c)) for c in col) for col in zip(head, *lines, strict=True)]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                                 for i, (c, w) in enumerate(zip(cells, widths, strict=True))) + " |"
+
+    print()
+    print(f"## make bench, side by side: {JOBS} MPIJobs x {WORKERS} workers, one operator at a time on the same "
+          f"cluster, {os.cpu_count()} cores")
+    print()
+    for r in results:
+        print(f"- {r.name}: {r.note or ' '.join(r.flags)}")
+    print()
+    print(line(head))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for cells in lines:
+        print(line(cells))
+    print()
+    print('ratio = peer / ours: below 1 the peer is faster, uses less CPU or memory; "> N s": not reached in the '
+          "N s the phase waited (BENCH_TIMEOUT for ours, BENCH_PEER_TIMEOUT for peers).")
+
+
+def peer_subjects() -> list[Kubeflow | Result]:
+    """The peers BENCH_PEERS asks for, or, when one cannot run, a Result saying why."""
+    out: list[Kubeflow | Result] = []
+    for peer in PEERS:
+        if peer != "kubeflow":
+            raise SystemExit(f"BENCH_PEERS: unknown peer {peer!r} (known: kubeflow)")
+        binary = kubeflow_operator_binary()
+        for name, args in (("Kubeflow", []), ("Kubeflow tuned", KUBEFLOW_TUNED)):
+            out.append(Kubeflow(name, binary, args) if binary else
+                       Result(name, note="not run: no Go toolchain to build the Kubeflow MPI Operator"))
+    return out
+
+
 def main() -> int:
     kubeconfig = os.environ["KUBECONFIG"]
     # The shell's auth, as the modules and the operator connect (importable once mpijob_operator is imported).
     from ansible_collections.mpi.operator.plugins.module_utils.kube.auth import api_client
 
     api = api_client({"kubeconfig": kubeconfig})
+    peers = peer_subjects()  # before the long run: a wrong BENCH_PEERS fails now
     capacity = prepare(api)
     baseline = runner_baseline()
-    bench = Bench(kubeconfig, api)
-    single, bulk, finish = bench.run()
-    report(bench, capacity, baseline, single, bulk, finish)
-    ok = len(bulk.to_running) == JOBS and (OUTCOME != "run" or len(finish.to_succeeded) == JOBS)
+    results = [Bench(kubeconfig, api, Ours()).run()]
+    report(results[0], capacity, baseline)
+    for peer in peers:
+        if isinstance(peer, Result):
+            results.append(peer)
+            continue
+        delete_namespaces(client.CoreV1Api(api), wait=300)  # the previous run's teardown, off this run's clock
+        results.append(Bench(kubeconfig, api, peer).run())
+        report(results[-1], capacity, baseline)
+    if len(results) > 1:
+        compare(results)
+    ours = results[0]
+    assert ours.bulk is not None and ours.finish is not None
+    ok = reached(ours.bulk.to_running) == JOBS and (OUTCOME != "run" or reached(ours.finish.to_succeeded) == JOBS)
     return 0 if ok else 1
 
 

@@ -5,6 +5,8 @@ run there on real pods."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import pathlib
@@ -13,13 +15,16 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
+
+from tests.integration._fixtures.kubeflow import KubeflowProcess, kubeflow_operator_binary
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = pathlib.Path(__file__).parent / "manifests"
@@ -131,16 +136,19 @@ def pin_local_images(job: dict, built: dict[str, str]) -> None:
     visit(job)
 
 
+def ensure_namespace(api: client.ApiClient, name: str) -> None:
+    try:
+        client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    except ApiException as err:
+        if err.status != 409:
+            raise
+
+
 @pytest.fixture(scope="session")
 def operator(api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The operator, in-cluster on the real node, installed by playbooks/install.yml and watching JOBS_NAMESPACE.
     MPI_E2E_OPERATOR=external: an operator is already running (e.g. `make run`); nothing is installed."""
-    core = client.CoreV1Api(api)
-    try:
-        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=JOBS_NAMESPACE)))
-    except ApiException as err:
-        if err.status != 409:
-            raise
+    ensure_namespace(api, JOBS_NAMESPACE)
     if os.environ.get("MPI_E2E_OPERATOR") == "external":
         yield
         return
@@ -175,6 +183,7 @@ class Outcome:
     seconds: float  # from create to the finished condition
     launcher_log: str
     launcher_exit_code: int | None
+    launcher_running: float | None = None  # from create to the launcher pod seen Running (timed runs only)
 
     def condition(self, kind: str) -> dict | None:
         found = [c for c in self.job.get("status", {}).get("conditions", []) if c["type"] == kind]
@@ -192,34 +201,40 @@ class Outcome:
 
 
 class Jobs:
-    """Runs MPIJobs from manifests/ in JOBS_NAMESPACE under a unique name, and deletes them afterwards."""
+    """Runs MPIJobs from manifests/ in `namespace` (JOBS_NAMESPACE) under a unique name, and deletes them afterwards."""
 
-    def __init__(self, api: client.ApiClient) -> None:
+    def __init__(self, api: client.ApiClient, namespace: str = JOBS_NAMESPACE) -> None:
         self.custom = client.CustomObjectsApi(api)
         self.core = client.CoreV1Api(api)
+        self.namespace = namespace
         self.created: list[tuple[str, str]] = []
 
-    def run(self, manifest: str, timeout: float = JOB_TIMEOUT_S) -> Outcome:
+    def run(self, manifest: str, timeout: float = JOB_TIMEOUT_S, timed: bool = False) -> Outcome:
+        """`timed`: also when the launcher pod is first seen Running (one more read per poll)."""
         job = yaml.safe_load((MANIFESTS / manifest).read_text())
         started = time.monotonic()
         version, name = self.start(job)
-        return self.wait(version, name, started, timeout)
+        return self.wait(version, name, started, timeout, timed)
 
     def start(self, job: dict) -> tuple[str, str]:
-        """Creates `job` under a unique name in JOBS_NAMESPACE, local images pinned to this checkout's builds;
+        """Creates `job` under a unique name in the namespace, local images pinned to this checkout's builds;
         returns its (version, name)."""
         pin_local_images(job, BUILT_IMAGES)
         version = job["apiVersion"].split("/")[1]
         name = f"{job['metadata']['name']}-{uuid.uuid4().hex[:5]}"
-        job["metadata"] = {"name": name, "namespace": JOBS_NAMESPACE}
-        self.custom.create_namespaced_custom_object(GROUP, version, JOBS_NAMESPACE, "mpijobs", job)
+        job["metadata"] = {"name": name, "namespace": self.namespace}
+        self.custom.create_namespaced_custom_object(GROUP, version, self.namespace, "mpijobs", job)
         self.created.append((version, name))
         return version, name
 
-    def wait(self, version: str, name: str, started: float, timeout: float = JOB_TIMEOUT_S) -> Outcome:
+    def wait(self, version: str, name: str, started: float, timeout: float = JOB_TIMEOUT_S,
+             timed: bool = False) -> Outcome:
         """Waits until the job succeeded or failed, at most `timeout` seconds after `started` (monotonic)."""
+        launcher_running = None
         while True:
-            current = self.custom.get_namespaced_custom_object(GROUP, version, JOBS_NAMESPACE, "mpijobs", name)
+            if timed and launcher_running is None and self.launcher_phase(name) in ("Running", "Succeeded", "Failed"):
+                launcher_running = time.monotonic() - started
+            current = self.custom.get_namespaced_custom_object(GROUP, version, self.namespace, "mpijobs", name)
             conditions = {c["type"]: c["status"] for c in current.get("status", {}).get("conditions", [])}
             if conditions.get("Succeeded") == "True" or conditions.get("Failed") == "True":
                 break
@@ -229,17 +244,22 @@ class Jobs:
             time.sleep(0.25)
         seconds = time.monotonic() - started
         log, code = self.launcher(name)
-        return Outcome(name, current, seconds, log, code)
+        return Outcome(name, current, seconds, log, code, launcher_running)
+
+    def launcher_phase(self, name: str) -> str:
+        selector = f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=launcher"
+        pods = self.core.list_namespaced_pod(self.namespace, label_selector=selector).items
+        return pods[0].status.phase or "" if pods else ""
 
     def launcher_log_so_far(self, name: str) -> str:
         """The log of the job's newest launcher pod while it runs; empty before its container started."""
         selector = f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=launcher"
-        pods = self.core.list_namespaced_pod(JOBS_NAMESPACE, label_selector=selector).items
+        pods = self.core.list_namespaced_pod(self.namespace, label_selector=selector).items
         if not pods:
             return ""
         pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
         try:
-            return self.core.read_namespaced_pod_log(pod.metadata.name, JOBS_NAMESPACE)
+            return self.core.read_namespaced_pod_log(pod.metadata.name, self.namespace)
         except ApiException as err:
             if err.status == 400:  # ContainerCreating: no log yet
                 return ""
@@ -248,7 +268,7 @@ class Jobs:
     def launcher(self, name: str) -> tuple[str, int | None]:
         """The log and exit code of the job's last launcher pod."""
         selector = f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=launcher"
-        pods = self.core.list_namespaced_pod(JOBS_NAMESPACE, label_selector=selector).items
+        pods = self.core.list_namespaced_pod(self.namespace, label_selector=selector).items
         if not pods:
             return "", None
         pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
@@ -259,18 +279,18 @@ class Jobs:
             if states or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
-            pod = self.core.read_namespaced_pod(pod.metadata.name, JOBS_NAMESPACE)
-        log = self.core.read_namespaced_pod_log(pod.metadata.name, JOBS_NAMESPACE)
+            pod = self.core.read_namespaced_pod(pod.metadata.name, self.namespace)
+        log = self.core.read_namespaced_pod_log(pod.metadata.name, self.namespace)
         return log, states[0].exit_code if states else None
 
     def describe(self, name: str) -> str:
-        pods = self.core.list_namespaced_pod(JOBS_NAMESPACE, label_selector=f"training.kubeflow.org/job-name={name}")
+        pods = self.core.list_namespaced_pod(self.namespace, label_selector=f"training.kubeflow.org/job-name={name}")
         return "\n".join(f"{p.metadata.name}: {p.status.phase} on {p.spec.node_name}" for p in pods.items)
 
     def delete_all(self) -> None:
         for version, name in self.created:
             try:
-                self.custom.delete_namespaced_custom_object(GROUP, version, JOBS_NAMESPACE, "mpijobs", name,
+                self.custom.delete_namespaced_custom_object(GROUP, version, self.namespace, "mpijobs", name,
                                                             propagation_policy="Background")
             except ApiException as err:
                 if err.status != 404:
@@ -282,3 +302,49 @@ def jobs(api: client.ApiClient, operator: None) -> Iterator[Jobs]:
     runner = Jobs(api)
     yield runner
     runner.delete_all()
+
+
+def _scale_operator(api: client.ApiClient, replicas: int, timeout: float = 180) -> None:
+    """Scales the installed operator's Deployment and waits until that many of its pods are ready (none left at 0)."""
+    apps = client.AppsV1Api(api)
+    apps.patch_namespaced_deployment_scale("mpi-operator", OPERATOR_NAMESPACE, {"spec": {"replicas": replicas}})
+    end = time.monotonic() + timeout
+    while True:
+        status = apps.read_namespaced_deployment("mpi-operator", OPERATOR_NAMESPACE).status
+        if (status.replicas or 0) == replicas and (status.ready_replicas or 0) == replicas:
+            return
+        if time.monotonic() > end:
+            raise AssertionError(f"the operator did not scale to {replicas} in {timeout:.0f} s: {status}")
+        time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def _kubeflow_peer(api: client.ApiClient, binary: str, log_dir: pathlib.Path) -> Iterator[Jobs]:
+    """The Kubeflow MPI Operator watching a namespace of its own, and a Jobs there; ours at 0 replicas meanwhile."""
+    namespace = f"{JOBS_NAMESPACE}-kubeflow"
+    ensure_namespace(api, namespace)
+    installed = os.environ.get("MPI_E2E_OPERATOR") != "external"
+    if installed:
+        _scale_operator(api, 0)
+    peer = KubeflowProcess(binary, kubeconfig_path(), namespace, [], log_dir / "kubeflow.log").start()
+    runner = Jobs(api, namespace)
+    try:
+        peer.wait_ready()
+        yield runner
+    finally:
+        runner.delete_all()
+        peer.stop()
+        if installed:
+            _scale_operator(api, 1)
+
+
+@pytest.fixture
+def kubeflow_peer(api: client.ApiClient, operator: None, tmp_path: pathlib.Path) -> Callable[[], Any] | str:
+    """The peer of the timing runs: `with kubeflow_peer() as jobs:` runs the Kubeflow MPI Operator (the differential
+    tests' binary, out of cluster on this machine) watching a namespace of its own, its pods on the real node as ours
+    are; ours is scaled to 0 inside the block (one operator at a time, none taking CPU from the other) and back after.
+    A string instead says why the peer cannot run."""
+    binary = kubeflow_operator_binary()
+    if binary is None:
+        return "not run: no Go toolchain to build the Kubeflow MPI Operator"
+    return functools.partial(_kubeflow_peer, api, binary, tmp_path)

@@ -45,15 +45,42 @@ def test_failing_launcher_fails_the_job_with_its_reason(jobs):
 TIMING_RUNS = int(os.environ.get("MPI_E2E_TIMING_RUNS") or 0)
 
 
-@pytest.mark.skipif(TIMING_RUNS < 1, reason="timing runs only with MPI_E2E_TIMING_RUNS=N (make e2e: 5)")
-def test_time_from_create_to_succeeded(jobs, record_property):
-    runs = TIMING_RUNS
-    seconds = []
+def timed_runs(jobs, runs: int) -> tuple[list[float], list[float]]:
+    """`runs` pi jobs (OpenMPI 4, 2 workers x 2 slots) one after the other: apply -> launcher Running and
+    apply -> Succeeded of each."""
+    running, succeeded = [], []
     for _ in range(runs):
-        outcome = jobs.run("pi-openmpi4.yaml")
-        assert outcome.condition("Succeeded"), outcome.job.get("status")
-        seconds.append(outcome.seconds)
-    median = statistics.median(seconds)
-    record_property("create_to_succeeded_median_s", median)
-    print(f"\ncreate -> Succeeded, 2 workers x 2 slots, {runs} runs: median {median:.1f} s, "
-          f"all {', '.join(f'{s:.1f}' for s in seconds)}")
+        outcome = jobs.run("pi-openmpi4.yaml", timed=True)
+        assert outcome.condition("Succeeded"), (outcome.job.get("status"), outcome.launcher_log)
+        assert outcome.launcher_running is not None, outcome.job.get("status")
+        running.append(outcome.launcher_running)
+        succeeded.append(outcome.seconds)
+    return running, succeeded
+
+
+@pytest.mark.skipif(TIMING_RUNS < 1, reason="timing runs only with MPI_E2E_TIMING_RUNS=N (make e2e: 5)")
+def test_time_from_create_to_succeeded(jobs, kubeflow_peer, record_property):
+    """Ours (in-cluster) first, then the Kubeflow MPI Operator (its binary out of cluster, ours scaled to 0 meanwhile),
+    the same job, pods on the real node either way; printed side by side."""
+    runs = TIMING_RUNS
+    ours = timed_runs(jobs, runs)
+    if isinstance(kubeflow_peer, str):
+        peer = kubeflow_peer
+    else:
+        with kubeflow_peer() as peer_jobs:
+            peer = timed_runs(peer_jobs, runs)
+    medians = [statistics.median(v) for v in ours]
+    record_property("create_to_launcher_running_median_s", medians[0])
+    record_property("create_to_succeeded_median_s", medians[1])
+    print(f"\npi (OpenMPI 4, 2 workers x 2 slots) on the real node, {runs} runs each, median (all runs):")
+    print("| measure | mpi.operator (in-cluster) | Kubeflow v0.8.2 (binary out of cluster) | Kubeflow / ours |")
+    print("|---|---|---|---|")
+    for i, label in enumerate(("apply -> launcher Running", "apply -> Succeeded")):
+        mine = f"{medians[i]:.1f} s ({', '.join(f'{s:.1f}' for s in ours[i])})"
+        if isinstance(peer, str):
+            print(f"| {label} | {mine} | {peer} | |")
+            continue
+        theirs = statistics.median(peer[i])
+        record_property(f"kubeflow_{('create_to_launcher_running', 'create_to_succeeded')[i]}_median_s", theirs)
+        print(f"| {label} | {mine} | {theirs:.1f} s ({', '.join(f'{s:.1f}' for s in peer[i])}) | "
+              f"{theirs / medians[i]:.2f} |")

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.integration._fixtures.cluster import wait_for
+from tests.integration._fixtures.kubeflow import KubeflowProcess, kubeflow_operator_binary
 from tests.integration._fixtures.operator import get_mpijob
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -171,40 +172,21 @@ def volcano_podgroup_crd(api_client: Any) -> str:
     return "volcano"
 
 
-KUBEFLOW_VERSION = "v0.8.2"  # the Kubeflow MPI Operator release the contract is taken from
-
-
-def kubeflow_operator_binary() -> str | None:
-    """The Kubeflow MPI Operator built from the Go module proxy by hack/kubeflow.sh (cached); None without Go."""
-    script = pathlib.Path(__file__).resolve().parents[3] / "hack" / "kubeflow.sh"
-    env = dict(os.environ, KUBEFLOW_MPI_OPERATOR_VERSION=KUBEFLOW_VERSION)
-    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=3600, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"building the Kubeflow MPI Operator failed:\n{proc.stderr[-3000:]}")
-    return proc.stdout.strip() or None
-
-
 @pytest.fixture
 def kubeflow_operator(kubeconfig: str, operator_crd: None, tmp_path: Any):
     """Starts the real Kubeflow MPI Operator watching one namespace; yields a function taking that namespace."""
     binary = kubeflow_operator_binary()
     if binary is None:
         pytest.skip("no Go toolchain to build the Kubeflow MPI Operator")
-    procs: list[subprocess.Popen] = []
+    procs: list[KubeflowProcess] = []
 
     def start(namespace: str, *args: str) -> subprocess.Popen:
-        log = open(tmp_path / f"kubeflow-{namespace}.log", "wb")  # noqa: SIM115 (closed with the process)
-        proc = subprocess.Popen([binary, "--namespace", namespace, "--lock-namespace", namespace, "--threadiness", "1",
-                                 *args],
-                                env=dict(os.environ, KUBECONFIG=kubeconfig), stdout=log, stderr=subprocess.STDOUT)
-        procs.append(proc)
-        return proc
+        peer = KubeflowProcess(binary, kubeconfig, namespace, ["--threadiness", "1", *args],
+                               tmp_path / f"kubeflow-{namespace}.log").start()
+        procs.append(peer)
+        assert peer.proc is not None
+        return peer.proc
 
     yield start
-    for proc in procs:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    for peer in procs:
+        peer.stop()

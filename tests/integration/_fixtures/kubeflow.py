@@ -1,0 +1,78 @@
+"""The Kubeflow MPI Operator as a peer: the binary hack/kubeflow.sh builds from the Go module proxy (cached), run out
+of cluster against a cluster through a kubeconfig, watching one namespace and holding its leader election lease there.
+The differential tests (tests/integration/test_reconcile_kubeflow.py) and `make bench` (hack/bench.py) both run it
+through this module."""
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+import subprocess
+import time
+
+KUBEFLOW_VERSION = "v0.8.2"  # the Kubeflow MPI Operator release the contract is taken from
+# v0.8.2 serves /healthz on this port, fixed in cmd/mpi-operator/app/server.go (no flag), and exits when it is taken:
+# two of its processes cannot run on one machine at the same time.
+HEALTH_PORT = 8080
+
+
+def kubeflow_operator_binary() -> str | None:
+    """The Kubeflow MPI Operator built from the Go module proxy by hack/kubeflow.sh (cached); None without Go."""
+    script = pathlib.Path(__file__).resolve().parents[3] / "hack" / "kubeflow.sh"
+    env = dict(os.environ, KUBEFLOW_MPI_OPERATOR_VERSION=KUBEFLOW_VERSION)
+    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=3600, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"building the Kubeflow MPI Operator failed:\n{proc.stderr[-3000:]}")
+    return proc.stdout.strip() or None
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class KubeflowProcess:
+    """One Kubeflow MPI Operator process watching `namespace` (its lease there too), its output in `log_path`."""
+
+    def __init__(self, binary: str, kubeconfig: str, namespace: str, args: list[str], log_path: pathlib.Path):
+        self.log_path = log_path
+        self.args = [binary, "--namespace", namespace, "--lock-namespace", namespace, *args]
+        self.env = dict(os.environ, KUBECONFIG=kubeconfig)  # v0.8.2 takes $KUBECONFIG over --kubeConfig
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, port_wait: float = 120) -> KubeflowProcess:
+        """Starts it once the health port is free (another one, e.g. a differential test's, may still hold it)."""
+        end = time.monotonic() + port_wait
+        while _port_taken(HEALTH_PORT) and time.monotonic() < end:
+            time.sleep(0.5)
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(self.args, env=self.env, stdout=out, stderr=subprocess.STDOUT)
+        return self
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        """Until its workers run: leader, informer caches synced ("Started workers")."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                hint = (f" (port {HEALTH_PORT} is taken: another Kubeflow MPI Operator runs on this machine)"
+                        if "address already in use" in self.logs() else "")
+                raise RuntimeError(f"the Kubeflow MPI Operator exited with {self.proc.returncode}{hint}:\n"
+                                   f"{self.logs()[-3000:]}")
+            if "Started workers" in self.logs():
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"the Kubeflow MPI Operator not ready in {timeout:.0f}s:\n{self.logs()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
