@@ -72,7 +72,7 @@ class Handoff:
             while conn is None:
                 self.listener.settimeout(0.05)
                 try:
-                    conn, _ = self.listener.accept()
+                    conn = self.listener.accept()[0]
                 except socket.timeout:
                     if time.monotonic() > deadline or not alive():
                         return False
