@@ -21,7 +21,7 @@ from .kube import ApiError, api_client
 from .leader import LeaderElector, LeaseLock, Timing
 from .metrics import Metrics
 from .queue import WorkQueue
-from .runner import BatchRunner
+from .runner import BatchRunner, WarmRuns
 from .watch import PLURAL, Watcher, by_group, resources
 
 log = logging.getLogger("mpijob_operator")
@@ -52,12 +52,17 @@ class Operator:
         self.stopping = threading.Event()
         self.checked = threading.Event()  # the MPIJob API answered: start-up is over
         self.exit_code = 0
+        self.warm: WarmRuns | None = None
+        if cfg.warm_runs:
+            # its own private data dir; its runs overlap (the idle one and those taken), so each keeps its artifacts
+            warm = self._runner("warm", rotate_artifacts=cfg.rotate_artifacts + cfg.threadiness + 1)
+            self.warm = WarmRuns(warm, idle_timeout=cfg.warm_run_timeout, max_runs=cfg.threadiness)
 
-    def _runner(self, slot: int) -> BatchRunner:
+    def _runner(self, slot: int | str, rotate_artifacts: int = 0) -> BatchRunner:
         return BatchRunner(self.cfg.work_dir, slot=slot, gang_scheduling=self.cfg.gang_scheduling,
                            cluster_domain=self.cfg.cluster_domain, kubeconfig=self.cfg.kubeconfig,
                            timeout=self.cfg.runner_timeout,
-                           rotate_artifacts=self.cfg.rotate_artifacts)
+                           rotate_artifacts=rotate_artifacts or self.cfg.rotate_artifacts, warm=self.warm)
 
     # -- checks ------------------------------------------------------------------------------
     def check_crd(self, timeout: float = CRD_CHECK_TIMEOUT) -> None:
@@ -124,6 +129,8 @@ class Operator:
     def start_leading(self) -> None:
         self.metrics.is_leader.set(1)
         self.leading.set()
+        if self.warm is not None:
+            self.warm.start()
         self.controller.start()
         for res in resources(CHILD_SELECTOR, self.cfg.gang_scheduling, self.cfg.apis):
             w = Watcher(self.api, res, self.cfg.namespace, self.controller.enqueue,
@@ -185,6 +192,8 @@ class Operator:
         for w in self.watchers:
             w.stop()
         self.queue.shutdown()
+        if self.warm is not None:  # the idle warm run ends now; runs already handed a batch finish below
+            self.warm.close()
         # after losing the lease another replica acts: do not finish runs, exit at once (like client-go)
         grace = 0 if self.exit_code else self.cfg.runner_timeout + 5
         if not self.controller.join(grace):

@@ -41,6 +41,8 @@ class Config:
     identity: str
     watch_timeout: int
     apis: tuple[str, ...] = ("kubeflow.org",)  # the MPIJob API groups reconciled (the install's mpi_operator_apis)
+    warm_runs: bool = True
+    warm_run_timeout: int = 300
     temporary_work_dir: bool = False  # made for this process: removed at exit
 
 
@@ -108,6 +110,10 @@ def parser() -> GoFlags:
     p.flag("apis", default="kubeflow.org",
            help="comma-separated MPIJob API groups to reconcile: kubeflow.org, batch.tensorstack.dev (T9k), "
                 "batch.test.bdap.com (default: kubeflow.org)")
+    p.switch("warm-runs", True, "keep one ansible-runner run started ahead of need, waiting for the next batch "
+             "(default: on; --no-warm-runs)")
+    p.flag("warm-run-timeout", type=int, default=300,
+           help="seconds a warm run waits for a batch before it is replaced")
     p.flag("watch-timeout", type=int, default=300, help="seconds a watch request stays open before it is resumed")
     return p
 
@@ -138,6 +144,8 @@ def parse(argv: list[str] | None = None) -> Config:
         errors.append("--monitoring-port must be 0..65535")
     if a.health_port is not None and not 0 <= a.health_port <= 65535:
         errors.append("--health-port must be 0..65535")
+    if a.warm_run_timeout < 1:
+        errors.append("--warm-run-timeout must be at least 1")
     if a.rotate_artifacts < 1:
         errors.append("--rotate-artifacts must be at least 1")
     apis = tuple(dict.fromkeys(g.strip() for g in a.apis.split(",") if g.strip()))
@@ -174,5 +182,7 @@ def parse(argv: list[str] | None = None) -> Config:
         identity=identity(),
         watch_timeout=a.watch_timeout,
         apis=apis,
+        warm_runs=a.warm_runs,
+        warm_run_timeout=a.warm_run_timeout,
         temporary_work_dir=not a.work_dir and not in_cluster(),
     )

@@ -25,9 +25,9 @@ options:
   jobs:
     description:
       - The MPIJobs to reconcile.
+      - Exactly one of O(jobs) and O(batch_from) is required.
     type: list
     elements: dict
-    required: true
     suboptions:
       namespace:
         description: Namespace of the MPIJob.
@@ -43,6 +43,18 @@ options:
             C(v2beta1)), for example C(batch.tensorstack.dev/v1beta1) or C(batch.test.bdap.com/v1). One batch may mix
             the APIs.
         type: str
+  batch_from:
+    description:
+      - For a warm run (the operator's), the path of a unix socket the caller listens on. The module starts, connects,
+        waits there for the batch (a JSON object with O(jobs)), acknowledges it and reconciles it, so the start of
+        ansible and of the module is paid before the batch exists.
+      - With no batch within O(batch_timeout) seconds, or when the caller closes the socket, the module returns
+        C(jobs=[]) and changes nothing.
+    type: path
+  batch_timeout:
+    description: Seconds a warm run (O(batch_from)) waits for its batch.
+    type: float
+    default: 300
   gang_scheduling:
     description:
       - Gang scheduling backend, like the Kubeflow operator's C(--gang-scheduling) flag.
@@ -77,6 +89,11 @@ EXAMPLES = r"""
       - {namespace: team-a, name: pi}
       - {namespace: team-b, name: allreduce}
       - {namespace: team-b, name: random-walk, api_version: batch.tensorstack.dev/v1beta1}
+
+- name: A warm run, as the operator starts one ahead of need (it listens on the socket and hands the batch over)
+  mpi.operator.mpijob_reconcile:
+    batch_from: /var/run/mpi-operator/warm-0.sock
+    batch_timeout: 300
 
 - name: Show what would be done for a job, with Volcano gang scheduling
   mpi.operator.mpijob_reconcile:
@@ -147,6 +164,10 @@ jobs:
       description: The job's API, as given (absent for C(kubeflow.org)).
       type: str
       returned: when given
+batch:
+  description: How the jobs came, C(args) (O(jobs)), C(handed) (a warm run's batch) or C(none) (a warm run without one).
+  returned: always
+  type: str
 api_calls:
   description: Number of API requests this call made.
   returned: always
@@ -159,24 +180,34 @@ from ..module_utils.kube.reconcile import reconcile_batch  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
 from ..module_utils.mpijob.apis import storage_api_version  # noqa: E402
 from ..module_utils.mpijob.children import Options  # noqa: E402
+from ..module_utils.warm import receive_batch  # noqa: E402
 
 
 def argspec() -> dict:
     spec = dict(
-        jobs=dict(type="list", elements="dict", required=True, options=dict(
+        jobs=dict(type="list", elements="dict", options=dict(
             namespace=dict(type="str", required=True),
             name=dict(type="str", required=True),
             api_version=dict(type="str"),
         )),
         gang_scheduling=dict(type="str", default=""),
         cluster_domain=dict(type="str", default=""),
+        batch_from=dict(type="path"),
+        batch_timeout=dict(type="float", default=300.0),
     )
     spec.update({k: dict(v) for k, v in AUTH_ARG_SPEC.items()})
     return spec
 
 
 def task(module, rest: Rest) -> dict:
-    for i, job in enumerate(module.params["jobs"]):
+    batch, how = module.params["jobs"], "args"
+    if module.params["batch_from"]:
+        warm_up()
+        batch, how = receive_batch(module.params["batch_from"], module.params["batch_timeout"]), "handed"
+        if batch is None:
+            return {"changed": False, "jobs": [], "batch": "none"}
+        batch = [{k: str(j[k]) for k in ("namespace", "name", "api_version") if j.get(k)} for j in batch]
+    for i, job in enumerate(batch):
         if job.get("api_version"):
             try:
                 storage_api_version(job["api_version"])
@@ -184,14 +215,21 @@ def task(module, rest: Rest) -> dict:
                 module.fail_json(msg=f"jobs[{i}].api_version: {exc}")
     opts = Options(cluster_domain=module.params["cluster_domain"].strip("."),
                    gang_scheduling=module.params["gang_scheduling"])
-    results = reconcile_batch(rest, module.params["jobs"], opts, check_mode=module.check_mode)
+    results = reconcile_batch(rest, batch, opts, check_mode=module.check_mode)
     jobs = [r.as_dict() for r in results]
     changed = any(a["action"] != "event" for j in jobs for a in j["actions"])
-    return {"changed": changed, "jobs": jobs}
+    return {"changed": changed, "jobs": jobs, "batch": how}
+
+
+def warm_up() -> None:
+    """What a warm run pays before its batch: the imports the first new job needs (its SSH keys)."""
+    from cryptography.hazmat.primitives import serialization  # noqa: F401
+    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: F401
 
 
 def main() -> None:
-    run_module(argspec(), task, supports_check_mode=True)
+    run_module(argspec(), task, supports_check_mode=True, required_one_of=[("jobs", "batch_from")],
+               mutually_exclusive=[("jobs", "batch_from")])
 
 
 if __name__ == "__main__":

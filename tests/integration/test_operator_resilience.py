@@ -10,8 +10,11 @@ from kubernetes import client
 
 from tests.integration._fixtures.cluster import wait_for
 from tests.integration._fixtures.operator import (
+    alive,
     children,
+    cmdline,
     create_mpijob,
+    descendants,
     expected_children,
     get_mpijob,
     has_condition,
@@ -32,6 +35,13 @@ def _owned_children(api_client, namespace):
     return [(c.kind, c.name, c.owner_kind, c.owner_uid) for c in owned_children(api_client, namespace)]
 
 
+def _batch_in_flight(op) -> bool:
+    """A batch was handed to a run that has not ended (batch_size counts a run's start, runner_runs its end); the idle
+    warm run, always there, is no batch in flight."""
+    started = op.metric("mpi_operator_batch_size_count") or 0
+    return started > sum(op.metric_values("mpi_operator_runner_runs_total"))
+
+
 def test_killed_mid_batch_then_restarted_every_job_finishes_once(operator_factory, api_client, namespace):
     args = ("--namespace", namespace, "--no-leader-elect", "--threadiness", "1", "--max-batch", "4")
     first = operator_factory(*args, name="first")
@@ -39,8 +49,8 @@ def test_killed_mid_batch_then_restarted_every_job_finishes_once(operator_factor
     for n in names:
         create_mpijob(api_client, namespace, new_mpijob(n, workers=2))
     # wait for a batch to have finished and another to be in flight, then kill everything at once
-    wait_for(lambda: (first.metric("mpi_operator_batch_size_count") or 0) >= 1 and first.runs_in_flight() > 0,
-               60, what="a run in flight after a finished one", interval=0.02)
+    wait_for(lambda: sum(first.metric_values("mpi_operator_runner_runs_total")) >= 1 and _batch_in_flight(first),
+             60, what="a batch in flight after a finished one", interval=0.01)
     first.kill_all()
     assert not _all_succeeded(api_client, namespace, names), "too late: every job had finished before the kill"
 
@@ -108,7 +118,8 @@ def test_sigterm_lets_the_runs_in_flight_finish(operator_factory, api_client, na
     names = [f"g{i}" for i in range(3)]
     for n in names:
         create_mpijob(api_client, namespace, new_mpijob(n, workers=1))
-    wait_for(lambda: op.runs_in_flight() > 0, 60, what="a run in flight", interval=0.02)
+    wait_for(lambda: _batch_in_flight(op), 60, what="a batch in flight", interval=0.01)
+    runs = descendants(op.proc.pid)
     op.signal(signal.SIGTERM)
     assert op.wait(120) == 0
     assert "shutting down" in op.logs()
@@ -118,3 +129,30 @@ def test_sigterm_lets_the_runs_in_flight_finish(operator_factory, api_client, na
     for n in created:
         found = children(api_client, namespace, n)
         assert found["Job"] == [f"{n}-launcher"] and len(found["Worker"]) == 1, n
+    assert not alive(runs), "processes of the operator's runs outlived it"
+
+
+def test_sigterm_ends_the_idle_warm_run_and_leaves_no_process(operator_factory, namespace):
+    op = operator_factory("--namespace", namespace, "--no-leader-elect", name="warm")
+    # the warm run: ansible-runner's ansible, its worker and the module waiting for a batch
+    wait_for(lambda: any("AnsiballZ_mpijob_reconcile" in cmdline(p) for p in descendants(op.proc.pid)), 60,
+             what="the warm run's module to start", interval=0.1)
+    time.sleep(1)  # imported and connected: waiting on its socket
+    runs = descendants(op.proc.pid)
+    stopped = time.monotonic()
+    op.signal(signal.SIGTERM)
+    assert op.wait(60) == 0
+    assert time.monotonic() - stopped < 15, "the idle warm run held the shutdown back"
+    time.sleep(0.5)
+    assert not alive(runs), "the warm run outlived the operator"
+
+
+def test_without_warm_runs_no_run_waits_idle(operator_factory, api_client, namespace):
+    op = operator_factory("--namespace", namespace, "--no-leader-elect", "--no-warm-runs", name="cold")
+    create_mpijob(api_client, namespace, new_mpijob("cold", workers=1))
+    wait_condition(api_client, namespace, "cold", "Created", 60)
+    # runs come and go (its pods' events); none is ever a warm one, waiting on a socket (batch_from in its args)
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        assert not [p for p in descendants(op.proc.pid) if "batch_from" in cmdline(p)], "a warm run with --no-warm-runs"
+        time.sleep(0.1)

@@ -30,6 +30,47 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def descendants(pid: int) -> set[int]:
+    """Live processes below `pid`, in any process group (ansible's worker makes a session of its own)."""
+    parents = {}
+    for p in pathlib.Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            parents[int(p.name)] = int(fields[1])
+    out, stack = set(), [pid]
+    while stack:
+        q = stack.pop()
+        for child, parent in parents.items():
+            if parent == q and child not in out:
+                out.add(child)
+                stack.append(child)
+    return out
+
+
+def alive(pids: set[int]) -> set[int]:
+    """Those of `pids` that still run (not zombies)."""
+    out = set()
+    for pid in pids:
+        try:
+            if pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                out.add(pid)
+        except OSError:
+            continue
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
 class OperatorProcess:
     """One operator process; `metrics()` reads its /metrics, `logs()` its output so far."""
 

@@ -29,6 +29,8 @@ def test_paths() -> None:
 
 def test_module_argument_spec_is_the_contract() -> None:
     spec = mpijob_reconcile.argspec()
-    assert spec["jobs"]["required"] and set(spec["jobs"]["options"]) == {"namespace", "name", "api_version"}
+    # jobs, or a warm run's batch_from (main() requires exactly one of them)
+    assert not spec["jobs"].get("required") and set(spec["jobs"]["options"]) == {"namespace", "name", "api_version"}
+    assert spec["batch_from"]["type"] == "path" and spec["batch_timeout"]["default"] == 300
     assert spec["gang_scheduling"]["default"] == "" and spec["cluster_domain"]["default"] == ""
     assert spec["api_key"]["no_log"] and {"kubeconfig", "context", "host"} <= set(spec)
