@@ -249,3 +249,32 @@ def test_one_batch_mixes_the_three_apis(operator: OperatorProcess, api_client: A
         "conditions") or []), 90, what="kf Succeeded")
     sizes = operator.metric_values("mpi_operator_batch_size_sum")
     assert sizes, "batch sizes were measured"
+
+
+# ---- the modules and submit.yml with the new APIs ------------------------------------------------------------------
+
+def test_modules_submit_scale_pause_and_report_a_t9k_job(ansible_play: Any, operator: OperatorProcess,
+                                                        api_client: Any, namespace: str) -> None:
+    job = t9k_example(**{OUTCOME: "run"})
+    job["metadata"]["namespace"] = namespace
+    submit = {"name": "submit", "register": "r", "ignore_errors": True,
+              "mpi.operator.mpijob": {"definition": job, "wait": True, "wait_for": "Running", "wait_timeout": 180}}
+    run = ansible_play([submit])
+    assert "submit" not in run.failed, run["submit"].get("msg")
+    assert run["submit"]["summary"]["phase"] == "Running" and run["submit"]["summary"]["workers"] == 2
+    named = {"name": "mpi-example", "namespace": namespace, "api_version": "batch.tensorstack.dev/v1beta1"}
+    scale = {"name": "scale", "register": "r", "mpi.operator.mpijob": {**named, "workers": 3}}
+    pause = {"name": "pause", "register": "r", "mpi.operator.mpijob": {
+        **named, "suspend": True, "wait": True, "wait_for": "Suspended", "wait_timeout": 120}}
+    info = {"name": "info", "register": "r", "mpi.operator.mpijob_info": {"namespace": namespace}}
+    run = ansible_play([scale, pause, info])
+    assert not run.failed, run.stdout[-3000:]
+    assert run["scale"]["method"] == "patched" and run["scale"]["result"]["spec"]["worker"]["replicas"] == 3
+    assert run["pause"]["summary"]["phase"] == "Paused"
+    (listed,) = run["info"]["jobs"]  # every served API's jobs: this namespace has one, T9k's
+    assert listed["summary"]["phase"] == "Paused" and listed["mpijob"]["apiVersion"] == "batch.tensorstack.dev/v1beta1"
+    bdap = bdap_example()
+    bdap["metadata"]["namespace"] = namespace
+    refused = ansible_play([{"name": "suspend bdap", "register": "r", "ignore_errors": True,
+                             "mpi.operator.mpijob": {"definition": bdap, "suspend": True}}])
+    assert "cannot be suspended" in refused["suspend bdap"]["msg"]
