@@ -259,7 +259,8 @@ class Jobs:
             return ""
         pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
         try:
-            return self.core.read_namespaced_pod_log(pod.metadata.name, self.namespace)
+            # The client gives None, not "", for a container that has printed nothing yet.
+            return self.core.read_namespaced_pod_log(pod.metadata.name, self.namespace) or ""
         except ApiException as err:
             if err.status == 400:  # ContainerCreating: no log yet
                 return ""
@@ -280,7 +281,7 @@ class Jobs:
                 break
             time.sleep(0.5)
             pod = self.core.read_namespaced_pod(pod.metadata.name, self.namespace)
-        log = self.core.read_namespaced_pod_log(pod.metadata.name, self.namespace)
+        log = self.core.read_namespaced_pod_log(pod.metadata.name, self.namespace) or ""
         return log, states[0].exit_code if states else None
 
     def describe(self, name: str) -> str:

@@ -6,19 +6,22 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
 
 import pytest
 import yaml
 
 from tests.e2e.conftest import GROUP, JOBS_NAMESPACE, ROOT, Jobs, Outcome, _ansible_env, kubeconfig_path
 
-# The first build of the image compiles Horovod (tens of minutes on a busy 2-core machine); later ones are cached.
-# Opt-in (MPI_E2E_ELASTIC=1 make e2e) until issue 17 is closed: the first build compiles Horovod (about 30 min cold
-# on a loaded 2-core machine) and the module + kubectl scale run passed 1 of 3 (docs/real-node.md).
+# Opt-in (MPI_E2E_ELASTIC=1 make e2e) while issue 17 is open: the module + kubectl scale run still fails now and then
+# at the scale to 1 (docs/real-node.md, "Measured here"). The first build of the image compiles Horovod (433-464 s).
 pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.timeout(3600),
               pytest.mark.skipif(os.environ.get("MPI_E2E_ELASTIC") != "1",
                                  reason="elastic Horovod e2e is opt-in: MPI_E2E_ELASTIC=1 make e2e")]
@@ -28,6 +31,7 @@ EXAMPLE = ROOT / "examples/local/horovod-elastic.yaml"
 WORLD = re.compile(r"world size (\d+) \(epoch (\d+), batch (\d+)\): ([^\n]*)")
 EPOCH = re.compile(r"epoch (\d+) done: world size (\d+)")
 FINISHED = re.compile(r"training finished: (\d+) epochs, world size (\d+)")
+T = TypeVar("T")
 EPOCHS = int(os.environ.get("MPI_E2E_ELASTIC_EPOCHS", "100"))
 RESIZE_TIMEOUT_S = 240.0
 JOB_TIMEOUT_S = 1200.0
@@ -50,6 +54,8 @@ def elastic_job(image: str) -> dict:
     assert launcher["image"] == image
     args = launcher["args"]
     args[args.index("--epochs") + 1] = str(EPOCHS)
+    # The elastic driver's own log (hosts found, workers recorded, hosts blacklisted, resets) for a failed run's record.
+    args[1:1] = ["--log-level", "INFO"]
     job["spec"]["runPolicy"] = {"backoffLimit": 0}
     return job
 
@@ -74,7 +80,9 @@ class Resizes:
     """Watches the launcher log of one running elastic job for the world sizes its rank 0 reports."""
 
     def __init__(self, jobs: Jobs, version: str, name: str) -> None:
-        self.jobs, self.version, self.name, self.seen = jobs, version, name, 0
+        self.jobs, self.version, self.name = jobs, version, name
+        self.seen, self.after = 0, 0  # world-size lines seen so far, and where the last one ends
+        self.longest = ""  # the longest launcher log seen: a restarted or deleted launcher container takes its log along
 
     def failed(self) -> bool:
         job = self.jobs.custom.get_namespaced_custom_object(GROUP, self.version, JOBS_NAMESPACE, "mpijobs", self.name)
@@ -82,19 +90,37 @@ class Resizes:
 
     def next_world(self, size: int, timeout: float = RESIZE_TIMEOUT_S) -> list[str]:
         """Waits for a restart with `size` ranks reported after the last one seen; returns the ranks' hosts."""
+        def find(log: str) -> list[str] | None:
+            for match in list(WORLD.finditer(log))[self.seen:]:
+                self.seen, self.after = self.seen + 1, match.end()
+                if int(match[1]) == size:
+                    return match[4].split()
+            return None
+
+        return self.wait_for(f"'world size {size}'", find, timeout)
+
+    def epoch_done(self, size: int, timeout: float = RESIZE_TIMEOUT_S) -> None:
+        """Waits for a whole epoch trained at `size` ranks since the last restart seen: resizing sooner (a restart at
+        an epoch's start, a quick operator) would leave no epoch at that size for check_resized_run to find."""
+        self.wait_for(f"an epoch done at world size {size}",
+                      lambda log: next((m for m in EPOCH.finditer(log, self.after) if int(m[2]) == size), None),
+                      timeout)
+
+    def wait_for(self, what: str, find: Callable[[str], T | None], timeout: float) -> T:
+        """Polls the launcher log until find() returns something; fails early once the job finished or failed."""
         deadline = time.monotonic() + timeout
         log = ""
         while time.monotonic() < deadline:
             log = self.jobs.launcher_log_so_far(self.name)
-            for match in list(WORLD.finditer(log))[self.seen:]:
-                self.seen += 1
-                if int(match[1]) == size:
-                    return match[4].split()
+            self.longest = max(self.longest, log, key=len)
+            found = find(log)
+            if found is not None:
+                return found
             if FINISHED.search(log) or self.failed():
                 break
             time.sleep(2)
-        raise AssertionError(f"no 'world size {size}' in the launcher log of {self.name} in time:\n{log[-4000:]}\n"
-                             f"{self.jobs.describe(self.name)}")
+        raise AssertionError(f"no {what} in the launcher log of {self.name} in time:\n{log[-4000:]}\n"
+                             f"{self.jobs.describe(self.name)}\nthe longest launcher log seen:\n{self.longest[-20000:]}")
 
 
 def check_resized_run(outcome: Outcome) -> None:
@@ -113,6 +139,35 @@ def check_resized_run(outcome: Outcome) -> None:
     print("\n" + "\n".join(shown) + f"\n{outcome.name}: Succeeded in {outcome.seconds:.0f} s")
 
 
+def diagnostics(name: str) -> str:
+    """What a failed run leaves to look at, taken before the job is deleted: every pod's log (the launcher's carries
+    horovodrun's and every rank's output), `kubectl describe` of the job and its pods, and the namespace's events."""
+    selector = f"training.kubeflow.org/job-name={name}"
+    parts = []
+    for command in (["get", "pods", "-l", selector, "-o", "wide"], ["describe", "mpijobs.kubeflow.org", name],
+                    ["describe", "pods", "-l", selector], ["logs", "-l", selector, "--all-containers", "--prefix",
+                                                           "--tail", "-1", "--max-log-requests", "10"],
+                    ["logs", "-l", selector, "--all-containers", "--prefix", "--previous", "--tail", "-1"],
+                    ["get", "events", "--sort-by", ".lastTimestamp"]):
+        proc = subprocess.run(["kubectl", "--kubeconfig", kubeconfig_path(), "-n", JOBS_NAMESPACE, *command],
+                              capture_output=True, text=True, timeout=60)
+        parts.append(f"$ kubectl {' '.join(command)}\n{proc.stdout}{proc.stderr}")
+    return "\n".join(parts)
+
+
+@contextmanager
+def kept_on_failure(name: str) -> Iterator[None]:
+    """On a failure, writes diagnostics() to $MPI_E2E_ARTIFACTS (default /tmp)/<job>.txt and prints it."""
+    try:
+        yield
+    except BaseException:
+        text = diagnostics(name)
+        path = pathlib.Path(os.environ.get("MPI_E2E_ARTIFACTS", "/tmp")) / f"{name}.txt"
+        path.write_text(text)
+        print(f"\ndiagnostics of {name} (also in {path}):\n{text[-20000:]}")
+        raise
+
+
 def replicas_patch(n: int) -> str:
     return json.dumps({"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": n}}}})
 
@@ -121,28 +176,34 @@ def test_elastic_horovod_resized_with_kubectl_patch(jobs: Jobs, horovod_image: s
     started = time.monotonic()
     version, name = jobs.start(elastic_job(horovod_image))
     watch = Resizes(jobs, version, name)
-    assert sorted(watch.next_world(2)) == [f"{name}-worker-0", f"{name}-worker-1"]
+    with kept_on_failure(name):
+        assert sorted(watch.next_world(2)) == [f"{name}-worker-0", f"{name}-worker-1"]
+        watch.epoch_done(2)
 
-    kubectl("patch", f"mpijobs.{version}.kubeflow.org", name, "--type", "merge", "-p", replicas_patch(3))
-    assert sorted(watch.next_world(3)) == [f"{name}-worker-{i}" for i in range(3)]  # worker-2 joined
+        kubectl("patch", f"mpijobs.{version}.kubeflow.org", name, "--type", "merge", "-p", replicas_patch(3))
+        assert sorted(watch.next_world(3)) == [f"{name}-worker-{i}" for i in range(3)]  # worker-2 joined
+        watch.epoch_done(3)
 
-    kubectl("patch", f"mpijobs.{version}.kubeflow.org", name, "--type", "merge", "-p", replicas_patch(1))
-    assert watch.next_world(1) == [f"{name}-worker-0"]  # training goes on with the survivor
+        kubectl("patch", f"mpijobs.{version}.kubeflow.org", name, "--type", "merge", "-p", replicas_patch(1))
+        assert watch.next_world(1) == [f"{name}-worker-0"]  # training goes on with the survivor
 
-    check_resized_run(jobs.wait(version, name, started, JOB_TIMEOUT_S))
+        check_resized_run(jobs.wait(version, name, started, JOB_TIMEOUT_S))
 
 
 def test_elastic_horovod_resized_with_the_module_and_kubectl_scale(jobs: Jobs, horovod_image: str) -> None:
     started = time.monotonic()
     version, name = jobs.start(elastic_job(horovod_image))
     watch = Resizes(jobs, version, name)
-    assert len(watch.next_world(2)) == 2
+    with kept_on_failure(name):
+        assert len(watch.next_world(2)) == 2
+        watch.epoch_done(2)
 
-    result = mpijob_module(name=name, workers=3)
-    assert result["changed"] and result["summary"]["workers"] == 3, result
-    assert sorted(watch.next_world(3)) == [f"{name}-worker-{i}" for i in range(3)]
+        result = mpijob_module(name=name, workers=3)
+        assert result["changed"] and result["summary"]["workers"] == 3, result
+        assert sorted(watch.next_world(3)) == [f"{name}-worker-{i}" for i in range(3)]
+        watch.epoch_done(3)
 
-    kubectl("scale", f"mpijobs.{version}.kubeflow.org", name, "--replicas", "1")
-    assert watch.next_world(1) == [f"{name}-worker-0"]
+        kubectl("scale", f"mpijobs.{version}.kubeflow.org", name, "--replicas", "1")
+        assert watch.next_world(1) == [f"{name}-worker-0"]
 
-    check_resized_run(jobs.wait(version, name, started, JOB_TIMEOUT_S))
+        check_resized_run(jobs.wait(version, name, started, JOB_TIMEOUT_S))
