@@ -27,12 +27,16 @@ cp hostnames /helloworld/mpi_hello_world
 # /usr/local (so <mpiHome>/bin/mpirun).
 mkdir -p /usr/local/code
 "$MPICC" -O2 -o /usr/local/code/random_walk src/random_walk.c
-# OpenMPI run by its absolute path takes that path's prefix for the daemons it starts on the workers (as --prefix):
-# /usr/local/bin/orted must be there too.
-for tool in mpirun mpiexec orted prted prterun; do
-  found=$(command -v "$tool" || true)
-  if [ -n "$found" ] && [ ! -e "/usr/local/bin/$tool" ]; then ln -s "$found" "/usr/local/bin/$tool"; fi
-done
+# OpenMPI only (T9k's mpirun line is OpenMPI's). Run by its absolute path, OpenMPI takes that path's prefix for the
+# daemons it starts on the workers (as --prefix): /usr/local/bin/orted must be there too. Not in the MPICH image:
+# Hydra looks for hydra_pmi_proxy next to the mpirun it was started as, and `mpirun` from the PATH would then be
+# /usr/local/bin/mpirun (the pi job failed so).
+if command -v orted >/dev/null || command -v prted >/dev/null; then
+  for tool in mpirun mpiexec orted prted prterun; do
+    found=$(command -v "$tool" || true)
+    if [ -n "$found" ] && [ ! -e "/usr/local/bin/$tool" ]; then ln -s "$found" "/usr/local/bin/$tool"; fi
+  done
+fi
 # shellcheck disable=SC2086
 apt-get purge -y -qq --auto-remove $BUILD_PACKAGES >/dev/null
 apt-get clean
