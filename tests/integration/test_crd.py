@@ -104,7 +104,7 @@ def test_resources_request_typo_is_rejected_by_kubectl(kubectl: Kubectl, namespa
     proc = kubectl("apply", "-n", namespace, "-f", str(MANIFESTS / "seed001-openmpi-helloworld-typo.v1.yaml"))
     assert proc.returncode != 0
     assert "resources.request" in proc.stderr, proc.stderr
-    assert kubectl("get", "mpijob", "openmpi-helloworld", "-n", namespace).returncode != 0
+    assert kubectl("get", "mpijobs.kubeflow.org", "openmpi-helloworld", "-n", namespace).returncode != 0
 
 
 def test_resources_request_typo_is_rejected_by_the_python_client(custom: Any, namespace: str) -> None:
@@ -114,7 +114,7 @@ def test_resources_request_typo_is_rejected_by_the_python_client(custom: Any, na
 
 
 def test_kubectl_explain_shows_the_spec(kubectl: Kubectl, operator_crd: None) -> None:
-    proc = kubectl("explain", "mpijob.spec")
+    proc = kubectl("explain", "mpijobs.spec", "--api-version=kubeflow.org/v2beta1")
     assert proc.returncode == 0, proc.stderr
     for field in ("mpiReplicaSpecs", "slotsPerWorker", "runPolicy", "sshAuthMountPath", "launcherCreationPolicy"):
         assert field in proc.stdout
@@ -302,12 +302,12 @@ def test_status_is_a_subresource(custom: Any, namespace: str) -> None:
 
 def test_kubectl_scale_sets_the_worker_replicas(kubectl: Kubectl, custom: Any, namespace: str) -> None:
     create(custom, namespace, minimal_job(workers=2))
-    proc = kubectl("scale", "mpijob/job", "--replicas=4", "-n", namespace)
+    proc = kubectl("scale", "mpijobs.kubeflow.org/job", "--replicas=4", "-n", namespace)
     assert proc.returncode == 0, proc.stderr
     job = custom.get_namespaced_custom_object(GROUP, "v2beta1", namespace, PLURAL, "job")
     assert job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 4
     # The CEL rules hold for scaling too.
-    bad = kubectl("scale", "mpijob/job", "--replicas=0", "-n", namespace)
+    bad = kubectl("scale", "mpijobs.kubeflow.org/job", "--replicas=0", "-n", namespace)
     assert bad.returncode != 0 and "Worker.replicas must be set and at least 1" in bad.stderr
 
 
@@ -329,7 +329,7 @@ def placed(body: dict[str, Any], where: dict[str, Any], launcher_outcome: str = 
 
 def state_column(kubectl: Kubectl, namespace: str, name: str) -> str:
     """STATE as `kubectl get mpijob` prints it: the API server's table (the CRD's printer columns), not ours."""
-    proc = kubectl("get", "mpijob", name, "-n", namespace)
+    proc = kubectl("get", "mpijobs.kubeflow.org", name, "-n", namespace)
     assert proc.returncode == 0, proc.stderr
     header, row = proc.stdout.splitlines()[:2]
     return row[header.index("STATE"):header.index("WORKERS")].strip()  # by position: an unset value is blank

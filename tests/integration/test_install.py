@@ -145,7 +145,7 @@ def test_uninstall_keeps_the_crd_and_users_mpijobs(
     assert (get_json(kubectl, "clusterrole", "mpi-operator-mpijobs-edit") is None) == (not others)
     assert get_json(kubectl, "namespace", INSTALL_NAMESPACE) is None
     assert get_json(kubectl, "crd", "mpijobs.kubeflow.org") is not None
-    assert get_json(kubectl, "mpijob", "openmpi-helloworld", "-n", namespace) is not None
+    assert get_json(kubectl, "mpijobs.kubeflow.org", "openmpi-helloworld", "-n", namespace) is not None
     # Uninstalling again is a no-op.
     playbook("uninstall.yml").expect_unchanged()
 
