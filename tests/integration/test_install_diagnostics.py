@@ -217,12 +217,15 @@ def test_a_cpu_starved_operator_becomes_ready_without_a_restart(
     (pod,) = operator_pods(kubectl, OWN_NAMESPACE)
     assert pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "10m"
     # Liveness runs now, and a starved process must not be killed for being slow: wait until the kubelet has
-    # probed it 3 times (its own count), failing at the first failed probe.
+    # probed it successfully 3 times (its own count). On a loaded machine a starved answer may miss the 10 s
+    # timeout now and then; the kubelet restarts only after failureThreshold failures in a row, so fewer failures
+    # than that in all are a slow process, not a dead one (and the restart count below is 0).
     probe = pod["spec"]["containers"][0]["livenessProbe"]
 
     def lively() -> bool:
         results = probe_results(kubectl, pod, "Liveness")
-        assert set(results) <= {"successful"}, f"liveness probe results: {results}"
+        assert set(results) <= {"successful", "failed"}, f"liveness probe results: {results}"
+        assert results.get("failed", 0) < probe["failureThreshold"], f"liveness probe results: {results}"
         return results.get("successful", 0) >= 3
 
     wait_for(lively, 3 * (probe["periodSeconds"] + probe["timeoutSeconds"]) + 30, interval=2,

@@ -11,13 +11,13 @@ from tests.integration._fixtures.operator import (
     children,
     create_mpijob,
     delete_mpijob,
-    event_reasons,
     expected_children,
     get_mpijob,
     has_condition,
     new_mpijob,
     patch_mpijob,
     wait_condition,
+    wait_event_reasons,
 )
 
 pytestmark = [pytest.mark.cluster]
@@ -45,7 +45,7 @@ def test_created_running_succeeded(running_operator, api_client, namespace):
     job = wait_condition(api_client, namespace, "pi", "Succeeded", 90)
     assert job["status"].get("completionTime")
     assert not has_condition(job, "Running")  # a finished job is not Running any more
-    assert {"MPIJobCreated", "MPIJobSucceeded"} <= event_reasons(api_client, namespace, "pi")
+    wait_event_reasons(api_client, namespace, "pi", lambda r: {"MPIJobCreated", "MPIJobSucceeded"} <= r)
     assert running_operator.metric("mpi_operator_jobs_created_total") == 1
     wait_for(lambda: running_operator.metric("mpi_operator_jobs_successful_total") == 1, 10, what="success counted")
     assert running_operator.metric("mpi_operator_jobs_failed_total") == 0
@@ -63,8 +63,8 @@ def test_launcher_failure_fails_the_job(running_operator, api_client, namespace)
     job = wait_condition(api_client, namespace, "bad", "Failed", 90)
     assert job["status"].get("completionTime")
     assert not has_condition(job, "Succeeded")
-    assert "MPIJobFailed" in event_reasons(api_client, namespace, "bad") or any(
-        r.startswith("BackoffLimitExceeded") for r in event_reasons(api_client, namespace, "bad"))
+    wait_event_reasons(api_client, namespace, "bad",
+                       lambda r: "MPIJobFailed" in r or any(x.startswith("BackoffLimitExceeded") for x in r))
     wait_for(lambda: running_operator.metric("mpi_operator_jobs_failed_total") == 1, 10, what="failure counted")
     assert running_operator.metric("mpi_operator_jobs_successful_total") == 0
 
@@ -75,10 +75,10 @@ def test_suspend_and_resume(running_operator, api_client, namespace):
     # a wrong operator would create the pods in the run that set Suspended, or in one its events start
     wait_for(running_operator.idle, 30, what="the operator idle after suspending")
     assert children(api_client, namespace, "sus")["Worker"] == []
-    assert "MPIJobSuspended" in event_reasons(api_client, namespace, "sus")
+    wait_event_reasons(api_client, namespace, "sus", lambda r: "MPIJobSuspended" in r)
     patch_mpijob(api_client, namespace, "sus", {"spec": {"runPolicy": {"suspend": False}}})
     wait_condition(api_client, namespace, "sus", "Suspended", 30, status="False")
-    assert "MPIJobResumed" in event_reasons(api_client, namespace, "sus")
+    wait_event_reasons(api_client, namespace, "sus", lambda r: "MPIJobResumed" in r)
     wait_condition(api_client, namespace, "sus", "Succeeded", 90)
 
 

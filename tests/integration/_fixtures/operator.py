@@ -419,3 +419,16 @@ def event_reasons(api_client: Any, namespace: str, name: str) -> set[str]:
     events = client.CoreV1Api(api_client).list_namespaced_event(
         namespace, field_selector=f"involvedObject.kind=MPIJob,involvedObject.name={name}").items
     return {e.reason for e in events}
+
+
+def wait_event_reasons(api_client: Any, namespace: str, name: str, predicate: Callable[[set[str]], bool],
+                       timeout: float = 10) -> set[str]:
+    """The job's event reasons once predicate holds for them. The running operator writes a job's events after its
+    status (a failed status write must not leave the event of a change that did not happen), so a test that has
+    just seen a condition waits for its event."""
+
+    def reasons() -> set[str] | None:
+        found = event_reasons(api_client, namespace, name)
+        return found if predicate(found) else None
+
+    return wait_for(reasons, timeout, what=f"the events of MPIJob {namespace}/{name}")
