@@ -189,4 +189,5 @@ API = Api(
     workers_path=("spec", "numWorkers"),
     suspend_path=None,  # the original has no way to suspend a job
     counts=counts,
+    launcher_rbac=True,
 )
