@@ -132,15 +132,26 @@ def discover_hosts(job: MPIJob, running_workers: Iterable[str], opts: Options) -
 
 
 def kubexec(job: MPIJob, opts: Options) -> str:
-    """The launcher's rsh agent for C.LAUNCH_KUBEXEC: MPI calls it as `kubexec.sh <host> <command...>`; it runs the
-    command in that worker pod's MPI container (the hostfile's FQDN cut to the pod name)."""
+    """The launcher's rsh agent for C.LAUNCH_KUBEXEC, called as MPI calls an rsh agent (`kubexec.sh <host>
+    <command...>`) or as ssh is called (`ssh [options] <host> <command...>`: it is also the launcher's `ssh`, so tools
+    that check or start the workers over ssh themselves, as horovodrun does, reach them too). It runs the command in
+    that worker pod's MPI container (the hostfile's FQDN cut to the pod name); ssh's options are dropped."""
     kubectl = f"{C.KUBECTL_DIR}/kubectl" if opts.kubectl_delivery_image else "kubectl"
     container = ""
     if job.worker is not None:
         containers = ((job.worker.template.get("spec") or {}).get("containers")) or [{}]
         name = _main_container(job, {"containers": containers}).get("name")
         container = f" --container {shlex.quote(name)}" if isinstance(name, str) and name else ""
+    # ssh's options that take a value (OpenSSH's getopt string), given apart (-p 22) or joined (-p22).
     return ("#!/bin/sh\n"
+            "while [ $# -gt 0 ]; do\n"
+            "  case $1 in\n"
+            "    -[BbcDEeFIiJLlmOoPpRSWw]) shift 2 ;;\n"
+            "    --) shift; break ;;\n"
+            "    -*) shift ;;\n"
+            "    *) break ;;\n"
+            "  esac\n"
+            "done\n"
             "host=${1%%.*}\n"
             "shift\n"
             f'exec {kubectl} exec "$host"{container} -- /bin/sh -c "$*"\n')
@@ -260,6 +271,12 @@ def worker_pod(job: MPIJob, index: int, opts: Options) -> dict:
     container = _main_container(job, spec)
     if not container.get("command") and not container.get("args"):
         container["command"] = list(C.SSHD_COMMAND)
+    if job.launch_agent == C.LAUNCH_KUBEXEC:
+        # OpenMPI's daemon on a worker opens the rsh launcher too, and stops when the rsh agent it was given is not
+        # there: the same script at the same path (the launcher starts every daemon itself, _use_kubexec).
+        items = [{"key": C.KUBEXEC, "path": C.KUBEXEC, "mode": 0o555}]
+        _append(spec, "volumes", [{"name": C.CONFIG_VOLUME, "configMap": {"name": config_name(job), "items": items}}])
+        _append(container, "volumeMounts", [{"name": C.CONFIG_VOLUME, "mountPath": C.CONFIG_MOUNT_PATH}])
     if job.roll_workers:
         meta.setdefault("annotations", {})[C.WORKER_TEMPLATE_HASH_ANNOTATION] = worker_template_hash(job)
     return {
@@ -319,8 +336,14 @@ def _use_kubexec(job: MPIJob, spec: dict, container: dict, items: list[dict], op
     """MPI's rsh agent is kubexec.sh, run with the job's own ServiceAccount; kubectl comes from the delivery image
     when there is one."""
     items.append({"key": C.KUBEXEC, "path": C.KUBEXEC, "mode": 0o555})
+    # The launcher's `ssh` is kubexec.sh too: /usr/local/bin comes before /usr/bin on every distribution's PATH.
+    _append(container, "volumeMounts", [{"name": C.CONFIG_VOLUME, "mountPath": C.KUBEXEC_SSH_PATH,
+                                         "subPath": C.KUBEXEC, "readOnly": True}])
+    # No tree spawn: a worker has neither kubectl nor the right to exec, so the launcher starts every daemon.
     _append(container, "env", [{"name": "OMPI_MCA_plm_rsh_agent", "value": C.KUBEXEC_PATH},
-                               {"name": "PRTE_MCA_plm_ssh_agent", "value": C.KUBEXEC_PATH}])
+                               {"name": "OMPI_MCA_plm_rsh_no_tree_spawn", "value": "1"},
+                               {"name": "PRTE_MCA_plm_ssh_agent", "value": C.KUBEXEC_PATH},
+                               {"name": "PRTE_MCA_plm_ssh_no_tree_spawn", "value": "1"}])
     spec["serviceAccountName"] = launcher_name(job)
     spec["automountServiceAccountToken"] = True
     if opts.kubectl_delivery_image:
