@@ -61,6 +61,7 @@ class Operator:
     def _runner(self, slot: int | str, rotate_artifacts: int = 0) -> BatchRunner:
         return BatchRunner(self.cfg.work_dir, slot=slot, gang_scheduling=self.cfg.gang_scheduling,
                            cluster_domain=self.cfg.cluster_domain, kubeconfig=self.cfg.kubeconfig,
+                           kubectl_delivery_image=self.cfg.kubectl_delivery_image,
                            timeout=self.cfg.runner_timeout,
                            rotate_artifacts=rotate_artifacts or self.cfg.rotate_artifacts, warm=self.warm)
 

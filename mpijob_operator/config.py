@@ -41,6 +41,7 @@ class Config:
     identity: str
     watch_timeout: int
     apis: tuple[str, ...] = ("kubeflow.org",)  # the MPIJob API groups reconciled (the install's mpi_operator_apis)
+    kubectl_delivery_image: str = ""  # batch.test.bdap.com launchers: an image that copies kubectl into /opt/kube
     warm_runs: bool = True
     warm_run_timeout: int = 300
     temporary_work_dir: bool = False  # made for this process: removed at exit
@@ -114,6 +115,9 @@ def parser() -> GoFlags:
              "(default: on; --no-warm-runs)")
     p.flag("warm-run-timeout", type=int, default=300,
            help="seconds a warm run waits for a batch before it is replaced")
+    p.flag("kubectl-delivery-image", default="",
+           help="image whose entrypoint copies kubectl into the directory it is given, for launchers that start MPI "
+                "with kubectl exec (batch.test.bdap.com); \"\" = kubectl is in the launcher's image")
     p.flag("watch-timeout", type=int, default=300, help="seconds a watch request stays open before it is resumed")
     return p
 
@@ -182,6 +186,7 @@ def parse(argv: list[str] | None = None) -> Config:
         identity=identity(),
         watch_timeout=a.watch_timeout,
         apis=apis,
+        kubectl_delivery_image=a.kubectl_delivery_image,
         warm_runs=a.warm_runs,
         warm_run_timeout=a.warm_run_timeout,
         temporary_work_dir=not a.work_dir and not in_cluster(),

@@ -85,6 +85,7 @@ class BatchRunner:
         slot: int | str,
         gang_scheduling: str = "",
         cluster_domain: str = "",
+        kubectl_delivery_image: str = "",
         kubeconfig: str | None = None,
         extra_env: dict[str, str] | None = None,
         timeout: int = 300,
@@ -99,6 +100,8 @@ class BatchRunner:
         self.base_args: dict[str, Any] = dict(module_args or {})
         if module == MODULE:
             self.base_args.update({"gang_scheduling": gang_scheduling, "cluster_domain": cluster_domain})
+            if kubectl_delivery_image:
+                self.base_args["kubectl_delivery_image"] = kubectl_delivery_image
         self.timeout = timeout
         self.rotate_artifacts = rotate_artifacts
         self.envvars = runner_env(kubeconfig, extra_env)

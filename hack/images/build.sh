@@ -2,7 +2,8 @@
 # Builds the local images without Docker or a registry, each from its Containerfile with the project's one builder
 # (containerfile.py: cached by its build key, see there), and imports each into containerd (namespace k8s.io) when
 # containerd runs and lacks that build. Images: localhost/<name>:${MPI_IMAGE_TAG:-local}, also named by their key.
-# usage: hack/images/build.sh [--no-import] [--print] [pause|openmpi4|openmpi5|mpich|horovod|python|operator ...]
+# usage: hack/images/build.sh [--no-import] [--print] [pause|openmpi4|openmpi5|mpich|horovod|python|operator|
+#                                                    kubectl-delivery ...]
 #   (default: pause openmpi4 openmpi5 mpich operator; horovod is built on demand, its first build compiles)
 #   --print: print "<ref> <tar> <build key>" per image.
 # The Containerfiles: the project's own (operator) and hack/images/<name>/Containerfile, whose context is
@@ -34,7 +35,7 @@ build_image() {
   local name=$1 image file context base args=() out start
   [ -z "${built_key[$name]:-}" ] || return 0
   case $name in
-    pause) image=pause ;;
+    pause | kubectl-delivery) image=$name ;;
     python) image=mpi-python-base ;;
     *) image=mpi-$name ;;
   esac
@@ -49,6 +50,13 @@ build_image() {
     pause) context=$image_cache/context/pause
            mkdir -p "$context"
            gcc -O2 -static -o "$context/pause" "$images_dir/pause/pause.c" ;;
+    # The local cluster's kubectl (built from the Kubernetes sources by hack/cluster/up.sh; static) and the copier.
+    kubectl-delivery)
+           context=$image_cache/context/kubectl-delivery
+           [ -x "$cache/bin/kubectl" ] || { log "no $cache/bin/kubectl: run make cluster-up first"; exit 2; }
+           mkdir -p "$context"
+           cp "$cache/bin/kubectl" "$context/kubectl"
+           gcc -O2 -static -o "$context/deliver" "$images_dir/kubectl-delivery/deliver.c" ;;
   esac
   [ -f "$file" ] || { log "no image '$name' (no $file)"; exit 2; }
   base=$(sed -n 's/^ARG BASE_IMAGE=//p' "$file")

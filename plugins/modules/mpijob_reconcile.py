@@ -68,6 +68,13 @@ options:
         Kubeflow operator's C(--cluster-domain) flag. Empty leaves the names ending in C(.svc).
     type: str
     default: ""
+  kubectl_delivery_image:
+    description:
+      - For jobs whose launcher starts MPI with C(kubectl exec) (C(batch.test.bdap.com/v1)), an image whose entrypoint
+        copies C(kubectl) into the directory its argument names (as the original operator's kubectl-delivery image
+        did); the launcher runs C(/opt/kube/kubectl). Empty means C(kubectl) is in the launcher's own image.
+    type: str
+    default: ""
 attributes:
   check_mode:
     support: full
@@ -192,6 +199,7 @@ def argspec() -> dict:
         )),
         gang_scheduling=dict(type="str", default=""),
         cluster_domain=dict(type="str", default=""),
+        kubectl_delivery_image=dict(type="str", default=""),
         batch_from=dict(type="path"),
         batch_timeout=dict(type="float", default=300.0),
     )
@@ -214,7 +222,8 @@ def task(module, rest: Rest) -> dict:
             except ValueError as exc:
                 module.fail_json(msg=f"jobs[{i}].api_version: {exc}")
     opts = Options(cluster_domain=module.params["cluster_domain"].strip("."),
-                   gang_scheduling=module.params["gang_scheduling"])
+                   gang_scheduling=module.params["gang_scheduling"],
+                   kubectl_delivery_image=module.params["kubectl_delivery_image"])
     results = reconcile_batch(rest, batch, opts, check_mode=module.check_mode)
     jobs = [r.as_dict() for r in results]
     changed = any(a["action"] != "event" for j in jobs for a in j["actions"])

@@ -109,6 +109,13 @@ def operator_image() -> tuple[str, str]:
     return ref.rsplit(":", 1)[0], recipe_hash
 
 
+def local_image(name: str) -> str:
+    """Builds (cached) and imports hack/images' `name`; its reference by the tag naming this build."""
+    out = subprocess.run(["bash", str(ROOT / "hack/images/build.sh"), "--print", name],
+                         check=True, stdout=subprocess.PIPE, text=True).stdout.split()
+    return f"{out[0].rsplit(':', 1)[0]}:{out[2]}"
+
+
 LOCAL_IMAGE = re.compile(r"^localhost/(mpi-[a-z0-9]+):local$")
 BUILT_IMAGES: dict[str, str] = {}  # image name -> recipe hash of this checkout's build, once per session
 
@@ -164,6 +171,8 @@ def operator(api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) ->
         "mpi_operator_wait_timeout": 180,
         # Every MPIJob API (tests/e2e/test_apis.py runs the seeds' other operators' jobs).
         "mpi_operator_apis": ["kubeflow.org", "batch.tensorstack.dev", "batch.test.bdap.com"],
+        # batch.test.bdap.com launchers get kubectl from this local image (hack/images/kubectl-delivery).
+        "mpi_operator_kubectl_delivery_image": local_image("kubectl-delivery"),
         # Integration test sessions on the same cluster write the CRD with other field managers.
         "mpi_operator_adopt_crd": True,
     }

@@ -1,10 +1,13 @@
-"""T9k's MPIJob (batch.tensorstack.dev/v1beta1, seed 003) on real pods: its first example with the tutorial's
-random walk program, the mpirun line the operator builds from extraMPIArgs, mca, mpiHome and sshdPath; debug mode;
-pause and resume."""
+"""The seeds' other operators' MPIJobs on real pods. T9k's (batch.tensorstack.dev/v1beta1, seed 003): its first
+example with the tutorial's random walk program, the mpirun line the operator builds from extraMPIArgs, mca, mpiHome
+and sshdPath; debug mode; pause and resume. batch.test.bdap.com/v1's (seed 002): its example's horovodrun over
+`kubectl exec` (workers without sshd), read with `kubectl logs <job>-launcher`."""
 
 from __future__ import annotations
 
 import copy
+import re
+import subprocess
 import time
 import uuid
 from typing import Any
@@ -15,19 +18,29 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import api_for
-from tests.e2e.conftest import BUILT_IMAGES, JOBS_NAMESPACE, MANIFESTS, RANK_LINE, Jobs, pin_local_images
+from tests.e2e.conftest import (
+    BUILT_IMAGES,
+    JOBS_NAMESPACE,
+    MANIFESTS,
+    RANK_LINE,
+    Jobs,
+    kubeconfig_path,
+    pin_local_images,
+)
 
 pytestmark = [pytest.mark.realnode, pytest.mark.slow]
 
 T9K_GROUP, T9K_VERSION = "batch.tensorstack.dev", "v1beta1"
+BDAP_GROUP, BDAP_VERSION = "batch.test.bdap.com", "v1"
 TIMEOUT_S = 300.0
 
 
-class T9kJobs:
-    """Runs T9k MPIJobs from manifests/ in JOBS_NAMESPACE under unique names; deletes them afterwards."""
+class ApiJobs:
+    """Runs one API's MPIJobs from manifests/ in JOBS_NAMESPACE under unique names; deletes them afterwards."""
 
-    def __init__(self, api: client.ApiClient, jobs: Jobs) -> None:
+    def __init__(self, api: client.ApiClient, jobs: Jobs, group: str = T9K_GROUP, version: str = T9K_VERSION) -> None:
         self.custom, self.core, self.jobs = client.CustomObjectsApi(api), client.CoreV1Api(api), jobs
+        self.group, self.version = group, version
         self.created: list[str] = []
 
     def start(self, job: dict) -> str:
@@ -35,15 +48,15 @@ class T9kJobs:
         pin_local_images(job, BUILT_IMAGES)
         name = f"{job['metadata']['name']}-{uuid.uuid4().hex[:5]}"
         job["metadata"] = {"name": name, "namespace": JOBS_NAMESPACE}
-        self.custom.create_namespaced_custom_object(T9K_GROUP, T9K_VERSION, JOBS_NAMESPACE, "mpijobs", job)
+        self.custom.create_namespaced_custom_object(self.group, self.version, JOBS_NAMESPACE, "mpijobs", job)
         self.created.append(name)
         return name
 
     def get(self, name: str) -> dict:
-        return self.custom.get_namespaced_custom_object(T9K_GROUP, T9K_VERSION, JOBS_NAMESPACE, "mpijobs", name)
+        return self.custom.get_namespaced_custom_object(self.group, self.version, JOBS_NAMESPACE, "mpijobs", name)
 
     def patch(self, name: str, body: dict) -> None:
-        self.custom.patch_namespaced_custom_object(T9K_GROUP, T9K_VERSION, JOBS_NAMESPACE, "mpijobs", name, body)
+        self.custom.patch_namespaced_custom_object(self.group, self.version, JOBS_NAMESPACE, "mpijobs", name, body)
 
     def phase(self, name: str) -> str:
         job = self.get(name)
@@ -76,7 +89,7 @@ class T9kJobs:
     def delete_all(self) -> None:
         for name in self.created:
             try:
-                self.custom.delete_namespaced_custom_object(T9K_GROUP, T9K_VERSION, JOBS_NAMESPACE, "mpijobs", name,
+                self.custom.delete_namespaced_custom_object(self.group, self.version, JOBS_NAMESPACE, "mpijobs", name,
                                                             propagation_policy="Background")
             except ApiException as err:
                 if err.status != 404:
@@ -85,7 +98,7 @@ class T9kJobs:
 
 @pytest.fixture
 def t9k(api: client.ApiClient, jobs: Jobs) -> Any:
-    runner = T9kJobs(api, jobs)
+    runner = ApiJobs(api, jobs)
     yield runner
     runner.delete_all()
 
@@ -94,7 +107,7 @@ def example() -> dict:
     return yaml.safe_load((MANIFESTS / "t9k-random-walk.yaml").read_text())
 
 
-def test_seed_003_random_walk_runs_ranks_on_every_worker(t9k: T9kJobs) -> None:
+def test_seed_003_random_walk_runs_ranks_on_every_worker(t9k: ApiJobs) -> None:
     name = t9k.start(example())
     phase = t9k.wait_phase(name, "Succeeded", "Failed")
     log, code = t9k.jobs.launcher(name)
@@ -115,7 +128,7 @@ def test_seed_003_random_walk_runs_ranks_on_every_worker(t9k: T9kJobs) -> None:
     assert {c["type"]: c["status"] for c in status["conditions"]}["Completed"] == "True", status
 
 
-def test_debug_mode_leaves_both_roles_up_without_training(t9k: T9kJobs) -> None:
+def test_debug_mode_leaves_both_roles_up_without_training(t9k: ApiJobs) -> None:
     job = example()
     job["spec"]["runMode"] = {"debug": {"enabled": True}}
     name = t9k.start(job)
@@ -142,7 +155,7 @@ def test_debug_mode_leaves_both_roles_up_without_training(t9k: T9kJobs) -> None:
     assert t9k.phase(name) == "Running"  # debug mode never ends by itself
 
 
-def test_pause_deletes_every_replica_and_resume_completes(t9k: T9kJobs) -> None:
+def test_pause_deletes_every_replica_and_resume_completes(t9k: ApiJobs) -> None:
     job = example()
     # Long enough to be paused while it runs; each rank then runs the program.
     job["spec"]["worker"]["cmd"] = ["sh", "-c", "sleep 30 && exec ./random_walk 20 40 2"]
@@ -158,3 +171,40 @@ def test_pause_deletes_every_replica_and_resume_completes(t9k: T9kJobs) -> None:
     assert t9k.wait_phase(name, "Succeeded", "Failed") == "Succeeded", t9k.get(name).get("status")
     log, code = t9k.jobs.launcher(name)
     assert code == 0 and "random walk done: 12 of 12 walkers finished" in log, log
+
+
+# -- batch.test.bdap.com/v1 (seed 002) ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bdap(api: client.ApiClient, jobs: Jobs) -> Any:
+    runner = ApiJobs(api, jobs, BDAP_GROUP, BDAP_VERSION)
+    yield runner
+    runner.delete_all()
+
+
+def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["kubectl", "--kubeconfig", kubeconfig_path(), "-n", JOBS_NAMESPACE, *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_seed_002_horovodrun_over_kubectl_exec_and_kubectl_logs_of_the_launcher(bdap: ApiJobs) -> None:
+    """Seed 002's example: the workers run `sleep infinity` (no sshd); the launcher starts only once both are Ready
+    (their readiness probe waits 30 s), and its unchanged `horovodrun -np 2 --hostfile
+    $OMPI_MCA_orte_default_hostfile python main.py` checks and starts the workers through `kubectl exec` (kubectl
+    from the delivery image, the job's own ServiceAccount). `kubectl logs <job>-launcher` shows a rank on each."""
+    job = yaml.safe_load((MANIFESTS / "bdap-simple-train-cpu.yaml").read_text())
+    name = bdap.start(job)
+    phase = bdap.wait_phase(name, "Succeeded", "Failed", timeout=TIMEOUT_S + 60)
+    logs = kubectl("logs", f"{name}-launcher")
+    assert phase == "Succeeded" and logs.returncode == 0, (bdap.get(name).get("status"), logs.stdout[-6000:],
+                                                           logs.stderr, bdap.jobs.describe(name))
+    # horovodrun's mpirun tags each rank's line: "[1,<rank>]<stdout>:rank R of 2 on host H".
+    hosts = sorted(m[3] for m in re.finditer(r"rank (\d+) of (\d+) on host (\S+)$", logs.stdout, re.MULTILINE))
+    assert hosts == [f"{name}-worker-0", f"{name}-worker-1"], logs.stdout[-6000:]
+    assert "training done" in logs.stdout, logs.stdout[-6000:]
+    launcher = bdap.core.read_namespaced_pod(f"{name}-launcher", JOBS_NAMESPACE)
+    assert launcher.spec.service_account_name == f"{name}-launcher"
+    assert [c.name for c in launcher.spec.init_containers] == ["kubectl-delivery"]
+    status = bdap.get(name)["status"]
+    assert status["launcher"] == f"{name}-launcher" and status["phase"] == "Succeeded", status

@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 from ..mpijob import children as K
 from ..mpijob import constants as C
+from ..mpijob.apis import api_for
 from ..mpijob.errors import ApiError
 from ..mpijob.plan import World
 from ..mpijob.result import Key, key_api_version
@@ -33,6 +34,7 @@ class Namespaced:
     secrets: dict[str, dict] = field(default_factory=dict)
     jobs: dict[str, dict] = field(default_factory=dict)
     pod_groups: dict[str, dict] = field(default_factory=dict)
+    launcher_rbac: dict[str, dict[str, dict]] = field(default_factory=dict)  # kind -> name -> object
     pods_by_job: dict[str, list[dict]] = field(default_factory=dict)
 
 
@@ -64,6 +66,10 @@ def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options)
     if opts.gang_scheduling:
         api = C.VOLCANO_PODGROUP_API if opts.volcano else C.PLUGINS_PODGROUP_API
         kids.pod_groups = _by_name(rest.list(collection(api, "PodGroup", namespace)))
+    if any(api_for(obj).launcher_rbac for obj in mpijobs.values()):
+        for api_version, kind in (("v1", "ServiceAccount"), (C.RBAC_API_VERSION, "Role"),
+                                  (C.RBAC_API_VERSION, "RoleBinding")):
+            kids.launcher_rbac[kind] = _by_name(rest.list(collection(api_version, kind, namespace), app))
     return mpijobs, kids
 
 
@@ -76,6 +82,8 @@ def world_of(obj: dict, kids: Namespaced, priorities: dict[str, int]) -> World:
         secret=kids.secrets.get(name + C.SSH_SUFFIX),
         launcher=kids.jobs.get(name + C.LAUNCHER_SUFFIX),
         pod_group=kids.pod_groups.get(name),
+        launcher_rbac={kind: found[name + C.LAUNCHER_SUFFIX] for kind, found in kids.launcher_rbac.items()
+                       if name + C.LAUNCHER_SUFFIX in found},
         pods=kids.pods_by_job.get(name, []),
         priorities=priorities,
     )

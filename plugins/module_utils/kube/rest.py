@@ -94,7 +94,8 @@ class Rest:
 # ---- where each kind lives --------------------------------------------------------------------------------------
 
 _PLURALS = {"Service": "services", "ConfigMap": "configmaps", "Secret": "secrets", "Pod": "pods", "Event": "events",
-            "Job": "jobs", "MPIJob": C.PLURAL, "PodGroup": "podgroups"}
+            "Job": "jobs", "MPIJob": C.PLURAL, "PodGroup": "podgroups", "ServiceAccount": "serviceaccounts",
+            "Role": "roles", "RoleBinding": "rolebindings"}
 
 
 def collection(api_version: str, kind: str, namespace: str) -> str:

@@ -10,6 +10,7 @@ import base64
 import copy
 import hashlib
 import json
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -25,6 +26,9 @@ class Options:
 
     cluster_domain: str = ""
     gang_scheduling: str = ""
+    # An image whose entrypoint copies kubectl into its first argument's directory, for launchers that start MPI
+    # through `kubectl exec` (as the original kubectl-delivery image did); "" = kubectl is in the launcher's image.
+    kubectl_delivery_image: str = ""
 
     @property
     def volcano(self) -> bool:
@@ -127,13 +131,52 @@ def discover_hosts(job: MPIJob, running_workers: Iterable[str], opts: Options) -
     return "#!/bin/sh\n" + "".join(f"echo {h}:{job.slots_per_worker}\n" for h in hosts)
 
 
+def kubexec(job: MPIJob, opts: Options) -> str:
+    """The launcher's rsh agent for C.LAUNCH_KUBEXEC, called as MPI calls an rsh agent (`kubexec.sh <host>
+    <command...>`) or as ssh is called (`ssh [options] <host> <command...>`: it is also the launcher's `ssh`, so tools
+    that check or start the workers over ssh themselves, as horovodrun does, reach them too). It runs the command in
+    that worker pod's MPI container (the hostfile's FQDN cut to the pod name); ssh's options are dropped."""
+    kubectl = f"{C.KUBECTL_DIR}/kubectl" if opts.kubectl_delivery_image else "kubectl"
+    container = ""
+    if job.worker is not None:
+        containers = ((job.worker.template.get("spec") or {}).get("containers")) or [{}]
+        name = _main_container(job, {"containers": containers}).get("name")
+        container = f" --container {shlex.quote(name)}" if isinstance(name, str) and name else ""
+    # ssh's options that take a value (OpenSSH's getopt string), given apart (-p 22) or joined (-p22).
+    return ("#!/bin/sh\n"
+            "while [ $# -gt 0 ]; do\n"
+            "  case $1 in\n"
+            "    -[BbcDEeFIiJLlmOoPpRSWw]) shift 2 ;;\n"
+            "    --) shift; break ;;\n"
+            "    -*) shift ;;\n"
+            "    *) break ;;\n"
+            "  esac\n"
+            "done\n"
+            "host=${1%%.*}\n"
+            "shift\n"
+            f'exec {kubectl} exec "$host"{container} -- /bin/sh -c "$*"\n')
+
+
 def config_map(job: MPIJob, running_workers: Iterable[str], opts: Options) -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": _meta(job, config_name(job)),
-        "data": {C.HOSTFILE: hostfile(job, opts), C.DISCOVER_HOSTS: discover_hosts(job, running_workers, opts)},
-    }
+    data = {C.HOSTFILE: hostfile(job, opts), C.DISCOVER_HOSTS: discover_hosts(job, running_workers, opts)}
+    if job.launch_agent == C.LAUNCH_KUBEXEC:
+        data[C.KUBEXEC] = kubexec(job, opts)
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(job, config_name(job)), "data": data}
+
+
+def launcher_rbac(job: MPIJob) -> list[dict]:
+    """ServiceAccount, Role and RoleBinding `<job>-launcher` (C.LAUNCH_KUBEXEC): the launcher may exec into pods of
+    its namespace, nothing else."""
+    name = launcher_name(job)
+    ref = {"kind": "ServiceAccount", "name": name, "namespace": job.namespace}
+    rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+             {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}]
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(job, name)},
+        {"apiVersion": C.RBAC_API_VERSION, "kind": "Role", "metadata": _meta(job, name), "rules": rules},
+        {"apiVersion": C.RBAC_API_VERSION, "kind": "RoleBinding", "metadata": _meta(job, name),
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}, "subjects": [ref]},
+    ]
 
 
 def ssh_secret(job: MPIJob, private_key_pem: bytes, public_key: bytes) -> dict:
@@ -228,6 +271,12 @@ def worker_pod(job: MPIJob, index: int, opts: Options) -> dict:
     container = _main_container(job, spec)
     if not container.get("command") and not container.get("args"):
         container["command"] = list(C.SSHD_COMMAND)
+    if job.launch_agent == C.LAUNCH_KUBEXEC:
+        # OpenMPI's daemon on a worker opens the rsh launcher too, and stops when the rsh agent it was given is not
+        # there: the same script at the same path (the launcher starts every daemon itself, _use_kubexec).
+        items = [{"key": C.KUBEXEC, "path": C.KUBEXEC, "mode": 0o555}]
+        _append(spec, "volumes", [{"name": C.CONFIG_VOLUME, "configMap": {"name": config_name(job), "items": items}}])
+        _append(container, "volumeMounts", [{"name": C.CONFIG_VOLUME, "mountPath": C.CONFIG_MOUNT_PATH}])
     if job.roll_workers:
         meta.setdefault("annotations", {})[C.WORKER_TEMPLATE_HASH_ANNOTATION] = worker_template_hash(job)
     return {
@@ -274,18 +323,35 @@ def launcher_pod_template(job: MPIJob, opts: Options) -> dict:
         meta["labels"][C.REPLICA_INDEX_LABEL] = "0"
     container = _main_container(job, spec)
     _append(container, "env", launcher_env(job))
-    _append(spec, "volumes", [{
-        "name": C.CONFIG_VOLUME,
-        "configMap": {
-            "name": config_name(job),
-            "items": [
-                {"key": C.HOSTFILE, "path": C.HOSTFILE, "mode": 0o444},
-                {"key": C.DISCOVER_HOSTS, "path": C.DISCOVER_HOSTS, "mode": 0o555},
-            ],
-        },
-    }])
+    items = [{"key": C.HOSTFILE, "path": C.HOSTFILE, "mode": 0o444},
+             {"key": C.DISCOVER_HOSTS, "path": C.DISCOVER_HOSTS, "mode": 0o555}]
+    if job.launch_agent == C.LAUNCH_KUBEXEC:
+        _use_kubexec(job, spec, container, items, opts)
+    _append(spec, "volumes", [{"name": C.CONFIG_VOLUME, "configMap": {"name": config_name(job), "items": items}}])
     _append(container, "volumeMounts", [{"name": C.CONFIG_VOLUME, "mountPath": C.CONFIG_MOUNT_PATH}])
     return {"metadata": {**meta, "ownerReferences": [owner_reference(job)]}, "spec": spec}
+
+
+def _use_kubexec(job: MPIJob, spec: dict, container: dict, items: list[dict], opts: Options) -> None:
+    """MPI's rsh agent is kubexec.sh, run with the job's own ServiceAccount; kubectl comes from the delivery image
+    when there is one."""
+    items.append({"key": C.KUBEXEC, "path": C.KUBEXEC, "mode": 0o555})
+    # The launcher's `ssh` is kubexec.sh too: /usr/local/bin comes before /usr/bin on every distribution's PATH.
+    _append(container, "volumeMounts", [{"name": C.CONFIG_VOLUME, "mountPath": C.KUBEXEC_SSH_PATH,
+                                         "subPath": C.KUBEXEC, "readOnly": True}])
+    # No tree spawn: a worker has neither kubectl nor the right to exec, so the launcher starts every daemon.
+    _append(container, "env", [{"name": "OMPI_MCA_plm_rsh_agent", "value": C.KUBEXEC_PATH},
+                               {"name": "OMPI_MCA_plm_rsh_no_tree_spawn", "value": "1"},
+                               {"name": "PRTE_MCA_plm_ssh_agent", "value": C.KUBEXEC_PATH},
+                               {"name": "PRTE_MCA_plm_ssh_no_tree_spawn", "value": "1"}])
+    spec["serviceAccountName"] = launcher_name(job)
+    spec["automountServiceAccountToken"] = True
+    if opts.kubectl_delivery_image:
+        _append(spec, "volumes", [{"name": C.KUBECTL_VOLUME, "emptyDir": {}}])
+        mount = {"name": C.KUBECTL_VOLUME, "mountPath": C.KUBECTL_DIR}
+        _append(spec, "initContainers", [{"name": C.KUBECTL_DELIVERY_CONTAINER, "image": opts.kubectl_delivery_image,
+                                          "args": [C.KUBECTL_DIR], "volumeMounts": [mount]}])
+        _append(container, "volumeMounts", [mount])
 
 
 def launcher_pod(job: MPIJob, opts: Options) -> dict:

@@ -41,6 +41,16 @@ CONFIG_MOUNT_PATH = "/etc/mpi"
 HOSTFILE = "hostfile"
 DISCOVER_HOSTS = "discover_hosts.sh"
 HOSTFILE_PATH = f"{CONFIG_MOUNT_PATH}/{HOSTFILE}"
+# How the launcher starts MPI's daemons on the workers: ssh (Kubeflow), or `kubectl exec` (batch.test.bdap.com's
+# operator: its workers need no sshd), through the ConfigMap's kubexec.sh and a per-job ServiceAccount.
+LAUNCH_SSH, LAUNCH_KUBEXEC = "ssh", "kubexec"
+KUBEXEC = "kubexec.sh"
+KUBEXEC_PATH = f"{CONFIG_MOUNT_PATH}/{KUBEXEC}"
+KUBEXEC_SSH_PATH = "/usr/local/bin/ssh"
+KUBECTL_VOLUME = "mpi-kubectl"
+KUBECTL_DIR = "/opt/kube"
+KUBECTL_DELIVERY_CONTAINER = "kubectl-delivery"
+RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 
 # SSH Secret and its mount.
 SSH_VOLUME = "ssh-auth"

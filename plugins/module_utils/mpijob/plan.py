@@ -48,6 +48,8 @@ class World:
     secret: dict | None = None
     launcher: dict | None = None
     pod_group: dict | None = None
+    # ServiceAccount, Role, RoleBinding <job>-launcher by kind (the jobs whose launcher uses `kubectl exec`)
+    launcher_rbac: dict[str, dict] = field(default_factory=dict)
     pods: list[dict] = field(default_factory=list)  # pods labelled with the job's name (workers and launcher)
     priorities: dict[str, int] = field(default_factory=dict)  # PriorityClass values, for PodGroup minResources
 
@@ -189,7 +191,7 @@ class _Planner:
     def foreign(self) -> Action | None:
         w = self.world
         for kind, obj in (("Service", w.service), ("ConfigMap", w.config_map), ("Secret", w.secret),
-                          ("Job", w.launcher), ("PodGroup", w.pod_group)):
+                          ("Job", w.launcher), ("PodGroup", w.pod_group), *w.launcher_rbac.items()):
             if obj is not None and not controlled_by(obj, self.job.uid):
                 msg = C.MESSAGE_RESOURCE_EXISTS.format(name=_name(obj), kind=kind)
                 return _event(S.Event("Warning", C.REASON_RESOURCE_EXISTS, msg))
@@ -228,6 +230,8 @@ class _Planner:
                 self.sync_pod_group()
                 live_workers = self.sync_workers(by_index)
             all_ready = all(S.is_ready(p) for p in live_workers)
+            if job.launch_agent == C.LAUNCH_KUBEXEC:
+                self.sync_launcher_rbac()
             if launcher is None and not self.launcher_paused() and (
                 job.launcher_creation_policy == C.AT_STARTUP or all_ready
             ):
@@ -286,6 +290,13 @@ class _Planner:
         else:
             self.actions.append(Action("patch", "Secret", _name(want), reason="keys",
                                        body={"data": _replace_map(have.get("data"), want["data"])}, api_version="v1"))
+
+    def sync_launcher_rbac(self) -> None:
+        """The launcher's ServiceAccount, Role and RoleBinding, created before it (a pod naming a missing
+        ServiceAccount is refused)."""
+        for want in K.launcher_rbac(self.job):
+            if want["kind"] not in self.world.launcher_rbac:
+                self.actions.append(_create(want))
 
     def sync_pod_group(self) -> None:
         want = K.pod_group(self.job, self.opts, self.world.priorities)

@@ -80,6 +80,7 @@ class MPIJob:
     notices: tuple[str, ...] = ()  # fields accepted but not (fully) applied here: a Warning event each, once
     roll_workers: bool = False  # a changed worker template replaces the workers one by one (batch.test.bdap.com)
     launcher_pod: bool = False  # the launcher is a bare Pod <job>-launcher, not a Job (batch.test.bdap.com)
+    launch_agent: str = C.LAUNCH_SSH  # C.LAUNCH_KUBEXEC: daemons started by `kubectl exec` (batch.test.bdap.com)
 
     @property
     def worker_replicas(self) -> int:

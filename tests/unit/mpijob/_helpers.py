@@ -97,6 +97,10 @@ def world_after(world: P.World, plan: P.Plan) -> P.World:
                 w.pods.append(copy.deepcopy(a.body))
             elif a.action == "delete":
                 w.pods = [p for p in w.pods if p["metadata"]["name"] != a.name]
+        elif a.kind in ("ServiceAccount", "Role", "RoleBinding") and a.action == "create":
+            obj = copy.deepcopy(a.body)
+            obj["metadata"]["uid"] = f"uid-{a.kind}-{a.name}"
+            w.launcher_rbac[a.kind] = obj
         elif a.kind in slots:
             attr = slots[a.kind]
             if a.action == "create":

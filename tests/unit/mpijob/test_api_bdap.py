@@ -292,3 +292,60 @@ def test_reconcile_never_crashes_on_malformed_bdap_objects(opts: K.Options) -> N
         assert result.status is not None
         assert result.status.get("phase") in ("Pending", "Running", "Succeeded", "Failed") or path[0] in (
             "apiVersion", "kind")
+
+
+# ---- the kubectl exec transport (the original's kubexec.sh): workers need no sshd ------------------------------------
+
+def launcher_spec(opts: K.Options | None = None) -> dict:
+    """The launcher pod the plan creates once the workers are Ready."""
+    world = ready_workers(settle(P.World(mpijob=seed())))
+    p = plan(world.mpijob, world, opts=opts)
+    (pod,) = [a.body for a in p.actions if a.action == "create" and a.kind == "Pod" and a.name == f"{NAME}-launcher"]
+    return pod["spec"]
+
+
+def test_the_launcher_starts_mpi_with_kubectl_exec_under_its_own_service_account() -> None:
+    first = plan(seed())
+    created = [(a.kind, a.name) for a in first.actions if a.action == "create"]
+    assert [k for k in created if k[0] in ("ServiceAccount", "Role", "RoleBinding")] == [
+        ("ServiceAccount", f"{NAME}-launcher"), ("Role", f"{NAME}-launcher"), ("RoleBinding", f"{NAME}-launcher")]
+    role = next(a.body for a in first.actions if a.kind == "Role")
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+                             {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}]
+    script = next(a.body for a in first.actions if a.kind == "ConfigMap")["data"]["kubexec.sh"]
+    assert 'exec kubectl exec "$host" --container horovod-worker -- /bin/sh -c "$*"' in script
+    assert "host=${1%%.*}" in script  # the hostfile's FQDN cut to the pod name
+    spec = launcher_spec()
+    env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+    assert env["OMPI_MCA_plm_rsh_agent"] == env["PRTE_MCA_plm_ssh_agent"] == "/etc/mpi/kubexec.sh"
+    assert spec["serviceAccountName"] == f"{NAME}-launcher" and "initContainers" not in spec
+    items = next(v for v in spec["volumes"] if v["name"] == "mpi-job-config")["configMap"]["items"]
+    assert {"key": "kubexec.sh", "path": "kubexec.sh", "mode": 0o555} in items
+
+
+def test_a_kubectl_delivery_image_puts_kubectl_in_opt_kube() -> None:
+    opts = K.Options(kubectl_delivery_image="localhost/kubectl-delivery:1")
+    spec = launcher_spec(opts)
+    (init,) = spec["initContainers"]
+    assert init["image"] == "localhost/kubectl-delivery:1" and init["args"] == ["/opt/kube"]
+    assert {"name": "mpi-kubectl", "mountPath": "/opt/kube"} in spec["containers"][0]["volumeMounts"]
+    script = next(a.body for a in plan(seed(), opts=opts).actions if a.kind == "ConfigMap")["data"]["kubexec.sh"]
+    assert "exec /opt/kube/kubectl exec" in script
+
+
+def test_existing_launcher_rbac_is_not_created_again_and_a_foreign_one_is_refused() -> None:
+    world = settle(P.World(mpijob=seed()))
+    assert set(world.launcher_rbac) == {"ServiceAccount", "Role", "RoleBinding"}
+    assert not [a for a in plan(world.mpijob, world).actions if a.kind in world.launcher_rbac]
+    foreign = copy.deepcopy(world)
+    foreign.launcher_rbac["Role"]["metadata"]["ownerReferences"] = []
+    p = plan(foreign.mpijob, foreign)
+    assert p.retry and "Role" in (p.error or "")
+
+
+def test_kubeflow_jobs_keep_ssh() -> None:
+    obj = seed()
+    kubeflow = bdap.as_kubeflow(obj)
+    p = plan(kubeflow)
+    assert not [a for a in p.actions if a.kind in ("ServiceAccount", "Role", "RoleBinding")]
+    assert "kubexec.sh" not in next(a.body for a in p.actions if a.kind == "ConfigMap")["data"]

@@ -89,3 +89,14 @@ def test_apis_are_the_mpijob_api_groups_reconciled(kc, capsys):
             config.parse(["--kubeconfig", kc, "--apis", bad])
         err = capsys.readouterr().err
         assert "--apis" in err and why in err and "batch.tensorstack.dev" in err
+
+
+def test_kubectl_delivery_image_is_given_to_the_module(kc):
+    from mpijob_operator.runner import BatchRunner
+
+    cfg = config.parse(["--kubeconfig", kc, "--kubectl-delivery-image=localhost/kubectl:1"])
+    assert cfg.kubectl_delivery_image == "localhost/kubectl:1"
+    assert config.parse(["--kubeconfig", kc]).kubectl_delivery_image == ""
+    runner = BatchRunner(cfg.work_dir, slot=0, kubectl_delivery_image=cfg.kubectl_delivery_image)
+    assert runner.base_args["kubectl_delivery_image"] == "localhost/kubectl:1"
+    assert "kubectl_delivery_image" not in BatchRunner(cfg.work_dir, slot=1).base_args

@@ -61,11 +61,18 @@ def test_rbac_grows_by_the_chosen_apis_only(watch_namespace: str) -> None:
                        mpi_operator_watch_namespace=watch_namespace)
     rules = operator_rules(docs)
     assert mpijob_groups(rules) == {"kubeflow.org", "batch.test.bdap.com"}
-    # the rules for the jobs' children are the same as with kubeflow.org alone
+    # the rules for the jobs' children are kubeflow.org's, plus what bdap's kubectl exec launchers need
     children = [r for r in rules if not any(res.startswith("mpijobs") for res in r["resources"])]
     default_children = [r for r in operator_rules(render_rbac(mpi_operator_watch_namespace=watch_namespace))
                         if not any(res.startswith("mpijobs") for res in r["resources"])]
-    assert children == default_children
+    kubexec = [r for r in children if r not in default_children]
+    assert [r for r in children if r in default_children] == default_children
+    assert {(tuple(r["apiGroups"]), tuple(r["resources"])) for r in kubexec} == {
+        (("",), ("serviceaccounts",)), (("rbac.authorization.k8s.io",), ("roles", "rolebindings")),
+        (("",), ("pods/exec",))}
+    assert next(r for r in kubexec if r["resources"] == ["pods/exec"])["verbs"] == ["create"]
+    t9k = operator_rules(render_rbac(mpi_operator_apis=["batch.tensorstack.dev"]))
+    assert not any("pods/exec" in r["resources"] or "serviceaccounts" in r["resources"] for r in t9k)
     roles = aggregated(docs)
     assert sorted(roles) == sorted(
         [f"mpi-operator-mpijobs-{r}" for r in ("admin", "edit", "view")]

@@ -22,7 +22,9 @@ The contract an API module fulfils (kubeflow.py is the reference; t9k.py, bdap.p
 - for the submission modules (mpijob, mpijob_info, submit.yml): `workers_path` (where the manifest says how many
   workers: `workers:` scales there), `suspend_path` (the field that suspends or pauses the job; None when the API has
   none), `counts(status) -> dict` (workers_running, workers_failed, launcher_active, launcher_failed, read from the
-  API's own status).
+  API's own status);
+- `launcher_rbac`: its jobs' launchers run with a ServiceAccount of their own (`launch_agent` kubexec), which the
+  shell then reads with the other children.
 
 What the model offers an API beyond Kubeflow's fields (defaults are kubeflow.org's, so it never sets them):
 `owner_api_version` (the children's controller reference), `pause_deletes_launcher` (suspended means no launcher
@@ -61,6 +63,8 @@ class Api:
     workers_path: tuple[str, ...]
     suspend_path: tuple[str, ...] | None
     counts: Callable[[dict], dict]
+    # The shell reads the launcher's ServiceAccount/Role/RoleBinding of this API's jobs (model launch_agent kubexec)
+    launcher_rbac: bool = False
 
     @property
     def api_versions(self) -> tuple[str, ...]:

@@ -111,9 +111,10 @@ def parse(obj: Any) -> _spec.MPIJob:
                    if _user_path(e.path) not in reported]
     if errors:
         raise InvalidMPIJob(errors)
-    # The children's controller reference names this API: deleting the job deletes them (garbage collector).
+    # The children's controller reference names this API: deleting the job deletes them (garbage collector). The
+    # launcher starts MPI on the workers with `kubectl exec`, as the original did: its workers need no sshd.
     return dataclasses.replace(job, api_version=API_VERSION, owner_api_version=API_VERSION,
-                               roll_workers=True, launcher_pod=True)
+                               roll_workers=True, launcher_pod=True, launch_agent=C.LAUNCH_KUBEXEC)
 
 
 def job_phase(status: dict | None) -> str:
@@ -188,4 +189,5 @@ API = Api(
     workers_path=("spec", "numWorkers"),
     suspend_path=None,  # the original has no way to suspend a job
     counts=counts,
+    launcher_rbac=True,
 )
