@@ -13,6 +13,8 @@ export MPI_E2E_TIMING_RUNS=${MPI_E2E_TIMING_RUNS:-5}
 # The timing runs' peer, the Kubeflow MPI Operator: built (cached) before pytest, outside the timings, with its
 # progress shown; without Go it prints nothing and the timing table says so.
 if [ "$MPI_E2E_TIMING_RUNS" -gt 0 ]; then bash hack/kubeflow.sh >/dev/null; fi
+# The images the jobs run, built (cached) before pytest: the Horovod one compiles Horovod when cold (minutes).
+nice bash hack/images/build.sh operator horovod kubectl-delivery >/dev/null
 # Here a missing real node is an error, not a skip.
 export MPI_E2E_REQUIRE=1
 # The kernel settings the pods' network depends on, in the log of every run (hack/node/up.sh checks them).

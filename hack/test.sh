@@ -25,7 +25,8 @@ client.VersionApi(config.new_client_from_config()).get_code(_request_timeout=5)'
      ! users_cluster_answers; then
     bash hack/cluster/up.sh
     if KUBECONFIG=$local_kubeconfig "$(dirname "$local_kubeconfig")/../bin/kubectl" get node mpi-real-node >/dev/null 2>&1; then
-      bash hack/images/build.sh operator >/dev/null
+      # The images the e2e jobs run that no fixture builds ahead: the Horovod one compiles Horovod when cold.
+      nice bash hack/images/build.sh operator horovod kubectl-delivery >/dev/null
     fi
   fi
   if [ "$tier" != realnode ]; then bash hack/kubeflow.sh >/dev/null; fi  # the differential tests' peer
