@@ -231,6 +231,33 @@ def test_bdap_scale_and_template_edit_roll_the_workers(operator: OperatorProcess
     wait_for(rolled, 120, what="every worker replaced from the new template")
 
 
+def test_deleting_a_bdap_job_removes_what_it_created(operator: OperatorProcess, api_client: Any,
+                                                     namespace: str) -> None:
+    """Seed 002: "all pods, configmaps, rbac will be automatically deleted" (the launcher's own ServiceAccount, Role
+    and RoleBinding included)."""
+    from kubernetes import client
+
+    create(api_client, namespace, BDAP, bdap_example(launcher="run"))
+    wait_phase(api_client, namespace, BDAP, "simple-train-cpu", "Running", 180)
+    core, rbac = client.CoreV1Api(api_client), client.RbacAuthorizationV1Api(api_client)
+    launcher_rbac = {
+        "ServiceAccount": lambda: core.list_namespaced_service_account(namespace).items,
+        "Role": lambda: rbac.list_namespaced_role(namespace).items,
+        "RoleBinding": lambda: rbac.list_namespaced_role_binding(namespace).items,
+    }
+
+    def rbac_names() -> dict[str, list[str]]:
+        return {kind: [o.metadata.name for o in list_() if o.metadata.name == "simple-train-cpu-launcher"]
+                for kind, list_ in launcher_rbac.items()}
+
+    assert all(names == ["simple-train-cpu-launcher"] for names in rbac_names().values()), rbac_names()
+    custom(api_client).delete_namespaced_custom_object(*BDAP, namespace, "mpijobs", "simple-train-cpu",
+                                                       body={"propagationPolicy": "Foreground"})
+    empty = {"Service": [], "ConfigMap": [], "Secret": [], "Job": [], "Worker": [], "LauncherPod": []}
+    wait_for(lambda: children(api_client, namespace, "simple-train-cpu") == empty, 90, what="every child gone")
+    wait_for(lambda: all(not names for names in rbac_names().values()), 60, what="the launcher's RBAC gone")
+
+
 # ---- one operator, three APIs ------------------------------------------------------------------------------------
 
 def test_one_batch_mixes_the_three_apis(operator: OperatorProcess, api_client: Any, namespace: str) -> None:
