@@ -596,6 +596,7 @@ def bdap_crd(components: dict[str, Any]) -> dict[str, Any]:
             "phase": string("Pending, Running, Succeeded or Failed (the printer column Phase).", enum=list(BDAP_PHASES)),
             "readyWorkers": int32("Workers that are Ready."),
             "launcher": string("Name of the launcher pod, once created."),
+            "selector": string("Label selector of the worker pods (the scale subresource's labelSelectorPath)."),
             "conditions": job_conditions("Created, Running, Succeeded or Failed."),
             "startTime": {**TIME, "description": "When the operator started working on the job."},
             "completionTime": {**TIME, "description": "When the launcher finished."},
@@ -608,8 +609,8 @@ def bdap_crd(components: dict[str, Any]) -> dict[str, Any]:
         "(self.spec.numWorkers > 0 ? self.spec.numWorkers : 1)",
     )
     columns = columns_of(("Workers", ".spec.numWorkers"), ("Ready", ".status.readyWorkers"), ("Phase", ".status.phase"))
-    # No labelSelectorPath: this API's status carries no selector (an HPA needs one; `kubectl scale` does not).
-    scale = {"specReplicasPath": ".spec.numWorkers", "statusReplicasPath": ".status.readyWorkers"}
+    scale = {"specReplicasPath": ".spec.numWorkers", "statusReplicasPath": ".status.readyWorkers",
+             "labelSelectorPath": ".status.selector"}
     return crd_object(BDAP_GROUP, {"categories": ["all"]}, single_version(BDAP_VERSION, schema, columns, scale))
 
 

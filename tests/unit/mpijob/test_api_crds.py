@@ -161,7 +161,8 @@ def test_t9k_rules_from_its_doc() -> None:
 
 @pytest.mark.parametrize(("group", "version", "columns", "scale"), [
     ("batch.test.bdap.com", "v1", ["Workers", "Ready", "Phase", "Age"],
-     {"specReplicasPath": ".spec.numWorkers", "statusReplicasPath": ".status.readyWorkers"}),
+     {"specReplicasPath": ".spec.numWorkers", "statusReplicasPath": ".status.readyWorkers",
+      "labelSelectorPath": ".status.selector"}),
     ("batch.tensorstack.dev", "v1beta1", ["Phase", "Workers", "Age"],
      {"specReplicasPath": ".spec.worker.replicas", "statusReplicasPath": ".status.aggregate.running"}),
 ])
@@ -173,12 +174,12 @@ def test_names_columns_and_subresources(group: str, version: str, columns: list[
     (v,) = obj["spec"]["versions"]
     assert (v["name"], v["served"], v["storage"]) == (version, True, True)
     assert v["subresources"] == {"status": {}, "scale": scale}
-    # `kubectl scale` sets the workers: the paths are integers of the schema, the spec's the one the core reads.
+    # `kubectl scale` sets the workers: the paths are in the schema, the spec's the one the core reads.
     assert scale["specReplicasPath"] == "." + ".".join(by_group(group).workers_path)
     props = v["schema"]["openAPIV3Schema"]
-    for path in scale.values():
+    for kind, path in scale.items():
         node = props
         for key in path.lstrip(".").split("."):
             node = node["properties"][key]
-        assert node["type"] == "integer", path
+        assert node["type"] == ("string" if kind == "labelSelectorPath" else "integer"), path
     assert [c["name"] for c in v["additionalPrinterColumns"]] == columns
