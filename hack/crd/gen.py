@@ -508,14 +508,16 @@ def columns_of(*columns: tuple[str, str]) -> list[dict[str, Any]]:
     return [*out, {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
 
 
-def single_version(name: str, schema: dict[str, Any], columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def single_version(name: str, schema: dict[str, Any], columns: list[dict[str, Any]],
+                   scale: dict[str, str]) -> list[dict[str, Any]]:
+    """The API's one version; `scale` is its scale subresource (`kubectl scale` sets the workers)."""
     return [
         {
             "name": name,
             "served": True,
             "storage": True,
             "schema": {"openAPIV3Schema": schema},
-            "subresources": {"status": {}},
+            "subresources": {"status": {}, "scale": scale},
             "additionalPrinterColumns": columns,
         }
     ]
@@ -594,6 +596,7 @@ def bdap_crd(components: dict[str, Any]) -> dict[str, Any]:
             "phase": string("Pending, Running, Succeeded or Failed (the printer column Phase).", enum=list(BDAP_PHASES)),
             "readyWorkers": int32("Workers that are Ready."),
             "launcher": string("Name of the launcher pod, once created."),
+            "selector": string("Label selector of the worker pods (the scale subresource's labelSelectorPath)."),
             "conditions": job_conditions("Created, Running, Succeeded or Failed."),
             "startTime": {**TIME, "description": "When the operator started working on the job."},
             "completionTime": {**TIME, "description": "When the launcher finished."},
@@ -606,7 +609,9 @@ def bdap_crd(components: dict[str, Any]) -> dict[str, Any]:
         "(self.spec.numWorkers > 0 ? self.spec.numWorkers : 1)",
     )
     columns = columns_of(("Workers", ".spec.numWorkers"), ("Ready", ".status.readyWorkers"), ("Phase", ".status.phase"))
-    return crd_object(BDAP_GROUP, {"categories": ["all"]}, single_version(BDAP_VERSION, schema, columns))
+    scale = {"specReplicasPath": ".spec.numWorkers", "statusReplicasPath": ".status.readyWorkers",
+             "labelSelectorPath": ".status.selector"}
+    return crd_object(BDAP_GROUP, {"categories": ["all"]}, single_version(BDAP_VERSION, schema, columns, scale))
 
 
 def t9k_replica_specs(description: str, command: str, with_args: bool) -> dict[str, Any]:
@@ -791,7 +796,10 @@ def t9k_crd(components: dict[str, Any]) -> dict[str, Any]:
         "(has(self.spec.worker.replicas) && self.spec.worker.replicas > 0 ? self.spec.worker.replicas : 1)",
     )
     columns = columns_of(("Phase", ".status.phase"), ("Workers", ".spec.worker.replicas"))
-    return crd_object(T9K_GROUP, {"categories": ["all", "t9k"]}, single_version(T9K_VERSION, schema, columns))
+    # T9k's status (kept in its shape) has no count of the workers alone: the scale subresource's status.replicas is
+    # aggregate.running, the job's running replicas, the launcher included (docs/apis.md says so). No selector either.
+    scale = {"specReplicasPath": ".spec.worker.replicas", "statusReplicasPath": ".status.aggregate.running"}
+    return crd_object(T9K_GROUP, {"categories": ["all", "t9k"]}, single_version(T9K_VERSION, schema, columns, scale))
 
 
 # Every CRD file of roles/crds/files, by the CRD's name (mpi_operator_apis selects among them by group).

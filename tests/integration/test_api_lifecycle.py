@@ -5,6 +5,7 @@ reconciling a mix of the three APIs. Pods are simulated (docs/local-cluster.md: 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -256,6 +257,64 @@ def test_deleting_a_bdap_job_removes_what_it_created(operator: OperatorProcess, 
     empty = {"Service": [], "ConfigMap": [], "Secret": [], "Job": [], "Worker": [], "LauncherPod": []}
     wait_for(lambda: children(api_client, namespace, "simple-train-cpu") == empty, 90, what="every child gone")
     wait_for(lambda: all(not names for names in rbac_names().values()), 60, what="the launcher's RBAC gone")
+
+
+# ---- kubectl scale (the scale subresource of both CRDs) --------------------------------------------------------------
+
+def scale_of(kubectl: Any, namespace: str, resource: str) -> dict:
+    proc = kubectl("get", resource, "-n", namespace, "--subresource=scale", "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def scale_to(kubectl: Any, api_client: Any, namespace: str, api: tuple[str, str], name: str, replicas: int,
+             launchers: int) -> dict:
+    """`kubectl scale` the job to `replicas` workers; waits for the pods and the scale subresource; returns the scale."""
+    resource = f"mpijobs.{api[0]}/{name}"  # the full name: with several MPIJob CRDs, `mpijob` alone is T9k's
+    proc = kubectl("scale", resource, "-n", namespace, f"--replicas={replicas}")
+    assert proc.returncode == 0, proc.stderr
+    want = ["launcher", *["worker"] * replicas]
+    wait_for(lambda: roles(api_client, namespace, name) == want, 90, what=f"{replicas} workers")
+    seen: dict = {}
+
+    def read_back() -> bool:
+        seen.update(scale_of(kubectl, namespace, resource))
+        return seen["spec"].get("replicas") == replicas and seen["status"].get("replicas") == replicas + launchers
+
+    try:
+        wait_for(read_back, 60, what=f"the scale subresource reading {replicas} workers")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {seen}") from None
+    return seen
+
+
+@pytest.mark.parametrize(("api", "job", "launchers"), [
+    # T9k's status has no worker-only count: status.replicas is aggregate.running, the running launcher included.
+    (T9K, lambda: t9k_example(**{OUTCOME: "run"}), 1),
+    # batch.test.bdap.com: status.replicas is readyWorkers.
+    (BDAP, lambda: bdap_example(launcher="run"), 0),
+], ids=["t9k", "bdap"])
+def test_kubectl_scale_changes_the_workers(operator: OperatorProcess, api_client: Any, namespace: str, kubectl: Any,
+                                          api: tuple[str, str], job: Callable[[], dict], launchers: int) -> None:
+    body = job()
+    name = body["metadata"]["name"]
+    create(api_client, namespace, api, body)
+    wait_phase(api_client, namespace, api, name, "Running", 180)
+    for replicas in (3, 1):
+        scale = scale_to(kubectl, api_client, namespace, api, name, replicas, launchers)
+        if api == T9K:  # T9k's status, in T9k's shape, has no selector
+            assert "selector" not in scale["status"]
+            continue
+        # bdap's status (ours) carries the workers' selector: the scale's, as an HPA reads it
+        workers = [f"pod/{name}-worker-{i}" for i in range(replicas)]
+
+        def selected(selector: str = scale["status"]["selector"], workers: list = workers) -> bool:
+            proc = kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "name")
+            assert proc.returncode == 0, proc.stderr
+            return sorted(proc.stdout.split()) == workers  # a removed worker may be terminating for a moment
+
+        wait_for(selected, 30, what=f"the scale's selector choosing {workers}")
+    wait_phase(api_client, namespace, api, name, "Running", 60)
 
 
 # ---- one operator, three APIs ------------------------------------------------------------------------------------

@@ -120,7 +120,17 @@ def test_status_phases_and_launcher_name() -> None:
     assert final["completionTime"] == "2026-01-01T00:05:00Z" and final["startTime"] == "2026-01-01T00:00:00Z"
     assert [(c["type"], c["status"]) for c in final["conditions"]] == [
         ("Created", "True"), ("Running", "False"), ("Succeeded", "True")]
-    assert set(final) <= {"phase", "readyWorkers", "launcher", "conditions", "startTime", "completionTime"}
+    assert set(final) <= {"phase", "readyWorkers", "launcher", "selector", "conditions", "startTime", "completionTime"}
+
+
+def test_status_selector_selects_the_workers_alone() -> None:
+    """status.selector is the scale subresource's labelSelectorPath (an HPA or `kubectl get --subresource=scale`)."""
+    _, p, world = lifecycle()[2]
+    selector = dict(term.split("=") for term in p.status["selector"].split(","))
+    chosen = sorted(pod["metadata"]["name"] for pod in world.pods
+                    if selector.items() <= (pod["metadata"].get("labels") or {}).items())
+    assert chosen == [f"{NAME}-worker-{i}" for i in range(5)]
+    assert f"{NAME}-launcher" in [pod["metadata"]["name"] for pod in world.pods]
 
 
 def test_finished_job_is_settled_and_keeps_its_pods() -> None:

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import by_group
+
 ROOT = pathlib.Path(__file__).parents[3]
 FILES = ROOT / "roles" / "crds" / "files"
 MANIFESTS = ROOT / "tests" / "integration" / "manifests"
@@ -157,16 +159,27 @@ def test_t9k_rules_from_its_doc() -> None:
     assert [r["rule"] for r in resume["x-kubernetes-validations"]] == ["self == oldSelf"]
 
 
-@pytest.mark.parametrize(("group", "version", "columns"), [
-    ("batch.test.bdap.com", "v1", ["Workers", "Ready", "Phase", "Age"]),
-    ("batch.tensorstack.dev", "v1beta1", ["Phase", "Workers", "Age"]),
+@pytest.mark.parametrize(("group", "version", "columns", "scale"), [
+    ("batch.test.bdap.com", "v1", ["Workers", "Ready", "Phase", "Age"],
+     {"specReplicasPath": ".spec.numWorkers", "statusReplicasPath": ".status.readyWorkers",
+      "labelSelectorPath": ".status.selector"}),
+    ("batch.tensorstack.dev", "v1beta1", ["Phase", "Workers", "Age"],
+     {"specReplicasPath": ".spec.worker.replicas", "statusReplicasPath": ".status.aggregate.running"}),
 ])
-def test_names_columns_and_subresources(group: str, version: str, columns: list[str]) -> None:
+def test_names_columns_and_subresources(group: str, version: str, columns: list[str], scale: dict) -> None:
     obj = crd(group)
     assert obj["metadata"]["name"] == f"mpijobs.{group}"
     assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "mpi.operator"
     assert obj["spec"]["names"]["kind"] == "MPIJob" and obj["spec"]["scope"] == "Namespaced"
     (v,) = obj["spec"]["versions"]
     assert (v["name"], v["served"], v["storage"]) == (version, True, True)
-    assert v["subresources"] == {"status": {}}
+    assert v["subresources"] == {"status": {}, "scale": scale}
+    # `kubectl scale` sets the workers: the paths are in the schema, the spec's the one the core reads.
+    assert scale["specReplicasPath"] == "." + ".".join(by_group(group).workers_path)
+    props = v["schema"]["openAPIV3Schema"]
+    for kind, path in scale.items():
+        node = props
+        for key in path.lstrip(".").split("."):
+            node = node["properties"][key]
+        assert node["type"] == ("string" if kind == "labelSelectorPath" else "integer"), path
     assert [c["name"] for c in v["additionalPrinterColumns"]] == columns

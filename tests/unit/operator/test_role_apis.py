@@ -79,7 +79,10 @@ def test_rbac_grows_by_the_chosen_apis_only(watch_namespace: str) -> None:
         + [f"mpi-operator-mpijobs.batch.test.bdap.com-{r}" for r in ("admin", "edit", "view")])
     bdap_edit = roles["mpi-operator-mpijobs.batch.test.bdap.com-edit"]
     assert mpijob_groups(bdap_edit) == {"batch.test.bdap.com"}
-    assert not any("mpijobs/scale" in r["resources"] for r in bdap_edit)  # no scale subresource on that API
+    # its CRD has a scale subresource too: editors may `kubectl scale mpijobs.batch.test.bdap.com/NAME`
+    assert {"apiGroups": ["batch.test.bdap.com"], "resources": ["mpijobs/scale"], "verbs": ["get", "update", "patch"]} \
+        in bdap_edit
+    assert not any("mpijobs/scale" in r["resources"] for r in roles["mpi-operator-mpijobs.batch.test.bdap.com-view"])
 
 
 def test_one_api_without_kubeflow_org_names_no_kubeflow_org_rule() -> None:

@@ -7,8 +7,9 @@ spec.parse, so no rule is written twice; every error is reported under this API'
 
 Status: the original operator writes none (its README lists "Add MPIJob Status" as to do). Ours is additive and small
 (docs/apis.md): `phase` (Pending, Running, Succeeded, Failed), `readyWorkers`, `launcher` (the launcher pod's name,
-for `kubectl logs`), `conditions` (Created, Running, Succeeded, Failed, Kubeflow's reasons), `startTime`,
-`completionTime`; it is computed by the kubeflow.org stage and projected onto these fields.
+for `kubectl logs`), `selector` (the workers' label selector, the scale subresource's), `conditions` (Created,
+Running, Succeeded, Failed, Kubeflow's reasons), `startTime`, `completionTime`; it is computed by the kubeflow.org
+stage and projected onto these fields.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any
 from .. import constants as C
 from .. import spec as _spec
 from .. import status as S
+from ..children import worker_selector
 from ..errors import InvalidMPIJob
 from . import Api, kubeflow
 
@@ -130,19 +132,21 @@ def with_phase(status: dict) -> dict:
     return status if status.get("phase") == phase else {**status, "phase": phase}
 
 
-def _project(full: dict, launcher: str | None = None, ready: int | None = None) -> dict:
+def _project(full: dict, launcher: str | None = None, ready: int | None = None, selector: str | None = None) -> dict:
     """This API's status out of the kubeflow.org stage's."""
     out: dict = {}
     conditions = [c for c in full.get("conditions") or [] if c.get("type") in CONDITIONS]
     if conditions:
         out["conditions"] = conditions
-    for key in ("startTime", "completionTime", "launcher", "readyWorkers"):
+    for key in ("startTime", "completionTime", "launcher", "readyWorkers", "selector"):
         if full.get(key) is not None:
             out[key] = full[key]
     if launcher is not None:
         out["launcher"] = launcher
     if ready is not None:
         out["readyWorkers"] = ready
+    if selector is not None:
+        out["selector"] = selector
     return with_phase(out)
 
 
@@ -156,7 +160,7 @@ def _launcher_pod(seen: S.Observed) -> str | None:
 
 def live_status(job: _spec.MPIJob, old: dict, seen: S.Observed, now: str, events: list[S.Event]) -> dict:
     full = S.live_status(job, old, seen, now, events)
-    return _project(full, _launcher_pod(seen), S.ready_workers(seen.workers))
+    return _project(full, _launcher_pod(seen), S.ready_workers(seen.workers), worker_selector(job))
 
 
 def cleaned_status(job: _spec.MPIJob, status: dict) -> dict:
