@@ -131,6 +131,11 @@ def discover_hosts(job: MPIJob, running_workers: Iterable[str], opts: Options) -
     return "#!/bin/sh\n" + "".join(f"echo {h}:{job.slots_per_worker}\n" for h in hosts)
 
 
+def _kubexec_item() -> dict:
+    """kubexec.sh, as an item of the config volume (a new dict each time: pod specs are edited later)."""
+    return {"key": C.KUBEXEC, "path": C.KUBEXEC, "mode": 0o555}
+
+
 def kubexec(job: MPIJob, opts: Options) -> str:
     """The launcher's rsh agent for C.LAUNCH_KUBEXEC, called as MPI calls an rsh agent (`kubexec.sh <host>
     <command...>`) or as ssh is called (`ssh [options] <host> <command...>`: it is also the launcher's `ssh`, so tools
@@ -274,9 +279,7 @@ def worker_pod(job: MPIJob, index: int, opts: Options) -> dict:
     if job.launch_agent == C.LAUNCH_KUBEXEC:
         # OpenMPI's daemon on a worker opens the rsh launcher too, and stops when the rsh agent it was given is not
         # there: the same script at the same path (the launcher starts every daemon itself, _use_kubexec).
-        items = [{"key": C.KUBEXEC, "path": C.KUBEXEC, "mode": 0o555}]
-        _append(spec, "volumes", [{"name": C.CONFIG_VOLUME, "configMap": {"name": config_name(job), "items": items}}])
-        _append(container, "volumeMounts", [{"name": C.CONFIG_VOLUME, "mountPath": C.CONFIG_MOUNT_PATH}])
+        _mount_config(job, spec, container, [_kubexec_item()])
     if job.roll_workers:
         meta.setdefault("annotations", {})[C.WORKER_TEMPLATE_HASH_ANNOTATION] = worker_template_hash(job)
     return {
@@ -327,15 +330,20 @@ def launcher_pod_template(job: MPIJob, opts: Options) -> dict:
              {"key": C.DISCOVER_HOSTS, "path": C.DISCOVER_HOSTS, "mode": 0o555}]
     if job.launch_agent == C.LAUNCH_KUBEXEC:
         _use_kubexec(job, spec, container, items, opts)
+    _mount_config(job, spec, container, items)
+    return {"metadata": {**meta, "ownerReferences": [owner_reference(job)]}, "spec": spec}
+
+
+def _mount_config(job: MPIJob, spec: dict, container: dict, items: list[dict]) -> None:
+    """The job's ConfigMap keys `items` as the pod's config volume, mounted at C.CONFIG_MOUNT_PATH in `container`."""
     _append(spec, "volumes", [{"name": C.CONFIG_VOLUME, "configMap": {"name": config_name(job), "items": items}}])
     _append(container, "volumeMounts", [{"name": C.CONFIG_VOLUME, "mountPath": C.CONFIG_MOUNT_PATH}])
-    return {"metadata": {**meta, "ownerReferences": [owner_reference(job)]}, "spec": spec}
 
 
 def _use_kubexec(job: MPIJob, spec: dict, container: dict, items: list[dict], opts: Options) -> None:
     """MPI's rsh agent is kubexec.sh, run with the job's own ServiceAccount; kubectl comes from the delivery image
     when there is one."""
-    items.append({"key": C.KUBEXEC, "path": C.KUBEXEC, "mode": 0o555})
+    items.append(_kubexec_item())
     # The launcher's `ssh` is kubexec.sh too: /usr/local/bin comes before /usr/bin on every distribution's PATH.
     _append(container, "volumeMounts", [{"name": C.CONFIG_VOLUME, "mountPath": C.KUBEXEC_SSH_PATH,
                                          "subPath": C.KUBEXEC, "readOnly": True}])
