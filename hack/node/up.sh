@@ -74,7 +74,13 @@ PY
 export CONTAINERD_SOCK CNI_BIN_DIR BRIDGE POD_CIDR POD_GATEWAY CLUSTER_DOMAIN NODE_TAINT_KEY
 export SANDBOX_IMAGE=localhost/pause:${MPI_IMAGE_TAG:-local} CNI_CONF_DIR=$NODE_STATE/cni CA_FILE=$PKI/ca.crt
 export KUBECONFIG=$ADMIN_KUBECONFIG
-render "$NODE_DIR/containerd.toml" "$NODE_STATE/containerd.toml"
+render "$NODE_DIR/containerd.toml" "$NODE_STATE/containerd.toml.new"
+# A running containerd reads its config once: restart it when the config changed (its containers keep running).
+if cmp -s "$NODE_STATE/containerd.toml.new" "$NODE_STATE/containerd.toml"; then rm "$NODE_STATE/containerd.toml.new"
+else
+  mv "$NODE_STATE/containerd.toml.new" "$NODE_STATE/containerd.toml"
+  if [ -n "$(daemon_pid containerd)" ]; then nlog "containerd.toml changed: restarting containerd"; stop_daemon containerd; fi
+fi
 render "$NODE_DIR/cni.conflist" "$NODE_STATE/cni/10-mpi-node.conflist"
 render "$NODE_DIR/kubelet.yaml" "$NODE_STATE/kubelet.yaml"
 render "$NODE_DIR/Corefile" "$NODE_STATE/Corefile"
