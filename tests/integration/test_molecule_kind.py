@@ -41,22 +41,36 @@ def test_molecule_kind_scenario(tmp_path: pathlib.Path) -> None:
     if reason:
         pytest.skip(f"molecule/kind: {reason}")
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG")}
-    env.update(NO_COLOR="1", MOLECULE_NO_LOG="false", MOLECULE_EPHEMERAL_DIRECTORY=str(tmp_path),
-               PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""))
+    env.update(
+        NO_COLOR="1",
+        MOLECULE_NO_LOG="false",
+        MOLECULE_EPHEMERAL_DIRECTORY=str(tmp_path),
+        PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
+    )
     (CACHE / "kind").mkdir(parents=True, exist_ok=True)
     # One run per machine: the scenario's cluster has a fixed name.
     with open(CACHE / "kind/molecule.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "molecule"), "test", "-s", "kind"],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+        proc = subprocess.run(
+            [os.path.join(os.path.dirname(sys.executable), "molecule"), "test", "-s", "kind"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1500,
+        )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-10000:]
     for step in ("create", "converge", "idempotence", "verify", "destroy"):
         assert f"[kind > {step}] Executed: Successful" in output, step
-    # verify saw the job reconciled to the end, and destroy left no cluster behind.
+    # verify saw the job reconciled to the end.
     assert re.search(r'"msg": "mpi-operator-molecule-jobs/pi(-kind)?: Succeeded, ', output), output[-10000:]
-    if (tmp_path / "engine").exists() or shutil.which("podman"):
-        clusters = subprocess.run([str(CACHE / "bin/kind") if (CACHE / "bin/kind").exists() else "kind", "get",
-                                   "clusters"], env={**env, "KIND_EXPERIMENTAL_PROVIDER": "podman"},
-                                  capture_output=True, text=True, check=True).stdout.split()
+    if shutil.which("podman"):  # the podman way: its kind cluster is gone
+        clusters = subprocess.run(
+            [str(CACHE / "bin/kind") if (CACHE / "bin/kind").exists() else "kind", "get", "clusters"],
+            env={**env, "KIND_EXPERIMENTAL_PROVIDER": "podman"},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         assert "mpi-operator-molecule" not in clusters
