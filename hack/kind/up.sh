@@ -15,6 +15,8 @@ mkdir -p "$cache/kind" "$work"
 
 ensure_podman
 ensure_kind
+# kind mounts /lib/modules into every node; a kernel built without modules (as here) leaves the host without one.
+[ -d /lib/modules ] || { mkdir -p /lib/modules; log "created an empty /lib/modules (kind mounts it into its nodes)"; }
 
 # Kubernetes binaries (cached by their recipe); CoreDNS comes with the local cluster's real node (hack/node).
 nice bash "$root_dir/hack/cluster/build.sh" kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet \
