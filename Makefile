@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-cluster test-realnode lint run cluster-up cluster-down kubeconfig bench e2e
+.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-cluster test-realnode lint run cluster-up cluster-down kubeconfig bench e2e kind-up kind-down
 
 venv:
 	@bash hack/venv.sh
@@ -20,6 +20,13 @@ cluster-down:
 
 kubeconfig:
 	@bash hack/cluster/kubeconfig.sh
+
+# A kind cluster on podman, its images built here (hack/kind/up.sh; molecule/kind/README.md). KIND_CLUSTER=NAME.
+kind-up:
+	@bash hack/kind/up.sh
+
+kind-down:
+	@bash hack/kind/down.sh
 
 images:
 	@bash hack/images/build.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the local cluster's binaries from the Go module proxy into $CACHE/bin, each only when its recipe changed.
 # Usage: build.sh [component...]   (default: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok;
-#        also kubelet, kube-proxy)
+#        also kubelet, kube-proxy, kubeadm)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -15,7 +15,8 @@ module_of() {
     etcd) echo etcd ;;
     kwok) echo kwok ;;
     kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy) echo kube ;;
-    *) die "unknown component '$1' (known: ${DEFAULT_COMPONENTS[*]} kubelet kube-proxy)" ;;
+    kubeadm) echo kubeadm ;;
+    *) die "unknown component '$1' (known: ${DEFAULT_COMPONENTS[*]} kubelet kube-proxy kubeadm)" ;;
   esac
 }
 package_of() {
@@ -29,7 +30,7 @@ package_of() {
 ldflags_of() {
   local flags="-s -w" major minor pkg
   case $(module_of "$1") in
-    kube)
+    kube|kubeadm)
       major=${KUBE_VERSION#v}; minor=${major#*.}; major=${major%%.*}; minor=${minor%%.*}
       for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
         flags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
@@ -44,10 +45,11 @@ ldflags_of() {
 check_pins() {
   local mod=$CLUSTER_DIR/go
   requires "$mod/kube/go.mod" k8s.io/kubernetes "$KUBE_VERSION"
+  requires "$mod/kubeadm/go.mod" k8s.io/kubernetes "$KUBE_VERSION"
   requires "$mod/etcd/go.mod" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
   requires "$mod/kwok/go.mod" sigs.k8s.io/kwok "$KWOK_VERSION"
-  if grep "=> k8s.io/" "$mod/kube/go.mod" | grep -qv " $KUBE_STAGING_VERSION\$"; then
-    die "hack/cluster/go/kube/go.mod: a k8s.io staging replace is not at $KUBE_STAGING_VERSION (versions.env)"
+  if cat "$mod"/kube/go.mod "$mod"/kubeadm/go.mod | grep "=> k8s.io/" | grep -qv " $KUBE_STAGING_VERSION\$"; then
+    die "hack/cluster/go/kube{,adm}/go.mod: a k8s.io staging replace is not at $KUBE_STAGING_VERSION (versions.env)"
   fi
 }
 # requires GO_MOD MODULE VERSION: fail unless GO_MOD requires exactly that version.
@@ -77,7 +79,7 @@ done
 [ ${#todo[@]} -gt 0 ] || { log "binaries up to date in $BIN"; exit 0; }
 
 total=$(now_ms)
-for m in kube etcd kwok; do
+for m in kube kubeadm etcd kwok; do
   [ -n "${todo[$m]:-}" ] || continue
   read -ra comps <<<"${todo[$m]}"
   out=$(mktemp -d "$BIN/.build.XXXXXX")
