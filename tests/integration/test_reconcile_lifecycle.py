@@ -5,6 +5,7 @@ test_reconcile_kubeflow.py: the Kubeflow contract of what it creates.)
 """
 from __future__ import annotations
 
+import hashlib
 import time
 
 import pytest
@@ -167,11 +168,21 @@ def test_elastic_scaling(reconcile, api_client, namespace) -> None:
     assert script.splitlines()[1:] == [f"echo {name}-worker-{i}.{name}.{namespace}.svc:1" for i in range(3)]
     patch_mpijob(api_client, namespace, name, {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
     run = reconcile(key)
-    deletes = [a["name"] for a in run.job(name)["actions"] if a["action"] == "delete"]
-    assert deletes == [f"{name}-worker-2", f"{name}-worker-1"]  # highest index first
+    assert not [a for a in run.job(name)["actions"] if a["action"] == "delete"]  # the launcher is told first
     data = core.read_namespaced_config_map(f"{name}-config", namespace).data
     assert data["hostfile"] == f"{name}-worker-0.{name}.{namespace}.svc slots=1\n"
     assert data["discover_hosts.sh"] == f"#!/bin/sh\necho {name}-worker-0.{name}.{namespace}.svc:1\n"
+    reconcile(key)  # the running launcher pod learns of the new list (the kubelet rewrites its volumes)
+    [launcher] = core.list_namespaced_pod(namespace, label_selector="training.kubeflow.org/job-role=launcher").items
+    digest = hashlib.sha256(data["discover_hosts.sh"].encode()).hexdigest()[:16]
+    assert launcher.metadata.annotations["mpi.operator/discover-hosts"].startswith(f"{digest}@")
+    told = time.monotonic()
+    deletes: list[str] = []
+    while not deletes and time.monotonic() - told < 20:
+        time.sleep(1)
+        deletes = [a["name"] for a in reconcile(key).job(name)["actions"] if a["action"] == "delete"]
+    assert deletes == [f"{name}-worker-2", f"{name}-worker-1"]  # highest index first
+    assert time.monotonic() - told >= 3  # C.HOSTS_NOTICE_S (5 s) after the annotation's time, give or take a second
 
 
 @pytest.mark.slow

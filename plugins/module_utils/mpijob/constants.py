@@ -34,6 +34,14 @@ REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 APP_LABEL = "app"
 # Ours: the worker template a worker pod was made from (MPIJob.roll_workers compares it with the current one).
 WORKER_TEMPLATE_HASH_ANNOTATION = "mpi.operator/worker-template-hash"
+# On a running launcher pod: "<digest of discover_hosts.sh>@<time>", the hosts list it was told of and when. The kubelet
+# rewrites a pod's ConfigMap volumes when the pod changes, at once, instead of at its next periodic sync (up to about a
+# minute later): Horovod's elastic driver, which runs discover_hosts.sh every second, learns of a worker's removal
+# before the worker goes.
+DISCOVER_HOSTS_ANNOTATION = "mpi.operator/discover-hosts"
+# Seconds between telling the launcher and deleting the workers a scale-down removes: the kubelet's rewrite (about 1 s
+# here) and one run of Horovod's host discovery (every 1 s).
+HOSTS_NOTICE_S = 5.0
 
 # ConfigMap and its mount.
 CONFIG_VOLUME = "mpi-job-config"

@@ -6,6 +6,7 @@ by something else stops the plan with an ErrResourceExists event: it is never ta
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -179,6 +180,9 @@ class _Planner:
             p for p in world.pods
             if (p["metadata"].get("labels") or {}).get(C.JOB_ROLE_LABEL) == C.ROLE_WORKER and controlled_by(p, uid)
         ]
+        self.hosts: tuple[str, dict | None] | None = None  # discover_hosts.sh as wanted, the ConfigMap as seen
+        self.hosts_told: float | None = None  # seconds since every running launcher knows it (notice_hosts)
+        self.hosts_requeue: float | None = None  # when a held scale-down may go on (notice_hosts)
         launcher_uid = ((world.launcher or {}).get("metadata") or {}).get("uid")
         self.launcher_pods = [p for p in world.pods if launcher_uid and controlled_by(p, launcher_uid)]
         if job.launcher_pod:
@@ -251,7 +255,8 @@ class _Planner:
         status = self.api.live_status(job, self.old_status, seen, self.now_s, self.events)
         if self.api.settled(status):
             return self.finished(status)  # clean up in the same pass
-        return self.result(status, requeue=self.deadline_requeue(status))
+        requeues = [r for r in (self.deadline_requeue(status), self.hosts_requeue) if r is not None]
+        return self.result(status, requeue=min(requeues, default=None))
 
     def sync_service(self) -> None:
         want, have = K.service(self.job), self.world.service
@@ -279,6 +284,28 @@ class _Planner:
             reason = "hostfile" if (have.get("data") or {}).get(C.HOSTFILE) != want["data"][C.HOSTFILE] else "hosts"
             self.actions.append(Action("patch", "ConfigMap", _name(want), reason=reason,
                                        body={"data": _replace_map(have.get("data"), want["data"])}, api_version="v1"))
+        self.hosts = (want["data"][C.DISCOVER_HOSTS], have)  # for notice_hosts, when a scale-down needs it
+
+    def notice_hosts(self, discover: str, have: dict | None) -> float | None:
+        """Tells each running launcher pod of a new discover_hosts.sh (C.DISCOVER_HOSTS_ANNOTATION) once the
+        ConfigMap has it, so that the kubelet rewrites the file now. Returns how long ago every running launcher
+        was told of this one (None: not all yet); no running launcher: infinity (nothing to wait for)."""
+        launchers = [p for p in self.launcher_pods if S.phase(p) == "Running" and not terminating(p)]
+        if not launchers:
+            return float("inf")
+        if ((have or {}).get("data") or {}).get(C.DISCOVER_HOSTS) != discover:
+            return None  # the ConfigMap first: a pod change before it would rewrite the old file
+        digest = hashlib.sha256(discover.encode()).hexdigest()[:16]
+        ages = []
+        for pod in launchers:
+            told, _sep, when = (_annotations(pod).get(C.DISCOVER_HOSTS_ANNOTATION) or "").partition("@")
+            at = S.parse_time(when) if told == digest else None
+            if at is None:
+                self.actions.append(Action("patch", "Pod", _name(pod), reason="hosts", api_version="v1", body={
+                    "metadata": {"annotations": {C.DISCOVER_HOSTS_ANNOTATION: f"{digest}@{self.now_s}"}}}))
+                return None
+            ages.append((self.now - at).total_seconds())
+        return min(ages)
 
     def sync_secret(self) -> None:
         have = self.world.secret
@@ -316,6 +343,8 @@ class _Planner:
         for index in sorted(by_index, reverse=True):
             pod = by_index[index]
             if index >= replicas and not terminating(pod):
+                if S.phase(pod) == "Running" and not self.hosts_noticed():
+                    continue  # the launcher may still list it: Horovod must drop it first (notice_hosts)
                 self.actions.append(_delete(pod, "Pod", "scale-down", "v1"))
         live = []
         for index in range(replicas):
@@ -327,6 +356,18 @@ class _Planner:
         if self.job.roll_workers:
             self.roll_workers(live)
         return live
+
+    def hosts_noticed(self) -> bool:
+        """Whether every running launcher has known the current hosts list for C.HOSTS_NOTICE_S; if not, when to
+        look again."""
+        if self.hosts is not None:
+            self.hosts_told, self.hosts = self.notice_hosts(*self.hosts), None  # once a pass
+        told = self.hosts_told
+        if told is not None and told >= C.HOSTS_NOTICE_S:
+            return True
+        wait = 1.0 if told is None else C.HOSTS_NOTICE_S - told
+        self.hosts_requeue = wait if self.hosts_requeue is None else min(self.hosts_requeue, wait)
+        return False
 
     def roll_workers(self, live: list[dict]) -> None:
         """A worker made from an older template is deleted (and recreated by a later pass), one at a time: only

@@ -97,6 +97,8 @@ def world_after(world: P.World, plan: P.Plan) -> P.World:
                 w.pods.append(copy.deepcopy(a.body))
             elif a.action == "delete":
                 w.pods = [p for p in w.pods if p["metadata"]["name"] != a.name]
+            elif a.action == "patch":
+                w.pods = [_merge(p, a.body) if p["metadata"]["name"] == a.name else p for p in w.pods]
         elif a.kind in ("ServiceAccount", "Role", "RoleBinding") and a.action == "create":
             obj = copy.deepcopy(a.body)
             obj["metadata"]["uid"] = f"uid-{a.kind}-{a.name}"

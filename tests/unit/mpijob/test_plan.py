@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import copy
+import hashlib
+
+import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
 
@@ -227,10 +231,15 @@ def test_elastic_scale_down_deletes_highest_indices_first_and_rewrites_the_hostf
     world = world_after(world, plan(world.mpijob, world, now=at(20)))
     world.mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 2
     p = plan(world.mpijob, world, now=at(30))
-    assert [a.name for a in p.actions if a.action == "delete"] == ["pi-worker-3", "pi-worker-2"]
     cm = next(a for a in p.actions if a.kind == "ConfigMap")
     assert cm.body["data"]["hostfile"] == "pi-worker-0.pi.ns.svc slots=1\npi-worker-1.pi.ns.svc slots=1\n"
     assert "pi-worker-2" not in cm.body["data"]["discover_hosts.sh"]
+    # The running launcher is told of the new hosts list first (test_scale_down_waits_until_the_launcher_knows...).
+    for now in (31, 32, 36):
+        assert not [a for a in p.actions if a.action == "delete"]
+        world = world_after(world, p)
+        p = plan(world.mpijob, world, now=at(now))
+    assert [a.name for a in p.actions if a.action == "delete"] == ["pi-worker-3", "pi-worker-2"]
     world = world_after(world, p)
     world.mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 3
     p = plan(world.mpijob, world, now=at(40))
@@ -353,3 +362,55 @@ def test_resume_merges_template_labels_and_keeps_other_annotations() -> None:
     assert "annotations" not in tmpl["metadata"]  # a merge patch with null would drop e.g. Kueue's annotations
     assert tmpl["metadata"]["labels"]["training.kubeflow.org/job-role"] == "launcher"
     assert tmpl["spec"]["nodeSelector"] == {"zone": "b", "pool": None}  # replaced, as Kubeflow does
+
+
+def test_scale_down_waits_until_the_launcher_knows_the_workers_are_going() -> None:
+    """Horovod's elastic driver reads discover_hosts.sh every second, from the ConfigMap volume the kubelet rewrites
+    at its periodic sync (up to about a minute): a worker deleted before the launcher's file drops it can be given a
+    rank again in the next world, which then waits for it until Gloo's timeout and fails the job. So: the
+    ConfigMap first, then the launcher pod's annotation (the kubelet rewrites a changed pod's volumes at once), then,
+    C.HOSTS_NOTICE_S later, the workers."""
+    world = run_all(settle(manifest(workers=3)))
+    world = world_after(world, plan(world.mpijob, world, now=at(20)))
+    assert plan(world.mpijob, world, now=at(21)).actions == []  # a steady job: its launcher is not told anything
+    world.mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 1
+
+    p = plan(world.mpijob, world, now=at(30))  # 1. the ConfigMap, nothing else
+    assert [(a.action, a.kind) for a in p.actions if a.kind != "MPIJob"] == [("patch", "ConfigMap")]
+    assert p.requeue_after == 1.0
+    world = world_after(world, p)
+
+    p = plan(world.mpijob, world, now=at(31))  # 2. the launcher pod, told of the file the ConfigMap now has
+    [poke] = [a for a in p.actions if a.kind == "Pod"]
+    digest = hashlib.sha256(world.config_map["data"]["discover_hosts.sh"].encode()).hexdigest()[:16]
+    assert (poke.action, poke.name, poke.reason) == ("patch", "pi-launcher-abcde", "hosts")
+    assert poke.body == {"metadata": {"annotations": {C.DISCOVER_HOSTS_ANNOTATION: f"{digest}@2026-01-01T00:00:31Z"}}}
+    world = world_after(world, p)
+
+    p = plan(world.mpijob, world, now=at(33))  # 3. C.HOSTS_NOTICE_S for the kubelet and Horovod's discovery
+    assert p.actions == [] and p.requeue_after == C.HOSTS_NOTICE_S - 2
+    p = plan(world.mpijob, world, now=at(36))  # 4. the workers
+    assert [(a.action, a.name) for a in p.actions if a.kind == "Pod"] == [("delete", "pi-worker-2"),
+                                                                           ("delete", "pi-worker-1")]
+
+
+@pytest.mark.parametrize("launcher_phase", ["Pending", "Succeeded", None])
+def test_scale_down_without_a_running_launcher_deletes_at_once(launcher_phase: str | None) -> None:
+    world = settle(manifest(workers=3))
+    world.pods = [set_phase(p, "Running", ready=True) for p in world.pods]
+    if launcher_phase:
+        world.pods.append(launcher_pod(world, launcher_phase))
+    world = world_after(world, plan(world.mpijob, world, now=at(20)))
+    world.mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 2
+    p = plan(world.mpijob, world, now=at(30))
+    assert [(a.action, a.name) for a in p.actions if a.kind == "Pod"] == [("delete", "pi-worker-2")]
+
+
+def test_a_pending_worker_scaled_away_goes_at_once() -> None:
+    """Not Running, it was never in discover_hosts.sh: nothing to tell the launcher."""
+    world = run_all(settle(manifest(workers=3)))
+    world.pods = [set_phase(p, "Pending") if p["metadata"]["name"] == "pi-worker-2" else p for p in world.pods]
+    world = world_after(world, plan(world.mpijob, world, now=at(20)))
+    world.mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 2
+    p = plan(world.mpijob, world, now=at(30))
+    assert [(a.action, a.name) for a in p.actions if a.kind == "Pod"] == [("delete", "pi-worker-2")]
