@@ -156,12 +156,14 @@ if [ ! -f "$NODE_STATE/kubelet.kubeconfig" ]; then
   mv "$kc" "$NODE_STATE/kubelet.kubeconfig"
 fi
 
-start_daemon coredns "$BIN/coredns" -conf "$NODE_STATE/Corefile"
-# A kubelet registers its Node only when it starts: after a fresh control plane (etcd wiped) it must restart.
+# A kubelet registers its Node only when it starts: after a fresh control plane (etcd wiped) it must restart. So must
+# CoreDNS: its watches carry the old etcd's resource versions and it answered NXDOMAIN for every new pod's name.
 if [ -n "$(daemon_pid kubelet)" ] && ! kubectl_admin get "node/$NODE_NAME" >/dev/null 2>&1; then
-  nlog "node $NODE_NAME is gone from the API server (fresh control plane): restarting the kubelet"
+  nlog "node $NODE_NAME is gone from the API server (fresh control plane): restarting the kubelet and CoreDNS"
   stop_daemon kubelet
+  stop_daemon coredns
 fi
+start_daemon coredns "$BIN/coredns" -conf "$NODE_STATE/Corefile"
 start_daemon kubelet "$BIN/kubelet" --config="$NODE_STATE/kubelet.yaml" --kubeconfig="$NODE_STATE/kubelet.kubeconfig" \
   --hostname-override="$NODE_NAME" --node-ip="$ADVERTISE_IP" --node-labels="$NODE_LABEL,type=real" \
   --cert-dir="$NODE_STATE/kubelet-pki" --root-dir="$KUBELET_ROOT" --v=1
