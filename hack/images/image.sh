@@ -28,12 +28,27 @@ works() {
   esac >/dev/null 2>&1
 }
 
+# In auto mode an engine must also get the Containerfile's base image (it has it, or pulls it now): podman installed
+# for kind on a machine that reaches no registry works, but cannot build this.
+base_image=$(sed -n 's/^ARG BASE_IMAGE=//p' "$root_dir/Containerfile" | head -1)
+has_base() {
+  [ -n "$base_image" ] || return 0
+  case $1 in
+    podman) podman image exists "$base_image" || timeout 600 podman pull -q "$base_image" ;;
+    buildah) buildah inspect --type image "$base_image" || timeout 600 buildah pull -q "$base_image" ;;
+    docker) docker image inspect "$base_image" || timeout 600 docker pull -q "$base_image" ;;
+  esac >/dev/null 2>&1
+}
+
 case $image in *:*) ;; *) die "IMAGE=$image: give NAME:TAG" ;; esac
 case $builder in
   auto)
     builder=local
     for tool in podman buildah docker; do
-      if command -v "$tool" >/dev/null && works "$tool"; then builder=$tool; break; fi
+      if command -v "$tool" >/dev/null && works "$tool"; then
+        if has_base "$tool"; then builder=$tool; break; fi
+        say "$tool works but cannot get $base_image (no registry?): not using it"
+      fi
     done ;;
   podman|buildah|docker) works "$builder" || die "IMAGE_BUILDER=$builder: '$builder' is missing or does not work here" ;;
   local) ;;
