@@ -181,7 +181,6 @@ class _Planner:
             if (p["metadata"].get("labels") or {}).get(C.JOB_ROLE_LABEL) == C.ROLE_WORKER and controlled_by(p, uid)
         ]
         self.hosts: tuple[str, dict | None] | None = None  # discover_hosts.sh as wanted, the ConfigMap as seen
-        self.hosts_told: float | None = None  # seconds since every running launcher knows it (notice_hosts)
         self.hosts_requeue: float | None = None  # when a held scale-down may go on (notice_hosts)
         launcher_uid = ((world.launcher or {}).get("metadata") or {}).get("uid")
         self.launcher_pods = [p for p in world.pods if launcher_uid and controlled_by(p, launcher_uid)]
@@ -340,11 +339,11 @@ class _Planner:
         """Scale to the Worker replicas: highest indices go first; missing ones are created. Returns the workers
         that remain (index < replicas), new ones included."""
         replicas = self.job.worker_replicas
-        for index in sorted(by_index, reverse=True):
-            pod = by_index[index]
-            if index >= replicas and not terminating(pod):
-                if S.phase(pod) == "Running" and not self.hosts_noticed():
-                    continue  # the launcher may still list it: Horovod must drop it first (notice_hosts)
+        going = [by_index[i] for i in sorted(by_index, reverse=True) if i >= replicas and not terminating(by_index[i])]
+        # A Running one may still be in the launcher's discover_hosts.sh: Horovod must drop it first (notice_hosts).
+        hold = any(S.phase(p) == "Running" for p in going) and not self.hosts_noticed()
+        for pod in going:
+            if not (hold and S.phase(pod) == "Running"):
                 self.actions.append(_delete(pod, "Pod", "scale-down", "v1"))
         live = []
         for index in range(replicas):
@@ -360,13 +359,10 @@ class _Planner:
     def hosts_noticed(self) -> bool:
         """Whether every running launcher has known the current hosts list for C.HOSTS_NOTICE_S; if not, when to
         look again."""
-        if self.hosts is not None:
-            self.hosts_told, self.hosts = self.notice_hosts(*self.hosts), None  # once a pass
-        told = self.hosts_told
+        told = self.notice_hosts(*self.hosts) if self.hosts is not None else None
         if told is not None and told >= C.HOSTS_NOTICE_S:
             return True
-        wait = 1.0 if told is None else C.HOSTS_NOTICE_S - told
-        self.hosts_requeue = wait if self.hosts_requeue is None else min(self.hosts_requeue, wait)
+        self.hosts_requeue = 1.0 if told is None else C.HOSTS_NOTICE_S - told
         return False
 
     def roll_workers(self, live: list[dict]) -> None:
