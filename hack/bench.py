@@ -3,7 +3,7 @@
 1. the cost of one bare ansible-runner run (ansible.builtin.ping, the runner path the operator uses);
 2. one MPIJob on an idle operator: creation -> all children, and -> Running;
 3. BENCH_JOBS MPIJobs x BENCH_WORKERS workers created at once: the same latencies (p50/p95/max), wall time,
-   reconciles/s, ansible-runner runs and mean batch size, and the operator's peak RSS;
+   reconciles/s, batches, mean batch size and ansible-runner runs started, and the operator's peak RSS;
 4. then all those jobs finish at once: every launcher pod is told (a kwok annotation) to succeed, and the time
    to the Succeeded condition is measured (the operator writes the status and deletes the workers,
    cleanPodPolicy Running).
@@ -20,6 +20,7 @@ only the bench's namespace and holding its lease there) at its defaults, then tu
 its work queue's rate limit/burst 1000/2000), and prints one table with the ratios peer / ours. One operator at a
 time: each is stopped (and must have exited) and its namespace deleted before the next starts. A peer's wait for all
 Running and for all Succeeded is bounded by BENCH_PEER_TIMEOUT (300 s): at its defaults it may not get there.
+BENCH_PEERS=kubeflow-tuned runs only the tuned one (a long run, e.g. BENCH_JOBS=1000, where the defaults cannot keep up).
 """
 from __future__ import annotations
 
@@ -255,13 +256,38 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid: int, children: bool = False) -> float:
-    """CPU time of a process (user + system), with `children` also of its waited-for descendants."""
+    """CPU time of a process (user + system); with `children`, of the whole tree below it: every live descendant's
+    own, and (in each live process's cutime/cstime) that of every descendant which has ended and been waited for. A
+    long-lived child (the warm run serving batches) is counted as it goes, not only once it ends."""
+    if not children:
+        stat = _stat(pid)
+        return (stat[1] + stat[2]) / CLK_TCK if stat else float("nan")
+    stats = {}
+    for p in pathlib.Path("/proc").iterdir():
+        if p.name.isdigit():
+            stat = _stat(int(p.name))
+            if stat:
+                stats[int(p.name)] = stat
+    if pid not in stats:
+        return float("nan")
+    below: dict[int, list[int]] = {}
+    for q, stat in stats.items():
+        below.setdefault(stat[0], []).append(q)
+    ticks, stack = 0, [pid]
+    while stack:
+        q = stack.pop()
+        ticks += sum(stats[q][1:])
+        stack.extend(below.get(q, []))
+    return ticks / CLK_TCK
+
+
+def _stat(pid: int) -> tuple[int, int, int, int, int] | None:
+    """(ppid, utime, stime, cutime, cstime) in clock ticks, or None for a process that is gone."""
     try:
         fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return float("nan")
-    ticks = int(fields[11]) + int(fields[12]) + ((int(fields[13]) + int(fields[14])) if children else 0)
-    return ticks / CLK_TCK
+        return None
+    return int(fields[1]), int(fields[11]), int(fields[12]), int(fields[13]), int(fields[14])
 
 
 def cpu_snapshot(operator_pid: int) -> dict[str, float]:
@@ -369,7 +395,8 @@ class Bulk:
     to_pods_up: list[float]
     to_running: list[float]
     react: list[float]  # the operator's share of "Running": from the pods being up to the condition
-    runs: float
+    runs: float  # batches
+    starts: float  # ansible-runner runs started (warm: serving batches; cold: one batch)
     reconciles: float
     mean_batch: float
     cpu: dict[str, float]
@@ -381,6 +408,7 @@ class Finish:
     wall: float = float("nan")
     to_succeeded: list[float] = field(default_factory=list)
     runs: float = 0.0
+    starts: float = 0.0
     cpu: dict[str, float] = field(default_factory=dict)
 
 
@@ -437,6 +465,7 @@ class Ours:
                               for r in ("ok", "retry", "error", "deleted")),
             "runs": op.metric("mpi_operator_batch_size_count") or 0,
             "batched": op.metric("mpi_operator_batch_size_sum") or 0,
+            "starts": sum(op.metric("mpi_operator_runner_starts_total", {"kind": k}) or 0 for k in ("warm", "cold")),
         }
 
 
@@ -578,7 +607,8 @@ class Bench:
             to_running=latencies(tracker.running, tracker.created, keys),
             react=[max(0.0, tracker.running[k] - tracker.pods_up[k]) for k in keys
                    if k in tracker.running and k in tracker.pods_up],
-            runs=runs, reconciles=after["reconciles"] - before["reconciles"] if after else math.nan,
+            runs=runs, starts=after["starts"] - before["starts"] if after else math.nan,
+            reconciles=after["reconciles"] - before["reconciles"] if after else math.nan,
             mean_batch=(after["batched"] - before["batched"]) / runs if after and runs else math.nan, cpu=cpu)
 
     def finish(self, keys: list[tuple[str, str]]) -> Finish:
@@ -594,7 +624,8 @@ class Bench:
         after = self.subject.counters()
         return Finish(wall=wall, cpu=cpu_delta(cpu_before, cpu_snapshot(self.pid)),
                       to_succeeded=latencies(tracker.succeeded, told, keys),
-                      runs=after["runs"] - before["runs"] if after else math.nan)
+                      runs=after["runs"] - before["runs"] if after else math.nan,
+                      starts=after["starts"] - before["starts"] if after else math.nan)
 
     def run(self) -> Result:
         try:
@@ -667,8 +698,9 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
     print(row.format("total wall time (first create -> all Running)", f"{bulk.wall:.1f} s"))
     if math.isfinite(bulk.runs):
         print(row.format("reconciles/s", f"{bulk.reconciles / bulk.wall:.1f}"))
-        print(row.format("ansible-runner runs", f"{bulk.runs:.0f}"))
-        print(row.format("mean batch size (jobs per run)", f"{bulk.mean_batch:.1f}"))
+        print(row.format("batches", f"{bulk.runs:.0f}"))
+        print(row.format("mean batch size (jobs per batch)", f"{bulk.mean_batch:.1f}"))
+        print(row.format("ansible-runner runs started", f"{bulk.starts:.0f}"))
     print(row.format("load average (1 min) at the end", f"{os.getloadavg()[0]:.1f}"))
     writers = ", ".join(f"{k} ({v} jobs)" for k, v in sorted(result.status_writers.items()))
     print(row.format("MPIJob status written by (field managers)", writers))
@@ -680,7 +712,8 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
         print(row.format("jobs Succeeded", f"{reached(finish.to_succeeded)} of {JOBS}"))
         print(row.format("wall time (first told -> all Succeeded)", f"{finish.wall:.1f} s"))
         if math.isfinite(finish.runs):
-            print(row.format("ansible-runner runs", f"{finish.runs:.0f}"))
+            print(row.format("batches", f"{finish.runs:.0f}"))
+            print(row.format("ansible-runner runs started", f"{finish.starts:.0f}"))
     print()
     print(f"CPU seconds, {os.cpu_count()} cores: from the first create to all Running ({bulk.wall:.0f} s wall)"
           + (f"; from the first launcher told to all Succeeded ({finish.wall:.0f} s wall)" if finish.cpu else "")
@@ -768,11 +801,13 @@ def compare(results: list[Result]) -> None:
 def peer_subjects() -> list[Kubeflow | Result]:
     """The peers BENCH_PEERS asks for, or, when one cannot run, a Result saying why."""
     out: list[Kubeflow | Result] = []
+    known = {"kubeflow": (("Kubeflow", []), ("Kubeflow tuned", KUBEFLOW_TUNED)),
+             "kubeflow-tuned": (("Kubeflow tuned", KUBEFLOW_TUNED),)}
     for peer in PEERS:
-        if peer != "kubeflow":
-            raise SystemExit(f"BENCH_PEERS: unknown peer {peer!r} (known: kubeflow)")
+        if peer not in known:
+            raise SystemExit(f"BENCH_PEERS: unknown peer {peer!r} (known: {', '.join(known)})")
         binary = kubeflow_operator_binary()
-        for name, args in (("Kubeflow", []), ("Kubeflow tuned", KUBEFLOW_TUNED)):
+        for name, args in known[peer]:
             out.append(Kubeflow(name, binary, args) if binary else
                        Result(name, note="not run: no Go toolchain to build the Kubeflow MPI Operator"))
     return out

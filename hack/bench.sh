@@ -17,5 +17,6 @@ fi
 export KUBECONFIG
 # Built here, outside the measurements, with its progress shown (about 20 min the first time); without Go it prints
 # nothing and the peer rows say so.
-case " ${BENCH_PEERS//,/ } " in *" kubeflow "*) bash hack/kubeflow.sh >/dev/null ;; esac
+peers=${BENCH_PEERS:-}
+case " ${peers//,/ } " in *" kubeflow "*|*" kubeflow-tuned "*) bash hack/kubeflow.sh >/dev/null ;; esac
 exec "$root/.venv/bin/python" hack/bench.py

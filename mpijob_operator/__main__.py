@@ -54,16 +54,17 @@ class Operator:
         self.exit_code = 0
         self.warm: WarmRuns | None = None
         if cfg.warm_runs:
-            # its own private data dir; its runs overlap (the idle one and those taken), so each keeps its artifacts
+            # its own private data dir; its runs overlap (one retiring, its successor), so each keeps its artifacts
             warm = self._runner("warm", rotate_artifacts=cfg.rotate_artifacts + cfg.threadiness + 1)
-            self.warm = WarmRuns(warm, idle_timeout=cfg.warm_run_timeout, max_runs=cfg.threadiness)
+            self.warm = WarmRuns(warm, lifetime=cfg.warm_run_timeout, slots=cfg.threadiness)
 
     def _runner(self, slot: int | str, rotate_artifacts: int = 0) -> BatchRunner:
         return BatchRunner(self.cfg.work_dir, slot=slot, gang_scheduling=self.cfg.gang_scheduling,
                            cluster_domain=self.cfg.cluster_domain, kubeconfig=self.cfg.kubeconfig,
                            kubectl_delivery_image=self.cfg.kubectl_delivery_image,
                            timeout=self.cfg.runner_timeout,
-                           rotate_artifacts=rotate_artifacts or self.cfg.rotate_artifacts, warm=self.warm)
+                           rotate_artifacts=rotate_artifacts or self.cfg.rotate_artifacts, warm=self.warm,
+                           on_start=lambda kind: self.metrics.runner_starts.labels(kind=kind).inc())
 
     # -- checks ------------------------------------------------------------------------------
     def check_crd(self, timeout: float = CRD_CHECK_TIMEOUT) -> None:
@@ -193,12 +194,14 @@ class Operator:
         for w in self.watchers:
             w.stop()
         self.queue.shutdown()
-        if self.warm is not None:  # the idle warm run ends now; runs already handed a batch finish below
-            self.warm.close()
+        if self.warm is not None:  # the warm run takes no more batches; those it holds finish below
+            self.warm.stop()
         # after losing the lease another replica acts: do not finish runs, exit at once (like client-go)
         grace = 0 if self.exit_code else self.cfg.runner_timeout + 5
         if not self.controller.join(grace):
             log.warning("runs still in flight at exit")
+        if self.warm is not None:
+            self.warm.close(1.0 if self.exit_code else 10.0)
         if self.elector is not None:
             self.elector.stop(release=self.exit_code == 0)
         self.metrics.is_leader.set(0)

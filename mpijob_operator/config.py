@@ -111,10 +111,10 @@ def parser() -> GoFlags:
     p.flag("apis", default="kubeflow.org",
            help="comma-separated MPIJob API groups to reconcile: kubeflow.org, batch.tensorstack.dev (T9k), "
                 "batch.test.bdap.com (default: kubeflow.org)")
-    p.switch("warm-runs", True, "keep one ansible-runner run started ahead of need, waiting for the next batch "
-             "(default: on; --no-warm-runs)")
+    p.switch("warm-runs", True, "keep one ansible-runner run started ahead of need, serving the batches of every "
+             "worker (default: on; --no-warm-runs: each batch in a run of its own)")
     p.flag("warm-run-timeout", type=int, default=300,
-           help="seconds a warm run waits for a batch before it is replaced")
+           help="seconds a warm run serves batches before it is replaced")
     p.flag("kubectl-delivery-image", default="",
            help="image whose entrypoint copies kubectl into the directory it is given, for launchers that start MPI "
                 "with kubectl exec (batch.test.bdap.com); \"\" = kubectl is in the launcher's image")

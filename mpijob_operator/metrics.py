@@ -46,14 +46,19 @@ class Metrics:
             registry=r,
         )
         self.batch_size = Histogram(
-            "mpi_operator_batch_size", "Jobs per ansible-runner run",
+            "mpi_operator_batch_size", "Jobs per batch (a run of its own, or one of a warm run's)",
             buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500), registry=r,
         )
         self.runner_duration = Histogram(
-            "mpi_operator_runner_duration_seconds", "Wall time of one ansible-runner run",
+            "mpi_operator_runner_duration_seconds", "Wall time of one batch, from its hand-off to its result",
             buckets=(0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 60, 300), registry=r,
         )
-        self.runner_runs = Counter("mpi_operator_runner_runs", "ansible-runner runs", ["status"], registry=r)
+        self.runner_runs = Counter("mpi_operator_runner_runs", "Batches reconciled, by their run's status", ["status"],
+                                   registry=r)
+        self.runner_starts = Counter(
+            "mpi_operator_runner_starts", "ansible-runner runs started: warm (serving batches) or cold (one batch)",
+            ["kind"], registry=r,
+        )
         self.reconciles = Counter("mpi_operator_reconciles", "Job reconciles", ["result"], registry=r)
         self.queue_depth = Gauge("mpi_operator_queue_depth", "Jobs waiting for a runner", registry=r)
         self.queue_waiting = Gauge(

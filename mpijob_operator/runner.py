@@ -93,6 +93,7 @@ class BatchRunner:
         module: str = MODULE,
         module_args: dict[str, Any] | None = None,
         warm: WarmRuns | None = None,
+        on_start: Callable[[str], None] = lambda _kind: None,
     ):
         self.private_data_dir = os.path.join(work_dir, f"runner-{slot}")
         os.makedirs(self.private_data_dir, exist_ok=True)
@@ -108,6 +109,7 @@ class BatchRunner:
         if "ANSIBLE_CONFIG" not in os.environ and "ANSIBLE_CONFIG" not in self.envvars:
             self.envvars["ANSIBLE_CONFIG"] = ansible_cfg(work_dir)
         self.warm = warm  # shared by every slot's runner
+        self.on_start = on_start  # told of each ansible-runner run it starts: warm or cold
 
     def run(self, keys: list[Key]) -> RunOutcome:
         """Reconciles `keys`: handed to the warm run when there is one that takes it, else in a run of its own."""
@@ -135,6 +137,7 @@ class BatchRunner:
             return False
 
         timeout = timeout or self.timeout
+        self.on_start("warm" if "batch_from" in args else "cold")
         kwargs: dict[str, Any] = {
             "private_data_dir": self.private_data_dir,
             "ident": uuid.uuid4().hex,
@@ -167,22 +170,23 @@ class BatchRunner:
 
 
 class WarmRun:
-    """A run started ahead of need: ansible-runner has started ansible, the module has imported everything and waits
-    on its socket for a batch (module_utils/warm.py), for at most `idle_timeout` seconds."""
+    """A run started ahead of need: ansible-runner has started ansible, the module has imported everything and serves
+    batches on its socket (module_utils/warm.py), `slots` at a time, for at most `lifetime` seconds."""
 
-    def __init__(self, runner: BatchRunner, path: str, idle_timeout: float,
+    def __init__(self, runner: BatchRunner, path: str, lifetime: float, slots: int,
                  on_end: Callable[[WarmRun], None] = lambda _run: None):
-        self.handoff = Handoff(path)
-        self.idle_timeout = idle_timeout
+        self.handoff = Handoff(path, slots)
+        self.lifetime = lifetime
         self.started = time.monotonic()
         self.result: tuple[str, int | None, dict | None, str] = ("error", None, None, "error: the run did not end")
-        args = dict(runner.base_args, batch_from=path, batch_timeout=idle_timeout)
+        args = dict(runner.base_args, batch_from=path, batch_timeout=lifetime, batch_slots=slots)
+        self.result_within = runner.timeout
         self.thread = threading.Thread(target=self._run, args=(runner, args, on_end), name="warm-run", daemon=True)
         self.thread.start()
 
     def _run(self, runner: BatchRunner, args: dict[str, Any], on_end: Callable[[WarmRun], None]) -> None:
         try:
-            self.result = runner.execute(args, timeout=runner.timeout + self.idle_timeout)
+            self.result = runner.execute(args, timeout=runner.timeout + self.lifetime + 30)
         finally:
             self.handoff.close()
             on_end(self)
@@ -196,40 +200,54 @@ class WarmRun:
     def give(self, keys: list[Key], jobs: list[dict], ready_within: float) -> RunOutcome | None:
         """The batch's outcome, or None when the run did not take the batch (then it is the caller's to run)."""
         handed = time.monotonic()
-        if not self.handoff.give(jobs, ready_within, self.alive):
+        taken, res = self.handoff.give(jobs, ready_within, self.alive, self.result_within)
+        if not taken:
             return None
-        self.thread.join()
-        status, rc, res, why = self.result
-        return RunOutcome(status=status, rc=rc, duration=time.monotonic() - handed,
+        if res is None:  # it died, or took longer than a run may: its batches are retried, as a failed run's are
+            self.kill()
+            status, why = "failed", "the warm run ended without this batch's result"
+        else:
+            status = "failed" if res.get("failed") else "successful"
+            why = status
+        return RunOutcome(status=status, rc=None, duration=time.monotonic() - handed,
                           jobs=parse_module_result(keys, res, why))
 
-    def close(self, wait: float) -> None:
-        """Ends an idle run: the module reads EOF and returns no batch; killed if it does not end within `wait`."""
+    def retire(self) -> None:
+        """Takes no more batches: the module finishes the ones it holds and its run ends."""
         self.handoff.close()
-        self.thread.join(wait)
-        if self.thread.is_alive() and self.handoff.pid:
+
+    def kill(self) -> None:
+        if self.handoff.pid:
             with contextlib.suppress(OSError):
                 os.kill(self.handoff.pid, signal.SIGKILL)
+
+    def close(self, wait: float) -> None:
+        """Ends the run: the module takes no more batches; it is killed if it has not ended within `wait`."""
+        self.handoff.close()
+        self.thread.join(wait)
+        if self.thread.is_alive():
+            self.kill()
             self.thread.join(wait)
 
 
 class WarmRuns:
-    """Keeps one run started ahead of need for all the workers (bounded idle memory: one run), starts the next as
-    soon as one is taken, and replaces one that ended idle (its own timeout at once; one that died after a backoff,
-    so a broken install does not spin). With `max_runs`, the warm run counts as one of them: in a burst, while that
-    many runs hold batches, the next warm run starts only when one of them ends (no more processes, and no more
-    memory, than cold runs would take)."""
+    """Keeps one run started ahead of need for all the workers, serving their batches (`slots` at a time, one per
+    worker) for `lifetime` seconds: ansible-runner's, ansible's and the module's start is paid once per lifetime, not
+    once per batch, and memory is bounded (one run). A run is replaced when its time is up (retired when a batch
+    comes in its last RETIRE_S seconds, so no batch is handed to a run about to end) or when it ended early (it died:
+    after a backoff, so a broken install does not spin)."""
 
-    def __init__(self, runner: BatchRunner, idle_timeout: float = 300.0, ready_within: float = 10.0,
-                 max_runs: int = 0):
-        self.runner, self.idle_timeout, self.ready_within = runner, idle_timeout, ready_within
-        self.max_runs = max_runs or 1_000_000
-        self._busy = 0  # runs handed a batch and not ended
+    RETIRE_S = 5.0
+
+    def __init__(self, runner: BatchRunner, lifetime: float = 300.0, ready_within: float = 10.0, slots: int = 1):
+        self.runner, self.lifetime, self.ready_within = runner, lifetime, ready_within
+        self.slots = max(1, slots)
         self._not_before = 0.0  # the backoff after a warm run that died
         # a short directory: a unix socket's path has at most 107 bytes; private to this process
         self.dir = tempfile.mkdtemp(prefix="mpi-warm-")
         self._lock = threading.Lock()
         self._current: WarmRun | None = None
+        self._retired: set[WarmRun] = set()
         self._closed = False
         self._count = 0
         self._failures = 0
@@ -240,24 +258,27 @@ class WarmRuns:
                 self._replace()
 
     def _replace(self) -> None:
-        """A new warm run as the current one, if there is room (called with the lock held)."""
+        """A new warm run as the current one (called with the lock held)."""
         self._current = None
-        if self._closed or self._busy + 1 > self.max_runs or time.monotonic() < self._not_before:
+        if self._closed or time.monotonic() < self._not_before:
             return
         self._count += 1
         try:
-            self._current = WarmRun(self.runner, os.path.join(self.dir, f"{self._count}.sock"), self.idle_timeout,
-                                    on_end=self._ended)
+            self._current = WarmRun(self.runner, os.path.join(self.dir, f"{self._count}.sock"), self.lifetime,
+                                    self.slots, on_end=self._ended)
         except OSError:
             log.exception("cannot start a warm run")
 
     def _ended(self, run: WarmRun) -> None:
         with self._lock:
+            if run in self._retired:
+                self._retired.discard(run)
+                return  # replaced already
             if self._current is not run:
-                return  # taken: its batch's worker reads the outcome
+                return
             self._current = None
             lived = time.monotonic() - run.started
-            self._failures = 0 if lived >= self.idle_timeout else self._failures + 1
+            self._failures = 0 if lived >= self.lifetime else self._failures + 1
         if not self._failures:
             self.start()
             return
@@ -273,31 +294,46 @@ class WarmRuns:
         run = self._current
         return run is not None and run.ready()
 
-    def run(self, keys: list[Key], jobs: list[dict]) -> RunOutcome | None:
-        """The batch's outcome through the warm run, or None (no warm run, or it did not take the batch)."""
+    def _serving(self) -> WarmRun | None:
+        """The run to hand a batch to: the current one, unless it is in its last seconds (then its successor)."""
         with self._lock:
             run = self._current
-            if run is None:
-                return None
-            self._busy += 1
-            self._replace()
-        try:
-            outcome = run.give(keys, jobs, self.ready_within)
-        finally:
-            with self._lock:
-                self._busy -= 1
-                if self._current is None:
-                    self._replace()
-        if outcome is None:
+            if run is not None and time.monotonic() - run.started > self.lifetime - self.RETIRE_S:
+                self._retired.add(run)
+                run.retire()
+                self._replace()
+                run = self._current
+            return run
+
+    def run(self, keys: list[Key], jobs: list[dict]) -> RunOutcome | None:
+        """The batch's outcome through the warm run, or None (no warm run, or it did not take the batch)."""
+        run = self._serving()
+        outcome = run.give(keys, jobs, self.ready_within) if run is not None else None
+        if outcome is None and run is not None:
             log.warning("the warm run did not take the batch: running it cold", extra={"jobs": len(keys)})
         return outcome
 
-    def close(self, wait: float = 10.0) -> None:
-        """No more warm runs; the idle one ends (its module returns no batch), nothing is left running."""
+    @property
+    def batches(self) -> int:
+        """Batches handed to the current warm run."""
+        run = self._current
+        return run.handoff.taken if run is not None else 0
+
+    def stop(self) -> None:
+        """No more warm runs, and the current one takes no more batches; the batches it holds finish."""
         with self._lock:
             self._closed = True
-            run, self._current = self._current, None
-        if run is not None:
+            if self._current is not None:
+                self._retired.add(self._current)
+                self._current.retire()
+            self._current = None
+
+    def close(self, wait: float = 10.0) -> None:
+        """stop(), then waits up to `wait` seconds for the runs to end (killed if they do not): nothing is left."""
+        self.stop()
+        with self._lock:
+            runs = list(self._retired)
+        for run in runs:
             run.close(wait)
         shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -1,7 +1,10 @@
-"""The hand-off of a batch to a warm run, both ends: the operator listens on a unix socket it names in the module's
-`batch_from`; the module, once it has started and connected, says `ready <pid>`, reads the batch (JSON, up to EOF) and
-acknowledges it with `ok`. Only an acknowledged batch belongs to the run: anything else and the operator runs the
-batch cold, so a warm run that dies or times out never loses one. Standard library only (it runs in the module)."""
+"""The hand-off of batches to a warm run, both ends. The operator listens on a unix socket it names in the module's
+`batch_from`. The module, once it has started, serves batches there until its time is up: each of its `slots`
+connects, says `ready <pid>`, reads a batch (JSON, up to EOF), acknowledges it with `ok`, reconciles it and writes
+the batch's result (JSON) back before it closes, then connects again for the next one. Only an acknowledged batch
+belongs to the run: anything else and the operator runs the batch elsewhere, so a warm run that dies or ends never
+loses one (an acknowledged batch without a result is retried, as a failed run's is). Standard library only (it runs
+in the module)."""
 from __future__ import annotations
 
 import contextlib
@@ -9,37 +12,69 @@ import json
 import os
 import select
 import socket
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 READY, ACK = b"ready", b"ok\n"
 MAX_LINE = 64
 
 
-def receive_batch(path: str, timeout: float) -> list[dict] | None:
-    """The module's end: the batch's jobs, or None when none came within `timeout` seconds or the operator went away
-    (it closed the socket: shutdown, or it died)."""
+def serve_batches(path: str, slots: int, until: float, handle: Callable[[list[dict]], dict]) -> int:
+    """The module's end: `slots` batches at a time, each passed to `handle` (which returns the batch's result and
+    never raises), until the monotonic time `until` or until the operator closes the socket (shutdown, or a newer
+    run replaced this one). A batch being reconciled then is finished first. Returns the number of batches served."""
+    served = [0]
+    lock = threading.Lock()
+
+    def slot() -> None:
+        while time.monotonic() < until:
+            jobs, sock = _take(path, until)
+            if sock is None:
+                return
+            try:
+                result = handle(jobs)
+                with contextlib.suppress(OSError):
+                    sock.settimeout(30)
+                    sock.sendall(json.dumps(result, separators=(",", ":")).encode())
+            finally:
+                sock.close()
+            with lock:
+                served[0] += 1
+
+    threads = [threading.Thread(target=slot, daemon=True) for _i in range(max(1, slots))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return served[0]
+
+
+def _take(path: str, until: float) -> tuple[list[dict], socket.socket | None]:
+    """One batch, acknowledged, with the socket its result goes back on; no socket when none came before `until` or
+    the operator is gone."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.settimeout(timeout)
+        sock.settimeout(max(0.001, until - time.monotonic()))
         sock.connect(path)
         sock.sendall(READY + b" %d\n" % os.getpid())
-        data = _read_to_eof(sock, time.monotonic() + timeout)
-        if not data:
-            return None
-        jobs = json.loads(data)["jobs"]
-        sock.sendall(ACK)
-        return jobs
+        data = _read_to_eof(sock, until)
+        if data:
+            jobs = json.loads(data)["jobs"]
+            sock.sendall(ACK)
+            return jobs, sock
     except (OSError, ValueError, KeyError):  # socket.timeout is an OSError
-        return None
-    finally:
-        sock.close()
+        pass
+    sock.close()
+    return [], None
 
 
-def _read_to_eof(sock: socket.socket, deadline: float) -> bytes:
+def _read_to_eof(sock: socket.socket, deadline: float | None) -> bytes:
     chunks = []
     while True:
-        sock.settimeout(max(0.001, deadline - time.monotonic()))
+        if deadline is not None:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
         chunk = sock.recv(65536)
         if not chunk:
             return b"".join(chunks)
@@ -47,57 +82,80 @@ def _read_to_eof(sock: socket.socket, deadline: float) -> bytes:
 
 
 class Handoff:
-    """The operator's end: one listening socket per warm run."""
+    """The operator's end: one listening socket per warm run, shared by every worker."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, slots: int = 1):
         self.path = path
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(path)
-        self.listener.listen(1)
+        self.listener.listen(max(1, slots))
         self.pid: int | None = None  # the module process, once it said ready
+        self.taken = 0  # batches the module acknowledged
+        self._accept = threading.Lock()
 
     def ready(self) -> bool:
-        """The module has connected: it waits for its batch."""
+        """A slot of the module waits for a batch."""
         try:
             return bool(select.select([self.listener], [], [], 0)[0])
         except (OSError, ValueError):  # closed
             return False
 
-    def give(self, jobs: list[dict], ready_within: float, alive: Callable[[], bool], ack_within: float = 10.0) -> bool:
-        """Hands `jobs` over; True once the module acknowledged them. Waits up to `ready_within` seconds for a module
-        still starting, as long as `alive()` (its run has not ended)."""
+    def give(self, jobs: list[dict], ready_within: float, alive: Callable[[], bool], result_within: float,
+             ack_within: float = 10.0) -> tuple[bool, dict[str, Any] | None]:
+        """Hands `jobs` to a waiting slot: (taken, its result). Not taken (the module never acknowledged them: the
+        batch is still the caller's) when no slot was ready within `ready_within` seconds while `alive()` (its run
+        has not ended). Taken without a result when the module went away or took longer than `result_within`."""
         deadline = time.monotonic() + ready_within
-        conn = None
-        try:
-            while conn is None:
-                self.listener.settimeout(0.05)
-                try:
-                    conn = self.listener.accept()[0]
-                except socket.timeout:
-                    if time.monotonic() > deadline or not alive():
-                        return False
-            conn.settimeout(ack_within)
-            line = b""
-            while not line.endswith(b"\n") and len(line) < MAX_LINE:
-                chunk = conn.recv(MAX_LINE)
-                if not chunk:
-                    return False  # it ended (its own timeout) before taking the batch
-                line += chunk
-            if not line.startswith(READY):
-                return False
-            self.pid = int(line.split()[1])
-            conn.sendall(json.dumps({"jobs": jobs}, separators=(",", ":")).encode())
-            conn.shutdown(socket.SHUT_WR)
-            return conn.recv(len(ACK)) == ACK
-        except (OSError, ValueError, IndexError):
-            return False
-        finally:
-            if conn is not None:
+        while True:
+            conn = self._next(deadline, alive)
+            if conn is None:
+                return False, None
+            try:
+                if self._hand(conn, jobs, ack_within):
+                    self.taken += 1
+                    return True, self._result(conn, result_within)
+            except (OSError, ValueError, IndexError):
+                pass  # a slot that ended (its time was up) before it took the batch: try the next one
+            finally:
                 conn.close()
-            self.close()
+
+    def _next(self, deadline: float, alive: Callable[[], bool]) -> socket.socket | None:
+        with self._accept:
+            while True:
+                try:
+                    if select.select([self.listener], [], [], 0.05)[0]:
+                        return self.listener.accept()[0]
+                except (OSError, ValueError):  # closed
+                    return None
+                if time.monotonic() > deadline or not alive():
+                    return None
+
+    def _hand(self, conn: socket.socket, jobs: list[dict], ack_within: float) -> bool:
+        conn.settimeout(ack_within)
+        line = b""
+        while not line.endswith(b"\n") and len(line) < MAX_LINE:
+            chunk = conn.recv(MAX_LINE)
+            if not chunk:
+                return False
+            line += chunk
+        if not line.startswith(READY):
+            return False
+        self.pid = int(line.split()[1])
+        conn.sendall(json.dumps({"jobs": jobs}, separators=(",", ":")).encode())
+        conn.shutdown(socket.SHUT_WR)
+        return conn.recv(len(ACK)) == ACK
+
+    @staticmethod
+    def _result(conn: socket.socket, within: float) -> dict[str, Any] | None:
+        try:
+            data = _read_to_eof(conn, time.monotonic() + within)
+            result = json.loads(data) if data else None
+        except (OSError, ValueError):
+            return None
+        return result if isinstance(result, dict) else None
 
     def close(self) -> None:
-        """Refuses the module (a connected one reads EOF and ends its run with no batch)."""
+        """Takes no more batches: the module's waiting slots read EOF and end (its batches in hand finish)."""
         self.listener.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)

@@ -45,16 +45,22 @@ options:
         type: str
   batch_from:
     description:
-      - For a warm run (the operator's), the path of a unix socket the caller listens on. The module starts, connects,
-        waits there for the batch (a JSON object with O(jobs)), acknowledges it and reconciles it, so the start of
-        ansible and of the module is paid before the batch exists.
-      - With no batch within O(batch_timeout) seconds, or when the caller closes the socket, the module returns
-        C(jobs=[]) and changes nothing.
+      - For a warm run (the operator's), the path of a unix socket the caller listens on. The module starts and
+        serves batches there, O(batch_slots) at a time. Each slot connects, waits for a batch (a JSON object with
+        O(jobs)), acknowledges it, reconciles it and writes the batch's result (the RV(jobs) of that batch, with
+        C(changed) and C(api_calls)) back on the same connection, then connects again. So the start of ansible and of
+        the module is paid once for all the batches of O(batch_timeout) seconds, not once for each.
+      - It stops taking batches after O(batch_timeout) seconds, or when the caller closes the socket, finishes the
+        ones it holds and returns RV(batches); its own RV(jobs) is then empty (each batch's went back on the socket).
     type: path
   batch_timeout:
-    description: Seconds a warm run (O(batch_from)) waits for its batch.
+    description: Seconds a warm run (O(batch_from)) takes batches for.
     type: float
     default: 300
+  batch_slots:
+    description: How many batches a warm run (O(batch_from)) reconciles at a time (the operator's C(--threadiness)).
+    type: int
+    default: 1
   gang_scheduling:
     description:
       - Gang scheduling backend, like the Kubeflow operator's C(--gang-scheduling) flag.
@@ -172,22 +178,29 @@ jobs:
       type: str
       returned: when given
 batch:
-  description: How the jobs came, C(args) (O(jobs)), C(handed) (a warm run's batch) or C(none) (a warm run without one).
+  description: How the jobs came, C(args) (O(jobs)) or C(served) (a warm run's batches, O(batch_from)).
   returned: always
   type: str
+batches:
+  description: The number of batches a warm run (O(batch_from)) served.
+  returned: when O(batch_from) is given
+  type: int
 api_calls:
   description: Number of API requests this call made.
   returned: always
   type: int
 """
 
+import time  # noqa: E402
+
 from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
-from ..module_utils.kube.module import run_module  # noqa: E402
+from ..module_utils.kube.module import run_module, task_message  # noqa: E402
 from ..module_utils.kube.reconcile import reconcile_batch  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
 from ..module_utils.mpijob.apis import storage_api_version  # noqa: E402
 from ..module_utils.mpijob.children import Options  # noqa: E402
-from ..module_utils.warm import receive_batch  # noqa: E402
+from ..module_utils.mpijob.errors import MPIJobError  # noqa: E402
+from ..module_utils.warm import serve_batches  # noqa: E402
 
 
 def argspec() -> dict:
@@ -202,32 +215,51 @@ def argspec() -> dict:
         kubectl_delivery_image=dict(type="str", default=""),
         batch_from=dict(type="path"),
         batch_timeout=dict(type="float", default=300.0),
+        batch_slots=dict(type="int", default=1),
     )
     spec.update({k: dict(v) for k, v in AUTH_ARG_SPEC.items()})
     return spec
 
 
 def task(module, rest: Rest) -> dict:
-    batch, how = module.params["jobs"], "args"
-    if module.params["batch_from"]:
-        warm_up()
-        batch, how = receive_batch(module.params["batch_from"], module.params["batch_timeout"]), "handed"
-        if batch is None:
-            return {"changed": False, "jobs": [], "batch": "none"}
-        batch = [{k: str(j[k]) for k in ("namespace", "name", "api_version") if j.get(k)} for j in batch]
+    if not module.params["batch_from"]:
+        return dict(reconcile_jobs(module, rest, module.params["jobs"]), batch="args")
+    started = time.monotonic()
+    warm_up()
+    changed = []
+
+    def handle(batch: list[dict]) -> dict:
+        """One served batch's result: what a run of its own would return (its failure too); never raises."""
+        own = Rest(rest.transport, rest.timeout)  # its own api_calls
+        try:
+            jobs = [{k: str(j[k]) for k in ("namespace", "name", "api_version") if j.get(k)} for j in batch]
+            result = reconcile_jobs(module, own, jobs)
+        except MPIJobError as exc:
+            return {**exc.result, "failed": True, "msg": task_message(exc), "api_calls": own.calls}
+        except Exception as exc:  # a bug costs this batch (retried), not the run's other batches
+            return {"failed": True, "msg": f"internal error reconciling the batch: {exc!r}", "api_calls": own.calls}
+        changed.append(result["changed"])
+        return dict(result, api_calls=own.calls)
+
+    served = serve_batches(module.params["batch_from"], module.params["batch_slots"],
+                           started + module.params["batch_timeout"], handle)
+    return {"changed": any(changed), "jobs": [], "batch": "served", "batches": served}
+
+
+def reconcile_jobs(module, rest: Rest, batch: list[dict]) -> dict:
     for i, job in enumerate(batch):
         if job.get("api_version"):
             try:
                 storage_api_version(job["api_version"])
             except ValueError as exc:
-                module.fail_json(msg=f"jobs[{i}].api_version: {exc}")
+                raise MPIJobError(f"jobs[{i}].api_version: {exc}") from exc
     opts = Options(cluster_domain=module.params["cluster_domain"].strip("."),
                    gang_scheduling=module.params["gang_scheduling"],
                    kubectl_delivery_image=module.params["kubectl_delivery_image"])
     results = reconcile_batch(rest, batch, opts, check_mode=module.check_mode)
     jobs = [r.as_dict() for r in results]
     changed = any(a["action"] != "event" for j in jobs for a in j["actions"])
-    return {"changed": changed, "jobs": jobs, "batch": how}
+    return {"changed": changed, "jobs": jobs}
 
 
 def warm_up() -> None:

@@ -1,10 +1,12 @@
 """Warm runs: real ansible-runner runs of mpi.operator.mpijob_reconcile started ahead of need, no cluster. The API
-server is an address nobody listens on, so the module fails its batch with a message naming the job it was handed:
+server is an address nobody listens on, so the module fails each batch with a message naming the job it was handed:
 proof the batch went through the hand-off."""
 from __future__ import annotations
 
 import os
 import signal
+import socket
+import threading
 import time
 
 import pytest
@@ -42,12 +44,12 @@ current-context: x
 def warm(tmp_path, kubeconfig):
     pools = []
 
-    def make(idle_timeout: float = 120) -> tuple[WarmRuns, BatchRunner]:
-        pool = WarmRuns(BatchRunner(str(tmp_path), slot="warm", kubeconfig=kubeconfig, timeout=60),
-                        idle_timeout=idle_timeout)
+    def make(lifetime: float = 120, slots: int = 1, config: str = kubeconfig) -> tuple[WarmRuns, BatchRunner]:
+        pool = WarmRuns(BatchRunner(str(tmp_path), slot="warm", kubeconfig=config, timeout=60), lifetime=lifetime,
+                        slots=slots)
         pools.append(pool)
         pool.start()
-        return pool, BatchRunner(str(tmp_path), slot=0, kubeconfig=kubeconfig, timeout=60, warm=pool)
+        return pool, BatchRunner(str(tmp_path), slot=0, kubeconfig=config, timeout=60, warm=pool)
 
     yield make
     for pool in pools:
@@ -59,25 +61,59 @@ def handed(outcome, key=A) -> bool:
     return f"/mpijobs/{key[1]}" in (outcome.jobs[key].error or "") and outcome.jobs[key].retry
 
 
-def test_a_batch_handed_to_the_warm_run_skips_the_start(warm, tmp_path, kubeconfig):
+def test_one_warm_run_serves_batch_after_batch_without_a_start(warm, tmp_path, kubeconfig):
     pool, runner = warm()
     _wait(pool.ready, 60, "the warm run to wait for its batch")
     first = pool._current
-    outcome = runner.run([A])
-    assert handed(outcome), outcome
-    assert pool._current is not first, "no new warm run was started when this one was taken"
+    outcomes = [runner.run([(A[0], name)]) for name in ("a", "b", "c")]
+    for name, outcome in zip("abc", outcomes, strict=True):
+        assert handed(outcome, (A[0], name)), outcome
+    assert pool._current is first and first.alive() and pool.batches == 3, "the batches were not served by one run"
     cold = BatchRunner(str(tmp_path), slot=1, kubeconfig=kubeconfig, timeout=60).run([A])
     assert handed(cold), cold
-    # the warm run paid ansible-runner's, ansible's and the module's start before the batch existed
-    assert outcome.duration < cold.duration, (outcome.duration, cold.duration)
-    _wait(pool.ready, 60, "the next warm run")
-    assert handed(runner.run([("ns", "b")]), ("ns", "b"))
+    # the warm run paid ansible-runner's, ansible's and the module's start once, before the batches existed
+    assert max(o.duration for o in outcomes) < cold.duration, ([o.duration for o in outcomes], cold.duration)
 
 
-def test_an_idle_warm_run_ends_on_its_timeout_and_is_replaced(warm):
-    pool, runner = warm(idle_timeout=1)
-    _wait(lambda: pool._count >= 3, 60, "two warm runs to time out idle and be replaced")
+def test_a_warm_run_serves_its_slots_at_once(warm, tmp_path):
+    # an API server that accepts and never answers: each batch holds its slot until the request times out
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    config = tmp_path / "silent"
+    config.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{silent.getsockname()[1]}", insecure-skip-tls-verify: true}}}}]
+users: [{{name: u, user: {{token: t}}}}]
+contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
+current-context: x
+""")
+    pool, runner = warm(slots=2, config=str(config))
+    _wait(pool.ready, 60, "the warm run to wait for its batches")
+    outcomes = {}
+    threads = [threading.Thread(target=lambda n=n: outcomes.setdefault(n, runner.run([(A[0], n)]))) for n in "ab"]
+    for t in threads:
+        t.start()
+    _wait(lambda: pool.batches == 2, 20, "both batches to be taken while neither is done")
+    assert not outcomes
+    # a batch whose module dies after taking it is not lost: it comes back to be retried, as a failed run's
+    pool._current.kill()
+    for t in threads:
+        t.join(30)
+    for n in "ab":
+        result = outcomes[n].jobs[(A[0], n)]
+        assert outcomes[n].status == "failed" and result.retry and "without this batch's result" in result.error
+    silent.close()
+
+
+def test_a_warm_run_is_replaced_when_its_time_is_up(warm):
+    pool, runner = warm(lifetime=3)
+    _wait(lambda: pool._count >= 3, 60, "two warm runs to end on their time and be replaced")
+    first = pool._current
+    # within its last RETIRE_S seconds a run takes no batch: it is retired, and its successor takes it
     assert handed(runner.run([A]))
+    assert pool._current is not first
+    _wait(lambda: not first.alive(), 30, "the retired run to end")
 
 
 def test_a_warm_run_that_died_loses_no_batch(warm):
@@ -104,58 +140,43 @@ def test_close_ends_the_idle_run_and_leaves_nothing_running(warm):
     assert pool.run([A], [{"namespace": "ns", "name": "a"}]) is None  # closed: a batch runs cold
 
 
-def test_with_max_runs_the_next_warm_run_waits_for_a_slot(tmp_path, kubeconfig):
-    # --threadiness 1: the run holding a batch and a warm run would be two processes where cold runs take one
-    pool = WarmRuns(BatchRunner(str(tmp_path), slot="warm", kubeconfig=kubeconfig, timeout=60), max_runs=1)
-    try:
-        pool.start()
-        _wait(pool.ready, 60, "the warm run to wait for its batch")
-        first = pool._current
-        seen = []
-        original = first.give
-
-        def give(*args):
-            seen.append(pool._current)  # while this run holds the batch
-            return original(*args)
-
-        first.give = give
-        assert handed(pool.run([A], [{"namespace": "ns", "name": "a"}]))
-        assert seen == [None], "a second run was started while one held a batch"
-        assert pool._current is not None and pool._current is not first, "no warm run after the batch"
-    finally:
-        pool.close()
-
-
 # ---- the hand-off alone, both ends in this process (module_utils/warm.py) ----------------------------------------
 
-def _module_end(path, timeout, out):
-    import threading
+def _module_end(path, seconds, out, slots=1):
+    from ansible_collections.mpi.operator.plugins.module_utils.warm import serve_batches
 
-    from ansible_collections.mpi.operator.plugins.module_utils.warm import receive_batch
+    def handle(jobs):
+        out.append(jobs)
+        return {"jobs": [dict(j, done=True) for j in jobs]}
 
-    t = threading.Thread(target=lambda: out.append(receive_batch(path, timeout)), daemon=True)
+    t = threading.Thread(target=lambda: out.append(serve_batches(path, slots, time.monotonic() + seconds, handle)),
+                         daemon=True)
     t.start()
     return t
 
 
-def test_handoff_delivers_the_batch_once_acknowledged(tmp_path):
+def test_handoff_serves_batches_with_their_results(tmp_path):
     from ansible_collections.mpi.operator.plugins.module_utils.warm import Handoff
 
     h, got = Handoff(str(tmp_path / "h.sock")), []
-    t = _module_end(h.path, 10, got)
-    assert h.give([{"namespace": "ns", "name": "a"}], 10, lambda: True)
+    t = _module_end(h.path, 30, got)
+    for name in ("a", "b"):
+        taken, result = h.give([{"namespace": "ns", "name": name}], 10, lambda: True, 10)
+        assert taken and result == {"jobs": [{"namespace": "ns", "name": name, "done": True}]}
+    assert h.pid == os.getpid()
+    h.close()  # the module's waiting slot reads EOF: it returns the number of batches it served
     t.join(5)
-    assert got == [[{"namespace": "ns", "name": "a"}]] and h.pid == os.getpid()
+    assert got == [[{"namespace": "ns", "name": "a"}], [{"namespace": "ns", "name": "b"}], 2]
     assert not os.path.exists(h.path)
 
 
-def test_handoff_refused_when_the_module_timed_out_or_the_operator_closed(tmp_path):
+def test_handoff_not_taken_when_the_module_timed_out_or_the_operator_closed(tmp_path):
     from ansible_collections.mpi.operator.plugins.module_utils.warm import Handoff
 
     h, got = Handoff(str(tmp_path / "h.sock")), []
-    _module_end(h.path, 0.3, got).join(5)  # no batch within its timeout
-    assert got == [None]
-    assert not h.give([{"namespace": "ns", "name": "a"}], 1, lambda: True)  # it is gone: the batch runs cold
+    _module_end(h.path, 0.3, got).join(5)  # its time was up before any batch came
+    assert got == [0]
+    assert h.give([{"namespace": "ns", "name": "a"}], 1, lambda: True, 10) == (False, None)  # the caller runs it
 
     h, got = Handoff(str(tmp_path / "h2.sock")), []
     t = _module_end(h.path, 30, got)
@@ -163,4 +184,4 @@ def test_handoff_refused_when_the_module_timed_out_or_the_operator_closed(tmp_pa
     started = time.monotonic()
     h.close()  # shutdown
     t.join(5)
-    assert got == [None] and time.monotonic() - started < 2
+    assert got == [0] and time.monotonic() - started < 2

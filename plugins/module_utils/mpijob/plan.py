@@ -203,11 +203,13 @@ class _Planner:
     def workers_by_index(self) -> dict[int, dict]:
         return S.indexed_workers(self.job, self.worker_pods)
 
-    def result(self, status: dict, requeue: float | None = None) -> Plan:
+    def result(self, status: dict, requeue: float | None = None, status_at: int | None = None) -> Plan:
+        """The plan: its actions, then the status (at `status_at` among them when given), then its events."""
         # every status this plan writes says its phase (also one written before it)
         status = self.api.with_phase(status)
         if status != self.old_status:
-            self.actions.append(Action("status", C.KIND, self.job.name, body=status))
+            at = len(self.actions) if status_at is None else status_at
+            self.actions.insert(at, Action("status", C.KIND, self.job.name, body=status))
         self.actions.extend(_event(e) for e in self.events)
         return Plan(self.actions, status, requeue_after=requeue, transitions=S.transitions(self.old_status, status),
                     done=self.api.finished(status))
@@ -446,8 +448,11 @@ class _Planner:
 
     # ---- finished jobs ----
     def finished(self, status: dict) -> Plan:
-        """cleanPodPolicy and MPIJob TTL of a finished job."""
+        """cleanPodPolicy and MPIJob TTL of a finished job. The status that says it finished is written before the
+        clean-up (as Kubeflow does, which cleans up in the next sync): the outcome is not held back by the deletions,
+        and a clean-up cut short is done again by the next pass (a settled job still comes here)."""
         job = self.job
+        cleanup_from = len(self.actions)
         policy = job.run_policy.clean_pod_policy
         why = "runPolicy.cleanUpWorkers" if policy == C.CLEAN_WORKERS else f"cleanPodPolicy={policy}"
         if policy in (C.CLEAN_ALL, C.CLEAN_RUNNING, C.CLEAN_WORKERS):
@@ -475,10 +480,10 @@ class _Planner:
         ttl = job.run_policy.ttl_seconds_after_finished
         completed = S.parse_time(status.get("completionTime"))
         if ttl is None or completed is None:
-            return self.result(status)
+            return self.result(status, status_at=cleanup_from)
         expiry = completed + timedelta(seconds=ttl)
         if self.now < expiry:
-            return self.result(status, requeue=(expiry - self.now).total_seconds())
+            return self.result(status, requeue=(expiry - self.now).total_seconds(), status_at=cleanup_from)
         # Kubeflow only hands the TTL to the launcher Job (kubeflow/mpi-operator#644): remove the MPIJob itself.
         plan = self.result(status)
         plan.actions = [a for a in plan.actions if a.action == "event"]  # its children go with it (ownerRefs)

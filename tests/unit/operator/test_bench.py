@@ -30,7 +30,7 @@ def result(bench, name, single, running, succeeded, cpu, rss_mib, wall=100.0):
     return bench.Result(
         name, ["--flag"], bench.Single(single, single),
         bench.Bulk(keys=keys, created_all=1.0, wall=wall, to_children=running, to_pods_up=running, to_running=running,
-                   react=[], runs=math.nan, reconciles=math.nan, mean_batch=math.nan,
+                   react=[], runs=math.nan, starts=math.nan, reconciles=math.nan, mean_batch=math.nan,
                    cpu={"operator incl. runner subprocesses": cpu, "machine total (all cores)": 10 * cpu}),
         bench.Finish(wall=wall, to_succeeded=succeeded, cpu={"operator incl. runner subprocesses": cpu / 2}),
         rss_peak_tree=rss_mib * 1024)
