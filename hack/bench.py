@@ -29,6 +29,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import statistics
 import sys
 import tempfile
@@ -306,6 +307,32 @@ def cpu_snapshot(operator_pid: int) -> dict[str, float]:
     return snap
 
 
+_REQUEST_LINE = re.compile(r'^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$', re.M)
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def api_requests(kubeconfig: str) -> dict[str, float]:
+    """The API server's request counts so far (every client's), by "VERB resource[/subresource]"; {} when its
+    /metrics cannot be read. The difference between two operators' runs is what each operator asked for."""
+    from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import connect
+
+    try:
+        status, _reason, data = connect({"kubeconfig": kubeconfig}).raw("GET", "/metrics", accept="text/plain")
+        text = data.decode() if status == 200 else ""
+    except Exception:  # a cluster that does not let us read its metrics: no rows
+        return {}
+    out: dict[str, float] = {}
+    for labels, value in _REQUEST_LINE.findall(text):
+        lab = dict(_LABEL.findall(labels))
+        key = f"{lab.get('verb', '?')} {lab.get('resource', '?')}" + (f"/{lab['subresource']}" if lab.get("subresource") else "")
+        out[key] = out.get(key, 0.0) + float(value)
+    return out
+
+
+def requests_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0) > 0}
+
+
 def peak_rss_kib(pid: int) -> int:
     for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -400,6 +427,7 @@ class Bulk:
     reconciles: float
     mean_batch: float
     cpu: dict[str, float]
+    requests: dict[str, float] = field(default_factory=dict)  # API requests of every client, by verb and resource
 
 
 @dataclass
@@ -410,6 +438,7 @@ class Finish:
     runs: float = 0.0
     starts: float = 0.0
     cpu: dict[str, float] = field(default_factory=dict)
+    requests: dict[str, float] = field(default_factory=dict)
 
 
 def prepare(api: client.ApiClient) -> Capacity:
@@ -514,6 +543,7 @@ class Bench:
     sampler; a method per measured phase."""
 
     def __init__(self, kubeconfig: str, api: client.ApiClient, subject: Ours | Kubeflow):
+        self.kubeconfig = kubeconfig
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
         self.subject = subject
@@ -584,6 +614,7 @@ class Bench:
 
     def bulk(self) -> Bulk:
         tracker, timeout = self.tracker, self.subject.timeout
+        requests_before = api_requests(self.kubeconfig)
         before, cpu_before = self.subject.counters(), cpu_snapshot(self.pid)
         keys = [(self.ns, f"job-{i:04d}") for i in range(JOBS)]
         start = time.time()
@@ -597,6 +628,7 @@ class Bench:
                   file=sys.stderr)
         wall = time.time() - start
         cpu = cpu_delta(cpu_before, cpu_snapshot(self.pid))
+        requests = requests_delta(requests_before, api_requests(self.kubeconfig))
         time.sleep(1)
         after = self.subject.counters()
         runs = after["runs"] - before["runs"] if after else math.nan
@@ -609,10 +641,12 @@ class Bench:
                    if k in tracker.running and k in tracker.pods_up],
             runs=runs, starts=after["starts"] - before["starts"] if after else math.nan,
             reconciles=after["reconciles"] - before["reconciles"] if after else math.nan,
-            mean_batch=(after["batched"] - before["batched"]) / runs if after and runs else math.nan, cpu=cpu)
+            mean_batch=(after["batched"] - before["batched"]) / runs if after and runs else math.nan, cpu=cpu,
+            requests=requests)
 
     def finish(self, keys: list[tuple[str, str]]) -> Finish:
         tracker, timeout = self.tracker, self.subject.timeout
+        requests_before = api_requests(self.kubeconfig)
         before, cpu_before = self.subject.counters(), cpu_snapshot(self.pid)
         told = finish_all(self.core, self.ns, keys)
         try:
@@ -623,6 +657,7 @@ class Bench:
         wall = time.time() - min(told.values(), default=time.time())
         after = self.subject.counters()
         return Finish(wall=wall, cpu=cpu_delta(cpu_before, cpu_snapshot(self.pid)),
+                      requests=requests_delta(requests_before, api_requests(self.kubeconfig)),
                       to_succeeded=latencies(tracker.succeeded, told, keys),
                       runs=after["runs"] - before["runs"] if after else math.nan,
                       starts=after["starts"] - before["starts"] if after else math.nan)
@@ -724,6 +759,19 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
     for name, value in bulk.cpu.items():
         extra = f" {finish.cpu.get(name, float('nan')):>13.1f} |" if finish.cpu else ""
         print(row.format(name, f"{value:.1f}") + extra)
+    if bulk.requests:
+        print()
+        print("API requests (every client: the operator, kube-controller-manager, the scheduler, kwok, this script), "
+              "the 12 most frequent:")
+        print()
+        print(row.format("verb resource", "to Running") + (" all Succeeded |" if finish.cpu else ""))
+        print(row.format("-" * 44, "-" * 10) + (" ------------- |" if finish.cpu else ""))
+        top = sorted(set(bulk.requests) | set(finish.requests),
+                     key=lambda k: -(bulk.requests.get(k, 0) + finish.requests.get(k, 0)))[:12]
+        for name in [*top, "total"]:
+            value = sum(bulk.requests.values()) if name == "total" else bulk.requests.get(name, 0)
+            done = sum(finish.requests.values()) if name == "total" else finish.requests.get(name, 0)
+            print(row.format(name, f"{value:.0f}") + (f" {done:>13.0f} |" if finish.cpu else ""))
 
 
 def comparison_rows(r: Result) -> dict[str, tuple[float, str, float]]:
@@ -749,6 +797,12 @@ def comparison_rows(r: Result) -> dict[str, tuple[float, str, float]]:
     out["operator CPU s, create -> all Running"] = (bulk.cpu[cpu], f"{bulk.cpu[cpu]:.1f}", 0)
     if finish.cpu:
         out["operator CPU s, told -> all Succeeded"] = (finish.cpu[cpu], f"{finish.cpu[cpu]:.1f}", 0)
+    if bulk.requests:
+        total = sum(bulk.requests.values())
+        out["API requests (all clients), -> all Running"] = (total, f"{total:.0f}", 0)
+    if finish.requests:
+        total = sum(finish.requests.values())
+        out["API requests (all clients), -> all Succeeded"] = (total, f"{total:.0f}", 0)
     out["peak RSS incl. children"] = (r.rss_peak_tree / 1024, f"{r.rss_peak_tree / 1024:.0f} MiB", 0)
     out["machine CPU s, create -> all Running"] = (bulk.cpu[machine], f"{bulk.cpu[machine]:.1f}", 0)
     return out

@@ -295,3 +295,35 @@ def test_evicted_job_completes_and_is_cleaned_up(loop, api_client, namespace) ->
                                                if not p.metadata.deletion_timestamp], timeout=60)
     assert batch.read_namespaced_job(f"{name}-launcher", namespace).spec.suspend is True
     assert "MPIJobEvicted" in event_reasons(api_client, namespace, name)
+
+
+def test_a_batch_writes_every_jobs_status_before_what_follows_it(api_client, namespace, operator_crd,
+                                                                  kubeconfig) -> None:
+    """In a batch, each job's actions up to its status write go first for every job, then the rest (a finished job's
+    clean-up, the events): the last job's outcome does not wait for the other jobs' deletions."""
+    from ansible_collections.mpi.operator.plugins.module_utils.kube.reconcile import reconcile_batch
+    from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import connect
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options
+
+    names = [f"order-{i}" for i in range(3)]
+    for name in names:
+        body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE)
+        body["metadata"]["name"] = name
+        create_mpijob(api_client, namespace, body)
+    calls: list[tuple[str, str]] = []
+
+    class Recorded:  # the real transport, each request noted
+        def __init__(self, inner):
+            self.inner = inner
+
+        def send(self, method, path, *args):
+            calls.append((method, path))
+            return self.inner.send(method, path, *args)
+
+    rest = connect({"kubeconfig": kubeconfig}, wrap=Recorded)
+    results = reconcile_batch(rest, [{"namespace": namespace, "name": n} for n in names], Options(), threads=2)
+    assert [r.error for r in results] == [None] * 3
+    statuses = [i for i, (m, p) in enumerate(calls) if m == "PUT" and p.endswith("/status")]
+    events = [i for i, (m, p) in enumerate(calls) if m == "POST" and p.endswith("/events")]
+    assert len(statuses) == 3 and len(events) == 3, calls
+    assert max(statuses) < min(events), calls

@@ -29,17 +29,19 @@ class Applier:
         self.uid = obj["metadata"].get("uid", "")
         self.path = mpijob_path(self.namespace, self.name, result.api_version)  # where it was read
 
-    def apply(self, plan: Plan) -> None:
-        for action in plan.actions:
+    def apply(self, plan: Plan, actions: list[Action] | None = None) -> bool:
+        """Carries out `actions` (the plan's, by default) in order; False when one stopped the plan."""
+        for action in plan.actions if actions is None else actions:
             try:
                 if not self.do(action):
-                    return
+                    return False
             except ApiError as exc:
                 if not self.failed(action, exc):
-                    return
+                    return False
             self.result.actions.append(action.summary())
             if action.action == "status":
                 self.result.transitions = list(plan.transitions)  # written: the core's transitions happened
+        return True
 
     def do(self, a: Action) -> bool:
         """False stops the plan (the error is already in the result)."""
@@ -142,6 +144,12 @@ class Applier:
                               content_type="application/merge-patch+json")
 
 
+def split_after_status(actions: list[Action]) -> tuple[list[Action], list[Action]]:
+    """(the actions up to and including the status write, those after it); all of them first when there is none."""
+    at = next((i + 1 for i, a in enumerate(actions) if a.action == "status"), len(actions))
+    return actions[:at], actions[at:]
+
+
 def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: bool = False,
                     threads: int = 8) -> list[JobResult]:
     """Reconciles every job of the batch (each `{namespace, name, api_version?}`, the apiVersion only for an API other
@@ -200,9 +208,16 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
                 result.transitions = list(plan.transitions)
                 result.deleted = plan.deletes_job
                 return
-            Applier(rest, obj, result).apply(plan)
+            # Every job's status first, then what comes after it (a finished job's clean-up, the events): in a batch
+            # of many, the last job's outcome does not wait for the others' deletions.
+            applier, head, tail = Applier(rest, obj, result), *split_after_status(plan.actions)
+            if applier.apply(plan, head) and tail:
+                tails.append((applier, plan, tail))
 
+        tails: list[tuple[Applier, Plan, list[Action]]] = []
         for future in [pool.submit(one, r) for r in results]:
+            future.result()
+        for future in [pool.submit(applier.apply, plan, tail) for applier, plan, tail in tails]:
             future.result()
     finally:
         pool.shutdown(wait=True)
