@@ -9,7 +9,7 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 if [ -z "${KUBECONFIG:-}" ]; then
-  pods=$(( ${BENCH_JOBS:-200} * (${BENCH_WORKERS:-4} + 1) + ${BENCH_WORKERS:-4} + 1 ))
+  pods=$(( (${BENCH_JOBS:-200} + ${BENCH_SINGLE_RUNS:-5}) * (${BENCH_WORKERS:-4} + 1) ))
   nodes=$(( (pods + 99) / 100 ))  # 10 % headroom under 110 pods a node
   MPI_CLUSTER_NODES=$(( nodes > ${MPI_CLUSTER_NODES:-4} ? nodes : ${MPI_CLUSTER_NODES:-4} )) bash hack/cluster/up.sh
   KUBECONFIG=$(bash hack/cluster/kubeconfig.sh)

@@ -46,8 +46,8 @@ def test_table_ratios_a_peer_that_did_not_get_there_and_one_that_could_not_run(b
     bench.compare([ours, peer, missing])
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
             for line in capsys.readouterr().out.splitlines() if line.startswith("| ")}
-    assert rows["single job, idle: create -> Running"][:2] == ["1.00 s", "0.50 s"]
-    assert rows["single job, idle: create -> Running"][3] == "0.50"  # Kubeflow / ours
+    assert rows["single job, idle: create -> Running p50"][:2] == ["1.00 s", "0.50 s"]
+    assert rows["single job, idle: create -> Running p50"][3] == "0.50"  # Kubeflow / ours
     assert rows[f"{n} x {bench.WORKERS}: create -> Running p95"][:2] == ["10.0 s", "> 300 s"]
     assert rows[f"{n} x {bench.WORKERS}: create -> Running p95"][3] == "> 30.0"  # at least 300 s / 10 s
     assert rows["jobs Running"][:2] == [f"{n}/{n}", f"{n // 10}/{n}"]
