@@ -1,8 +1,9 @@
-"""One ansible-runner run of mpi.operator.mpijob_reconcile for a batch of MPIJobs.
+"""ansible-runner runs of mpi.operator.mpijob_reconcile for batches of MPIJobs: a warm run that serves every batch
+(WarmRuns), or a run of its own for one batch (BatchRunner.run when no warm run takes it).
 
-The runner's fixed cost (about 0.75 s: the `ansible` process, plugin loading, the module's own
-Python start) is paid once per batch. Measured on this project's VM (see docs/operator.md):
-subprocess mode is about 10 % cheaper than pexpect and does not forkpty() from a threaded process;
+A run's fixed cost (about 0.75 s and 1.3 CPU s: the `ansible` process, plugin loading, the module's own Python start)
+is paid once per warm run's life (--warm-run-timeout), not once per batch. Measured on this project's VM (see
+docs/operator.md): subprocess mode is about 10 % cheaper than pexpect and does not forkpty() from a threaded process;
 fact gathering, callback plugins and pipelining made no measurable difference for one ad-hoc module.
 """
 from __future__ import annotations
