@@ -5,8 +5,10 @@
 3. BENCH_JOBS MPIJobs x BENCH_WORKERS workers created at once: the same latencies (p50/p95/max), wall time,
    reconciles/s, batches, mean batch size and ansible-runner runs started, and the operator's peak RSS;
 4. then all those jobs finish at once: every launcher pod is told (a kwok annotation) to succeed, and the time
-   to the Succeeded condition is measured (the operator writes the status and deletes the workers,
-   cleanPodPolicy Running).
+   to the Succeeded condition is measured, split into the cluster's share (to the launcher Job's Complete) and the
+   operator's (from it); then the time until every job's workers are marked for deletion (cleanPodPolicy Running),
+   which ends this step's CPU and request window (an operator that cleans up later is charged for it). The step
+   starts once the machine is quiet (BENCH_SETTLE_CORES, 0.5 busy cores, for a second; BENCH_SETTLE_MAX 30 s).
 Launchers keep running until step 4 (BENCH_LAUNCHER_OUTCOME=succeed lets them end 2 s after they start, as
 kwok's default for a Job's pod does: then step 3 also carries the completions).
 CPU seconds of the operator, this script and each cluster component are printed for steps 3 and 4.
@@ -59,6 +61,10 @@ from tests.integration._fixtures.operator import (  # noqa: E402
 JOBS = int(os.environ.get("BENCH_JOBS", "200"))
 WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
 SINGLE_RUNS = max(1, int(os.environ.get("BENCH_SINGLE_RUNS", "5")))  # single jobs on the idle operator, one at a time
+# Before step 4, the machine settles (below SETTLE_CORES busy cores for a second, SETTLE_MAX s at most): the cluster's
+# backlog of step 3 (pod statuses, endpoints, events) would otherwise weigh on the operator that got there first.
+SETTLE_CORES = float(os.environ.get("BENCH_SETTLE_CORES", "0.5"))
+SETTLE_MAX = float(os.environ.get("BENCH_SETTLE_MAX", "30"))
 TIMEOUT = float(os.environ.get("BENCH_TIMEOUT", "600"))
 OPERATOR_ARGS = os.environ.get("BENCH_OPERATOR_ARGS", "").split()
 PREFIX = "bench-"
@@ -92,6 +98,9 @@ class Tracker:
         self.succeeded: dict[tuple[str, str], float] = {}
         self.pod_phases: dict[tuple[str, str], dict[str, str]] = {}
         self.pods_up: dict[tuple[str, str], float] = {}
+        self.launcher_done: dict[tuple[str, str], float] = {}  # the launcher Job Complete (the cluster's share)
+        self.workers_deleting: dict[tuple[str, str], set[str]] = {}  # worker pods marked for deletion, or gone
+        self.cleaned: dict[tuple[str, str], float] = {}  # when the last of a job's workers was
         self.stop = threading.Event()
         self.threads: list[threading.Thread] = []
 
@@ -133,8 +142,8 @@ class Tracker:
                         rv = None
                         break
                     rv = ev["object"]["metadata"].get("resourceVersion", rv)
-                    if ev["type"] in ("ADDED", "MODIFIED"):
-                        self.seen(kind, ev["object"])
+                    if ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                        self.seen(kind, ev["object"], gone=ev["type"] == "DELETED")
                     if self.stop.is_set():
                         break
             except Exception as exc:  # keep measuring: relist
@@ -142,7 +151,7 @@ class Tracker:
                 rv = None
                 time.sleep(0.5)
 
-    def seen(self, kind: str, obj: dict[str, Any]) -> None:
+    def seen(self, kind: str, obj: dict[str, Any], gone: bool = False) -> None:
         now = time.time()
         meta = obj["metadata"]
         ns = meta.get("namespace", "")
@@ -161,11 +170,15 @@ class Tracker:
         if kind == "Pod":
             job = (meta.get("labels") or {}).get("training.kubeflow.org/job-name")
             if job:
-                self.pod_seen((ns, job), meta["name"], meta.get("labels") or {}, obj, now)
+                self.pod_seen((ns, job), meta["name"], meta.get("labels") or {}, obj, now, gone)
         else:
             job = (meta.get("labels") or {}).get("app")
-        if not job:
+        if not job or gone:
             return
+        if kind == "Job" and any(c.get("type") == "Complete" and c.get("status") == "True"
+                                 for c in (obj.get("status") or {}).get("conditions") or []):
+            with self.lock:
+                self.launcher_done.setdefault((ns, job), now)
         key = (ns, job)
         with self.lock:
             got = self.children.setdefault(key, set())
@@ -174,11 +187,20 @@ class Tracker:
                 self.all_children[key] = now
 
 
-    def pod_seen(self, key: tuple[str, str], name: str, labels: dict[str, str], obj: dict[str, Any], now: float) -> None:
-        """The cluster's share: every worker Running and the launcher pod started (Running or done)."""
+    def pod_seen(self, key: tuple[str, str], name: str, labels: dict[str, str], obj: dict[str, Any], now: float,
+                 gone: bool = False) -> None:
+        """The cluster's share: every worker Running and the launcher pod started (Running or done). And the
+        clean-up: every worker marked for deletion."""
         role = labels.get("training.kubeflow.org/job-role", "")
         phase = (obj.get("status") or {}).get("phase", "")
         with self.lock:
+            if role == "worker" and (gone or obj["metadata"].get("deletionTimestamp")):
+                deleting = self.workers_deleting.setdefault(key, set())
+                deleting.add(name)
+                if len(deleting) >= self.workers:
+                    self.cleaned.setdefault(key, now)
+            if gone:
+                return
             phases = self.pod_phases.setdefault(key, {})
             phases[f"{role}/{name}"] = phase
             workers = [p for n, p in phases.items() if n.startswith("worker/")]
@@ -306,6 +328,27 @@ def cpu_snapshot(operator_pid: int) -> dict[str, float]:
         user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in f.readline().split()[1:8])
     snap["machine total (all cores)"] = (user + nice + system + irq + softirq) / CLK_TCK
     return snap
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU ticks of the machine so far, every core."""
+    with open("/proc/stat") as f:
+        ticks = [int(v) for v in f.readline().split()[1:8]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+
+
+def settle() -> float:
+    """Waits until the machine is quiet (see SETTLE_CORES); returns the seconds it took."""
+    start = time.monotonic()
+    before = machine_busy()
+    while time.monotonic() - start < SETTLE_MAX:
+        time.sleep(1.0)
+        after = machine_busy()
+        busy = (after[0] - before[0]) / max(1, after[1] - before[1]) * (os.cpu_count() or 1)
+        if busy < SETTLE_CORES:
+            break
+        before = after
+    return time.monotonic() - start
 
 
 _REQUEST_LINE = re.compile(r'^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$', re.M)
@@ -438,6 +481,11 @@ class Finish:
     """Phase 4: every launcher told to succeed at once (only when the launchers keep running)."""
     wall: float = float("nan")
     to_succeeded: list[float] = field(default_factory=list)
+    to_launcher_done: list[float] = field(default_factory=list)  # the cluster's share: kwok, the Job controller
+    react: list[float] = field(default_factory=list)  # the operator's share: from the launcher Job Complete
+    to_cleaned: list[float] = field(default_factory=list)  # to the last of the job's workers marked for deletion
+    window: float = float("nan")  # first told -> all Succeeded and cleaned up: the CPU and requests window
+    settled: float = float("nan")  # seconds the machine took to be quiet before the launchers were told
     runs: float = 0.0
     starts: float = 0.0
     cpu: dict[str, float] = field(default_factory=dict)
@@ -651,6 +699,7 @@ class Bench:
 
     def finish(self, keys: list[tuple[str, str]]) -> Finish:
         tracker, timeout = self.tracker, self.subject.timeout
+        settled = settle()
         requests_before = api_requests(self.kubeconfig)
         before, cpu_before = self.subject.counters(), cpu_snapshot(self.pid)
         told = finish_all(self.core, self.ns, keys)
@@ -659,11 +708,22 @@ class Bench:
         except TimeoutError as exc:
             print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.succeeded for k in keys)}/{JOBS} "
                   "succeeded", file=sys.stderr)
-        wall = time.time() - min(told.values(), default=time.time())
+        first = min(told.values(), default=time.time())
+        wall = time.time() - first
+        try:  # the clean-up (cleanPodPolicy Running) is work of this phase too, whenever an operator does it
+            wait_until(lambda: all(k in tracker.cleaned for k in keys), timeout, "every job's workers to be deleted")
+        except TimeoutError as exc:
+            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.cleaned for k in keys)}/{JOBS} "
+                  "cleaned up", file=sys.stderr)
+        window = time.time() - first
         after = self.subject.counters()
-        return Finish(wall=wall, cpu=cpu_delta(cpu_before, cpu_snapshot(self.pid)),
+        return Finish(wall=wall, window=window, settled=settled, cpu=cpu_delta(cpu_before, cpu_snapshot(self.pid)),
+                      to_cleaned=latencies(tracker.cleaned, told, keys),
                       requests=requests_delta(requests_before, api_requests(self.kubeconfig)),
                       to_succeeded=latencies(tracker.succeeded, told, keys),
+                      to_launcher_done=latencies(tracker.launcher_done, told, keys),
+                      react=[max(0.0, tracker.succeeded[k] - tracker.launcher_done[k]) for k in keys
+                             if k in tracker.succeeded and k in tracker.launcher_done],
                       runs=after["runs"] - before["runs"] if after else math.nan,
                       starts=after["starts"] - before["starts"] if after else math.nan)
 
@@ -750,36 +810,42 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
     print(row.format("operator peak RSS (VmHWM, main process)", f"{result.peak / 1024:.0f} MiB"))
     print(row.format("peak RSS incl. runner subprocesses (sampled)", f"{result.rss_peak_tree / 1024:.0f} MiB"))
     if OUTCOME == "run":
+        print(row.format(f"machine quiet (< {SETTLE_CORES} cores) after", f"{finish.settled:.1f} s"))
         print(row.format("then all launchers succeed at once:", ""))
+        print_spread("told -> launcher Job Complete (cluster)", finish.to_launcher_done, finish.wall)
         print_spread("launcher told -> Succeeded", finish.to_succeeded, finish.wall)
+        print_spread("launcher Complete -> Succeeded (operator)", finish.react, finish.wall)
+        print_spread("launcher told -> workers deleted", finish.to_cleaned, finish.window)
         print(row.format("jobs Succeeded", f"{reached(finish.to_succeeded)} of {JOBS}"))
         print(row.format("wall time (first told -> all Succeeded)", f"{finish.wall:.1f} s"))
+        print(row.format("wall time (first told -> all cleaned up)", f"{finish.window:.1f} s"))
         if math.isfinite(finish.runs):
             print(row.format("batches", f"{finish.runs:.0f}"))
             print(row.format("ansible-runner runs started", f"{finish.starts:.0f}"))
     print()
     print(f"CPU seconds, {os.cpu_count()} cores: from the first create to all Running ({bulk.wall:.0f} s wall)"
-          + (f"; from the first launcher told to all Succeeded ({finish.wall:.0f} s wall)" if finish.cpu else "")
+          + (f"; from the first launcher told to all Succeeded and their workers deleted ({finish.window:.0f} s wall)"
+             if finish.cpu else "")
           + ":")
     print()
-    print(row.format("process", "to Running") + (" all Succeeded |" if finish.cpu else ""))
-    print(row.format("-" * 44, "-" * 10) + (" ------------- |" if finish.cpu else ""))
+    print(row.format("process", "to Running") + (" Succeeded, cleaned |" if finish.cpu else ""))
+    print(row.format("-" * 44, "-" * 10) + (" ------------------ |" if finish.cpu else ""))
     for name, value in bulk.cpu.items():
-        extra = f" {finish.cpu.get(name, float('nan')):>13.1f} |" if finish.cpu else ""
+        extra = f" {finish.cpu.get(name, float('nan')):>18.1f} |" if finish.cpu else ""
         print(row.format(name, f"{value:.1f}") + extra)
     if bulk.requests:
         print()
         print("API requests (every client: the operator, kube-controller-manager, the scheduler, kwok, this script), "
               "the 12 most frequent:")
         print()
-        print(row.format("verb resource", "to Running") + (" all Succeeded |" if finish.cpu else ""))
-        print(row.format("-" * 44, "-" * 10) + (" ------------- |" if finish.cpu else ""))
+        print(row.format("verb resource", "to Running") + (" Succeeded, cleaned |" if finish.cpu else ""))
+        print(row.format("-" * 44, "-" * 10) + (" ------------------ |" if finish.cpu else ""))
         top = sorted(set(bulk.requests) | set(finish.requests),
                      key=lambda k: -(bulk.requests.get(k, 0) + finish.requests.get(k, 0)))[:12]
         for name in [*top, "total"]:
             value = sum(bulk.requests.values()) if name == "total" else bulk.requests.get(name, 0)
             done = sum(finish.requests.values()) if name == "total" else finish.requests.get(name, 0)
-            print(row.format(name, f"{value:.0f}") + (f" {done:>13.0f} |" if finish.cpu else ""))
+            print(row.format(name, f"{value:.0f}") + (f" {done:>18.0f} |" if finish.cpu else ""))
 
 
 def comparison_rows(r: Result) -> dict[str, tuple[float, str, float]]:
@@ -793,10 +859,13 @@ def comparison_rows(r: Result) -> dict[str, tuple[float, str, float]]:
         f"{JOBS} x {WORKERS}: create -> all children p95": (percentile(bulk.to_children, 95), bulk.wall, 1),
         f"{JOBS} x {WORKERS}: create -> Running p50": (percentile(bulk.to_running, 50), bulk.wall, 1),
         f"{JOBS} x {WORKERS}: create -> Running p95": (percentile(bulk.to_running, 95), bulk.wall, 1),
+        f"{JOBS} x {WORKERS}: pods up -> Running p95 (operator)": (percentile(bulk.react, 95), bulk.wall, 1),
     }
     if OUTCOME == "run":
         for p in (50, 95):
             rows[f"launcher told -> Succeeded p{p}"] = (percentile(finish.to_succeeded, p), finish.wall, 1)
+        rows["launcher Complete -> Succeeded p95 (operator)"] = (percentile(finish.react, 95), finish.wall, 1)
+        rows["launcher told -> workers deleted p95"] = (percentile(finish.to_cleaned, 95), finish.window, 1)
     out = {k: (v, secs(v, limit, digits), limit) for k, (v, limit, digits) in rows.items()}
     out["jobs Running"] = (math.nan, f"{reached(bulk.to_running)}/{JOBS}", 0)
     if OUTCOME == "run":
@@ -804,13 +873,13 @@ def comparison_rows(r: Result) -> dict[str, tuple[float, str, float]]:
     cpu, machine = "operator incl. runner subprocesses", "machine total (all cores)"
     out["operator CPU s, create -> all Running"] = (bulk.cpu[cpu], f"{bulk.cpu[cpu]:.1f}", 0)
     if finish.cpu:
-        out["operator CPU s, told -> all Succeeded"] = (finish.cpu[cpu], f"{finish.cpu[cpu]:.1f}", 0)
+        out["operator CPU s, told -> Succeeded, cleaned up"] = (finish.cpu[cpu], f"{finish.cpu[cpu]:.1f}", 0)
     if bulk.requests:
         total = sum(bulk.requests.values())
         out["API requests (all clients), -> all Running"] = (total, f"{total:.0f}", 0)
     if finish.requests:
         total = sum(finish.requests.values())
-        out["API requests (all clients), -> all Succeeded"] = (total, f"{total:.0f}", 0)
+        out["API requests (all clients), -> cleaned up"] = (total, f"{total:.0f}", 0)
     out["peak RSS incl. children"] = (r.rss_peak_tree / 1024, f"{r.rss_peak_tree / 1024:.0f} MiB", 0)
     out["machine CPU s, create -> all Running"] = (bulk.cpu[machine], f"{bulk.cpu[machine]:.1f}", 0)
     return out

@@ -67,6 +67,7 @@ class Decision:
     failed: bool = False  # back off, then run again
     requeue_after: float | None = None  # a known deadline (TTL, activeDeadline ...)
     forget: bool = False  # the MPIJob is gone
+    later: bool = False  # a pass that can wait for the jobs whose status is due (a finished job's clean-up)
 
 
 def decide(result: JobResult) -> Decision:
@@ -78,7 +79,7 @@ def decide(result: JobResult) -> Decision:
     if result.retry:  # the module asks for another pass without an error (e.g. a conflict it expects)
         return Decision(failed=True)
     return Decision(requeue_after=result.requeue_after if result.requeue_after is not None
-                    and result.requeue_after >= 0 else None)
+                    and result.requeue_after >= 0 else None, later=result.cleanup_pending)
 
 
 class Controller:
@@ -169,12 +170,14 @@ class Controller:
                 log.warning("reconcile failed, retrying in %.1fs: %s", delay or 0.0, result.error,
                             extra=job_fields(*key))
                 continue
-            self.queue.done(key)
+            # A finished job's clean-up can wait, and so can what the events of its last moments ask for.
+            self.queue.done(key, later=decision.later)
             if again:
                 for c in again:
                     self.metrics.requeues.labels(kind=c.kind, event=c.event).inc()
                     log.debug("dirty during its run", extra={**job_fields(*key), "change": f"{c.event} {c.kind}/{c.name}"})
-                self.queue.add(key)
+                if not decision.later:
+                    self.queue.add(key)
             if decision.forget:
                 self.queue.forget(key)
                 self.metrics.reconciles.labels(result="deleted").inc()
@@ -187,6 +190,8 @@ class Controller:
                 self.metrics.reconciles.labels(result="ok").inc()
             if decision.requeue_after is not None:
                 self.queue.add_after(key, decision.requeue_after)
+            if decision.later:
+                self.queue.add_later(key)
             if result.actions:
                 log.info("reconciled", extra={**job_fields(*key), "actions": _summary(result.actions)})
         with self._lock:

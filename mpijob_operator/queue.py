@@ -6,7 +6,10 @@ Semantics (the controller-runtime workqueue, batched):
 - a key is in at most one run at a time;
 - after a failed run the key waits an exponential backoff before it can run again (events do not
   bypass it); a success forgets the failures;
-- `add_after` is a deadline (e.g. a TTL), kept in a heap: nothing here polls.
+- `add_after` is a deadline (e.g. a TTL), kept in a heap: nothing here polls;
+- `add_later` is work that can wait (a finished job's clean-up), one batch of it at a time (with two runners or
+  more, one is always free for a status that comes due): it is taken once no other key was taken for `later_quiet`
+  seconds (a burst of jobs finishing is over), or once it has waited `later_within` seconds.
 The clock is injected so the decisions are testable without sleeping.
 """
 from __future__ import annotations
@@ -34,11 +37,16 @@ class Backoff:
 
 
 class WorkQueue:
-    def __init__(self, backoff: Backoff | None = None, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, backoff: Backoff | None = None, clock: Callable[[], float] = time.monotonic,
+                 later_within: float = 15.0, later_quiet: float = 3.0):
         self._backoff = backoff or Backoff()
         self._clock = clock
+        self._later_within, self._later_quiet = later_within, later_quiet
+        self._last_ready = -float("inf")  # when keys were last taken from the ready lane
         self._cond = threading.Condition()
         self._ready: dict[Key, float] = {}  # insertion-ordered: FIFO; value = time first queued
+        self._later: dict[Key, float] = {}  # work that can wait, FIFO; value = time queued
+        self._later_processing: set[Key] = set()  # the one batch of such work in a run
         self._processing: set[Key] = set()
         self._dirty_while_processing: dict[Key, float] = {}
         self._not_before: dict[Key, float] = {}  # backoff: the key may not run before this time
@@ -61,6 +69,15 @@ class WorkQueue:
         with self._cond:
             self._schedule_locked(key, self._clock() + delay)
 
+    def add_later(self, key: Key) -> None:
+        """Queue `key` as work that can wait (see the module's doc). A key that is queued, or in a run (which reads the
+        job afresh), needs nothing more."""
+        with self._cond:
+            if self._shutdown or key in self._ready or key in self._processing or key in self._later:
+                return
+            self._later[key] = self._clock()
+            self._cond.notify()
+
     def _schedule_locked(self, key: Key, at: float) -> None:
         if key in self._waiting and self._waiting[key] <= at:
             return
@@ -78,7 +95,7 @@ class WorkQueue:
         if not_before is not None and not_before > self._clock():
             self._schedule_locked(key, not_before)
             return
-        if key not in self._ready:
+        if key not in self._ready and key not in self._later:  # a key whose work can wait: its pass will see this
             self._ready[key] = since
             self._cond.notify()
 
@@ -99,14 +116,37 @@ class WorkQueue:
             return self._take_locked(max_batch)
 
     def _take_locked(self, max_batch: int) -> list[tuple[Key, float]]:
-        self._promote_due_locked(self._clock())
+        """A batch of one lane: work that can wait when it may go (no such batch in a run, and the ready lane quiet for
+        `later_quiet` or the oldest of it waiting `later_within`), else ready keys. A batch of clean-ups never holds a
+        status back, nor takes every runner."""
+        now = self._clock()
+        self._promote_due_locked(now)
+        later = bool(self._later) and not self._later_processing and (
+            now >= self._later_from() or (not self._ready and now - self._last_ready >= self._later_quiet))
+        lane = self._later if later else self._ready
+        if lane and not later:
+            self._last_ready = now
         batch: list[tuple[Key, float]] = []
-        for key in list(self._ready):
+        for key in list(lane):
             if len(batch) >= max_batch:
                 break
-            batch.append((key, self._ready.pop(key)))
+            batch.append((key, lane.pop(key)))
             self._processing.add(key)
+            if later:
+                self._later_processing.add(key)
         return batch
+
+    def _later_from(self) -> float:
+        """When the oldest work that can wait has waited `later_within`."""
+        return next(iter(self._later.values())) + self._later_within
+
+    def _next_wake_locked(self, now: float) -> float | None:
+        """Seconds until a deadline comes due or work that can wait may go; None: no such time (an event or the end
+        of a run wakes the consumers)."""
+        times = [self._heap[0][0]] if self._heap else []
+        if self._later and not self._later_processing:
+            times.append(min(self._later_from(), self._last_ready + self._later_quiet))
+        return min(times) - now if times else None
 
     def get_batch(self, max_batch: int, timeout: float | None = None) -> list[tuple[Key, float]]:
         """Blocks until at least one key is due (or shutdown / timeout), then returns up to `max_batch`."""
@@ -118,8 +158,8 @@ class WorkQueue:
                     return batch
                 now = self._clock()
                 wait = None if end is None else end - now
-                if self._heap:
-                    until_due = self._heap[0][0] - now
+                until_due = self._next_wake_locked(now)
+                if until_due is not None:
                     wait = until_due if wait is None else min(wait, until_due)
                 if wait is not None and wait <= 0:
                     if end is not None and now >= end:
@@ -128,10 +168,15 @@ class WorkQueue:
                 self._cond.wait(wait)
             return []
 
-    def done(self, key: Key, *, failed: bool = False) -> float | None:
-        """Ends the run of `key`. A failure starts (or extends) its backoff; returns that delay."""
+    def done(self, key: Key, *, failed: bool = False, later: bool = False) -> float | None:
+        """Ends the run of `key`. A failure starts (or extends) its backoff; returns that delay. `later`: all that is
+        left of the job can wait (add_later), also what the events during its run asked for."""
         with self._cond:
             self._processing.discard(key)
+            if key in self._later_processing:
+                self._later_processing.discard(key)
+                if not self._later_processing and self._later:
+                    self._cond.notify()  # the next batch of work that can wait may go
             delay = None
             if failed:
                 n = self._failures.get(key, 0) + 1
@@ -144,7 +189,10 @@ class WorkQueue:
                 self._failures.pop(key, None)
                 self._not_before.pop(key, None)
                 since = self._dirty_while_processing.pop(key, None)
-                if since is not None:
+                if since is not None and later:
+                    self._later.setdefault(key, self._clock())
+                    self._cond.notify()
+                elif since is not None:
                     self._add_locked(key, since)
             return delay
 
@@ -155,6 +203,7 @@ class WorkQueue:
             self._not_before.pop(key, None)
             self._waiting.pop(key, None)  # its heap entries are skipped when they come due
             self._ready.pop(key, None)
+            self._later.pop(key, None)
             self._dirty_while_processing.pop(key, None)
 
     def failures(self, key: Key) -> int:
@@ -162,9 +211,9 @@ class WorkQueue:
             return self._failures.get(key, 0)
 
     def depth(self) -> int:
-        """Keys due now, waiting for a free runner."""
+        """Keys due now, waiting for a free runner (also those whose work can wait)."""
         with self._cond:
-            return len(self._ready)
+            return len(self._ready) + len(self._later)
 
     def waiting(self) -> int:
         """Keys waiting for a deadline or the end of their backoff."""

@@ -101,7 +101,9 @@ class BatchRunner:
         self.module = module
         self.base_args: dict[str, Any] = dict(module_args or {})
         if module == MODULE:
-            self.base_args.update({"gang_scheduling": gang_scheduling, "cluster_domain": cluster_domain})
+            # cleanup_later: a finished job's clean-up is a pass of its own, which the queue runs after due statuses
+            self.base_args.update({"gang_scheduling": gang_scheduling, "cluster_domain": cluster_domain,
+                                   "cleanup_later": True})
             if kubectl_delivery_image:
                 self.base_args["kubectl_delivery_image"] = kubectl_delivery_image
         self.timeout = timeout

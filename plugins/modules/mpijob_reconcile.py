@@ -61,6 +61,15 @@ options:
     description: How many batches a warm run (O(batch_from)) reconciles at a time (the operator's C(--threadiness)).
     type: int
     default: 1
+  cleanup_later:
+    description:
+      - Leave the clean-up of a job that finishes in this call (its C(cleanPodPolicy) deletions, its PodGroup) to a
+        later call. This call writes the job's status and events, and the job's entry says RV(jobs[].cleanup_pending);
+        the next reconcile of the job does the clean-up. The operator sets it, and reconciles those jobs once no other
+        job waits for its status, so that in a burst the outcomes are not held back by the deletions.
+      - Off, a job's clean-up is done in the same call, right after its status is written.
+    type: bool
+    default: false
   gang_scheduling:
     description:
       - Gang scheduling backend, like the Kubeflow operator's C(--gang-scheduling) flag.
@@ -177,6 +186,9 @@ jobs:
       description: The job's API, as given (absent for C(kubeflow.org)).
       type: str
       returned: when given
+    cleanup_pending:
+      description: The job finished in this call and its clean-up is left to its next reconcile (O(cleanup_later)).
+      type: bool
 batch:
   description: How the jobs came, C(args) (O(jobs)) or C(served) (a warm run's batches, O(batch_from)).
   returned: always
@@ -216,6 +228,7 @@ def argspec() -> dict:
         batch_from=dict(type="path"),
         batch_timeout=dict(type="float", default=300.0),
         batch_slots=dict(type="int", default=1),
+        cleanup_later=dict(type="bool", default=False),
     )
     spec.update({k: dict(v) for k, v in AUTH_ARG_SPEC.items()})
     return spec
@@ -255,7 +268,8 @@ def reconcile_jobs(module, rest: Rest, batch: list[dict]) -> dict:
                 raise MPIJobError(f"jobs[{i}].api_version: {exc}") from exc
     opts = Options(cluster_domain=module.params["cluster_domain"].strip("."),
                    gang_scheduling=module.params["gang_scheduling"],
-                   kubectl_delivery_image=module.params["kubectl_delivery_image"])
+                   kubectl_delivery_image=module.params["kubectl_delivery_image"],
+                   cleanup_later=module.params["cleanup_later"])
     results = reconcile_batch(rest, batch, opts, check_mode=module.check_mode)
     jobs = [r.as_dict() for r in results]
     changed = any(a["action"] != "event" for j in jobs for a in j["actions"])

@@ -3,7 +3,12 @@ job names), the PriorityClass values PodGroups need, and the World the core plan
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 from urllib.parse import quote
 
 from ..mpijob import children as K
@@ -14,6 +19,12 @@ from ..mpijob.plan import World
 from ..mpijob.result import Key, key_api_version
 from .rest import Rest, collection, mpijob_path
 
+# Up to GET_MAX jobs of one API in a namespace are read with a GET each, more with one LIST of them all: a LIST returns
+# every MPIJob of the namespace (200 of them for a batch of 3, in the bench), which costs the API server more than the
+# GETs. READS: the reads in flight at once, of every namespace of a batch (the transport keeps 16 connections).
+GET_MAX = 16
+READS = 8
+_reads = threading.BoundedSemaphore(READS)
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
@@ -39,38 +50,72 @@ class Namespaced:
 
 
 def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options) -> tuple[dict[Key, dict], Namespaced]:
-    """(MPIJobs by key, their children) for the jobs `keys` (result.job_key) of one namespace: one LIST or a few GETs
-    per API, then one LIST per kind of child for all of them (the children of every API are the same kinds)."""
+    """(MPIJobs by key, their children) for the jobs `keys` (result.job_key) of one namespace: a GET per job (a LIST
+    per API for more than GET_MAX of them), and one LIST per kind of child for all of them (the children of every API
+    are the same kinds), all at once: a batch waits for its slowest read, not for their sum."""
     by_api: dict[str | None, list[Key]] = {}
     for key in keys:
         by_api.setdefault(key_api_version(key), []).append(key)
-    mpijobs: dict[Key, dict] = {}
-    for api_version, api_keys in by_api.items():
-        if len(api_keys) >= 3:
-            found = _by_name(rest.list(mpijob_path(namespace, api_version=api_version)))
-            mpijobs.update({k: found[k[1]] for k in api_keys if k[1] in found})
-        else:
-            mpijobs.update({k: obj for k in api_keys
-                            if (obj := rest.get(mpijob_path(namespace, k[1], api_version))) is not None})
+
+    def listed(api_version: str | None) -> dict[Key, dict]:
+        found = _by_name(rest.list(mpijob_path(namespace, api_version=api_version)))
+        return {k: found[k[1]] for k in by_api[api_version] if k[1] in found}
+
+    def got(key: Key) -> dict[Key, dict]:
+        obj = rest.get(mpijob_path(namespace, key[1], key_api_version(key)))
+        return {} if obj is None else {key: obj}
+
     kids = Namespaced()
-    labelled = sorted({k[1] for k in mpijobs if _LABEL_VALUE.match(k[1]) and len(k[1]) <= 63})
-    if not labelled:
-        return mpijobs, kids
+    # The children of the jobs asked for (one that turns out to be gone has none to plan: they are ignored).
+    labelled = sorted({k[1] for k in keys if _LABEL_VALUE.match(k[1]) and len(k[1]) <= 63})
     app = f"{C.APP_LABEL} in {_in(labelled)}"
-    kids.services = _by_name(rest.list(collection("v1", "Service", namespace), app))
-    kids.config_maps = _by_name(rest.list(collection("v1", "ConfigMap", namespace), app))
-    kids.secrets = _by_name(rest.list(collection("v1", "Secret", namespace), app))
-    kids.jobs = _by_name(rest.list(collection("batch/v1", "Job", namespace), app))
-    for pod in rest.list(collection("v1", "Pod", namespace), f"{C.JOB_NAME_LABEL} in {_in(labelled)}"):
+    reads: dict[str, Callable[[], Any]] = {}
+    for api, api_keys in by_api.items():
+        if len(api_keys) > GET_MAX:
+            reads[f"mpijobs {api}"] = partial(listed, api)
+        else:
+            reads.update({f"mpijob {key}": partial(got, key) for key in api_keys})
+    if labelled:
+        reads.update({
+            "services": partial(rest.list, collection("v1", "Service", namespace), app),
+            "config_maps": partial(rest.list, collection("v1", "ConfigMap", namespace), app),
+            "secrets": partial(rest.list, collection("v1", "Secret", namespace), app),
+            "jobs": partial(rest.list, collection("batch/v1", "Job", namespace), app),
+            "pods": partial(rest.list, collection("v1", "Pod", namespace), f"{C.JOB_NAME_LABEL} in {_in(labelled)}"),
+        })
+        if opts.gang_scheduling:
+            api = C.VOLCANO_PODGROUP_API if opts.volcano else C.PLUGINS_PODGROUP_API
+            reads["pod_groups"] = partial(rest.list, collection(api, "PodGroup", namespace))
+    done = _all_at_once(reads)
+    mpijobs: dict[Key, dict] = {}
+    for name, value in done.items():
+        if name.startswith("mpijob"):
+            mpijobs.update(value)
+    mpijobs = {k: mpijobs[k] for k in keys if k in mpijobs}  # in the batch's order
+    if not labelled or not mpijobs:
+        return mpijobs, kids
+    kids.services, kids.config_maps = _by_name(done["services"]), _by_name(done["config_maps"])
+    kids.secrets, kids.jobs = _by_name(done["secrets"]), _by_name(done["jobs"])
+    kids.pod_groups = _by_name(done.get("pod_groups") or [])
+    for pod in done["pods"]:
         kids.pods_by_job.setdefault(pod["metadata"]["labels"][C.JOB_NAME_LABEL], []).append(pod)
-    if opts.gang_scheduling:
-        api = C.VOLCANO_PODGROUP_API if opts.volcano else C.PLUGINS_PODGROUP_API
-        kids.pod_groups = _by_name(rest.list(collection(api, "PodGroup", namespace)))
     if any(api_for(obj).launcher_rbac for obj in mpijobs.values()):
         for api_version, kind in (("v1", "ServiceAccount"), (C.RBAC_API_VERSION, "Role"),
                                   (C.RBAC_API_VERSION, "RoleBinding")):
             kids.launcher_rbac[kind] = _by_name(rest.list(collection(api_version, kind, namespace), app))
     return mpijobs, kids
+
+
+def _all_at_once(reads: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+    """Each read's value by name, the reads made concurrently (READS at most); the first error (ApiError,
+    Unreachable) is raised."""
+    def bounded(read: Callable[[], Any]) -> Any:
+        with _reads:
+            return read()
+
+    with ThreadPoolExecutor(max_workers=min(len(reads), READS)) as pool:
+        futures = {name: pool.submit(bounded, read) for name, read in reads.items()}
+        return {name: future.result() for name, future in futures.items()}
 
 
 def world_of(obj: dict, kids: Namespaced, priorities: dict[str, int]) -> World:

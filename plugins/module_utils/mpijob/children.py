@@ -29,6 +29,9 @@ class Options:
     # An image whose entrypoint copies kubectl into its first argument's directory, for launchers that start MPI
     # through `kubectl exec` (as the original kubectl-delivery image did); "" = kubectl is in the launcher's image.
     kubectl_delivery_image: str = ""
+    # The clean-up of a job that finishes in this pass is left to a pass of its own (Plan.cleanup_pending), which the
+    # operator runs once no other job waits for its status: in a burst, outcomes are not held back by deletions.
+    cleanup_later: bool = False
 
     @property
     def volcano(self) -> bool:

@@ -65,6 +65,7 @@ class Plan:
     deletes_job: bool = False
     transitions: tuple[S.Transition, ...] = ()  # the conditions the status this plan writes changes
     done: bool | None = None  # the API's own word on the status (apis.Api.finished); None: kubeflow.org's
+    cleanup_pending: bool = False  # the job finished in this pass and its clean-up is left to the next (cleanup_later)
 
     @property
     def finished(self) -> bool:
@@ -450,7 +451,8 @@ class _Planner:
     def finished(self, status: dict) -> Plan:
         """cleanPodPolicy and MPIJob TTL of a finished job. The status that says it finished is written before the
         clean-up (as Kubeflow does, which cleans up in the next sync): the outcome is not held back by the deletions,
-        and a clean-up cut short is done again by the next pass (a settled job still comes here)."""
+        and a clean-up cut short is done again by the next pass (a settled job still comes here). With
+        Options.cleanup_later, the pass in which the job finishes leaves the clean-up to the next one."""
         job = self.job
         cleanup_from = len(self.actions)
         policy = job.run_policy.clean_pod_policy
@@ -479,11 +481,16 @@ class _Planner:
             status = self.api.cleaned_status(job, status)
         ttl = job.run_policy.ttl_seconds_after_finished
         completed = S.parse_time(status.get("completionTime"))
-        if ttl is None or completed is None:
-            return self.result(status, status_at=cleanup_from)
-        expiry = completed + timedelta(seconds=ttl)
-        if self.now < expiry:
-            return self.result(status, requeue=(expiry - self.now).total_seconds(), status_at=cleanup_from)
+        expiry = None if ttl is None or completed is None else completed + timedelta(seconds=ttl)
+        if expiry is None or self.now < expiry:
+            later = self.opts.cleanup_later and len(self.actions) > cleanup_from and not self.api.settled(
+                self.old_status)
+            if later:
+                del self.actions[cleanup_from:]  # planned again, from what is then left, by the next pass
+            plan = self.result(status, requeue=None if expiry is None else (expiry - self.now).total_seconds(),
+                               status_at=cleanup_from)
+            plan.cleanup_pending = later
+            return plan
         # Kubeflow only hands the TTL to the launcher Job (kubeflow/mpi-operator#644): remove the MPIJob itself.
         plan = self.result(status)
         plan.actions = [a for a in plan.actions if a.action == "event"]  # its children go with it (ownerRefs)

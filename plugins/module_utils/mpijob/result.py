@@ -44,6 +44,7 @@ class JobResult:
     requeue_after: float | None = None  # seconds until a known deadline (TTL, activeDeadlineSeconds)
     deleted: bool = False  # the MPIJob is gone (or was deleted by its TTL)
     api_version: str | None = None  # the job's API when it is not kubeflow.org (the key's third part)
+    cleanup_pending: bool = False  # it finished in this pass; its clean-up wants a pass of its own (cleanup_later)
 
     @property
     def key(self) -> Key:
@@ -52,7 +53,7 @@ class JobResult:
     def decided(self, plan: Plan) -> None:
         """Takes what the core decided; the transitions are taken by whoever writes the plan's status."""
         self.status, self.finished, self.requeue_after = plan.status, plan.finished, plan.requeue_after
-        self.error, self.retry = plan.error, plan.retry
+        self.error, self.retry, self.cleanup_pending = plan.error, plan.retry, plan.cleanup_pending
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -60,6 +61,7 @@ class JobResult:
             "status": self.status, "finished": self.finished,
             "transitions": [{"type": t.type, "status": t.status, "reason": t.reason} for t in self.transitions],
             "error": self.error, "retry": self.retry, "requeue_after": self.requeue_after, "deleted": self.deleted,
+            "cleanup_pending": self.cleanup_pending,
         }
         if self.api_version:
             out["api_version"] = self.api_version
@@ -83,4 +85,5 @@ class JobResult:
             requeue_after=float(after) if after is not None else None,
             deleted=bool(entry.get("deleted")),
             api_version=entry.get("api_version") or None,
+            cleanup_pending=bool(entry.get("cleanup_pending")),
         )

@@ -93,6 +93,35 @@ def test_succeeded_then_clean_pod_policy_all_removes_workers_and_launcher_pods()
     assert not any(a.action == "create" for a in p.actions)
 
 
+def test_cleanup_later_writes_the_outcome_now_and_cleans_up_in_the_next_pass() -> None:
+    """Options.cleanup_later (the operator's): the pass in which the job finishes writes its status and events only;
+    the next pass, on the written status, does the clean-up the same pass would have done, and nothing else."""
+    later = K.Options(cleanup_later=True)
+    world = run_all(settle(manifest(runPolicy={"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 600})))
+    world = finish_launcher(world_after(world, plan(world.mpijob, world, now=at(20))))
+    world.pods[-1] = set_phase(world.pods[-1], "Succeeded")
+    same_pass = plan(world.mpijob, world, now=at(400))
+    first = plan(world.mpijob, world, later, now=at(400))
+    assert first.cleanup_pending and not same_pass.cleanup_pending
+    assert [a.action for a in first.actions] == ["status", "event"] and first.status == same_pass.status
+    assert first.requeue_after == same_pass.requeue_after  # the TTL's deadline is kept
+    world = world_after(world, first)
+    second = plan(world.mpijob, world, later, now=at(401))
+    assert not second.cleanup_pending
+    assert kinds(second) == [a for a in kinds(same_pass) if a[0] == "delete"]
+    assert plan(world_after(world, second).mpijob, world_after(world, second), later, now=at(402)).actions == []
+
+
+def test_cleanup_later_has_nothing_to_defer_without_a_clean_up_or_once_the_ttl_expired() -> None:
+    later = K.Options(cleanup_later=True)
+    world = finish_launcher(run_all(settle(manifest())))  # cleanPodPolicy None
+    p = plan(world.mpijob, world, later, now=at(400))
+    assert S.is_true(p.status, "Succeeded") and not p.cleanup_pending
+    world = finish_launcher(run_all(settle(manifest(runPolicy={"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 0}))))
+    p = plan(world.mpijob, world, later, now=at(400))
+    assert p.deletes_job and not p.cleanup_pending  # the MPIJob goes, its children with it
+
+
 def test_clean_pod_policy_running_keeps_finished_pods() -> None:
     world = run_all(settle(manifest(runPolicy={"cleanPodPolicy": "Running"})))
     world.pods[0] = set_phase(world.pods[0], "Succeeded")

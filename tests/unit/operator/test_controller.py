@@ -22,6 +22,30 @@ def test_decisions():
     assert decide(result(error="invalid spec", retry=False)) == Decision()
     assert decide(result(requeue_after=42)) == Decision(requeue_after=42)
     assert decide(result()) == Decision()
+    assert decide(result(cleanup_pending=True, requeue_after=60)) == Decision(requeue_after=60, later=True)
+    assert decide(result(cleanup_pending=True, error="conflict", retry=True)) == Decision(failed=True)
+
+
+def test_a_clean_up_left_for_later_waits_behind_the_jobs_whose_status_is_due():
+    """Also when the job's last updates (its launcher Job's final conditions, its pod's finalizer) come during its
+    run or after it: they are seen by the pass that cleans up."""
+    class LaunchersEnd(FakeRunner):
+        def run(self, keys):
+            c.enqueue(A, Change("Job", "a-launcher", "MODIFIED"))
+            c.enqueue(A, Change("MPIJob", "a", "MODIFIED"))
+            return super().run(keys)
+
+    q = WorkQueue(later_quiet=0)
+    c = Controller(q, Metrics(CollectorRegistry()), lambda slot: None, 1, 10)
+    runner = LaunchersEnd({A: result("a", finished=True, cleanup_pending=True,
+                                     actions=[{"action": "status", "kind": "MPIJob", "name": "a"}])})
+    q.add(A)
+    c.run_batch(runner, q.take_ready(10))
+    c.enqueue(A, Change("Pod", "a-launcher-x", "MODIFIED"))
+    q.add(B)
+    assert [k for k, _ in q.take_ready(10)] == [B]
+    assert [k for k, _ in q.take_ready(10)] == [A]
+    assert q.take_ready(10) == []
 
 
 class FakeRunner:

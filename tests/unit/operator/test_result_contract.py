@@ -2,11 +2,13 @@
 transitions, requeue) goes through the module's JSON output and comes back unchanged from the runner's parse."""
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
 import yaml
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
@@ -29,6 +31,9 @@ def lifecycle() -> dict[str, P.Plan]:
     plans["running"] = plan(world.mpijob, world, now=at(60))
     world = finish_launcher(world_after(world, plans["running"]))
     plans["succeeded"] = plan(world.mpijob, world, now=at(310))
+    cleaned = copy.deepcopy(world)
+    cleaned.mpijob["spec"]["runPolicy"]["cleanPodPolicy"] = "All"
+    plans["succeeded, clean-up later"] = plan(cleaned.mpijob, cleaned, K.Options(cleanup_later=True), now=at(310))
     world = world_after(world, plans["succeeded"])
     plans["finished, waiting for its TTL"] = plan(world.mpijob, world, now=at(320))
     plans["TTL expired"] = plan(world.mpijob, world, now=at(1000))
@@ -43,23 +48,27 @@ def lifecycle() -> dict[str, P.Plan]:
 
 
 def facts(p: P.Plan) -> tuple:
-    return p.finished, [(t.type, t.status, t.reason) for t in p.transitions], p.requeue_after
+    return p.finished, [(t.type, t.status, t.reason) for t in p.transitions], p.requeue_after, p.cleanup_pending
 
 
 def test_the_core_says_what_changed_finished_and_when_to_come_back() -> None:
     got = {name: facts(p) for name, p in lifecycle().items()}
     assert got == {
-        "new": (False, [("Created", "True", "MPIJobCreated")], 3601.0),
-        "nothing to do": (False, [], 3596.0),
-        "running": (False, [("Running", "True", "MPIJobRunning")], 3541.0),
+        "new": (False, [("Created", "True", "MPIJobCreated")], 3601.0, False),
+        "nothing to do": (False, [], 3596.0, False),
+        "running": (False, [("Running", "True", "MPIJobRunning")], 3541.0, False),
         # Succeeded turns Running off: both are transitions, each with its own reason.
-        "succeeded": (True, [("Running", "False", "MPIJobRunning"), ("Succeeded", "True", "MPIJobSucceeded")], 590.0),
-        "finished, waiting for its TTL": (True, [], 580.0),
-        "TTL expired": (True, [], None),  # the MPIJob is deleted: its status is not written, nothing transitions
-        "invalid": (True, [("Failed", "True", "ValidationError")], None),
-        "foreign child": (False, [], None),
+        "succeeded": (True, [("Running", "False", "MPIJobRunning"), ("Succeeded", "True", "MPIJobSucceeded")], 590.0,
+                      False),
+        # The same, with the workers to delete left to a pass that can wait.
+        "succeeded, clean-up later": (True, [("Running", "False", "MPIJobRunning"),
+                                             ("Succeeded", "True", "MPIJobSucceeded")], 590.0, True),
+        "finished, waiting for its TTL": (True, [], 580.0, False),
+        "TTL expired": (True, [], None, False),  # the MPIJob is deleted: its status is not written, nothing transitions
+        "invalid": (True, [("Failed", "True", "ValidationError")], None, False),
+        "foreign child": (False, [], None, False),
         # Another controller's status, however fresh its times, is no transition of ours.
-        "managed by MultiKueue": (False, [], None),
+        "managed by MultiKueue": (False, [], None, False),
     }
 
 
@@ -88,6 +97,7 @@ def test_core_plan_to_module_output_to_runner_parse_is_lossless() -> None:
     assert [parsed[r.key] for r in results] == results
     assert any(r.transitions for r in results) and any(r.finished for r in results)
     assert any(r.requeue_after for r in results) and any(r.deleted for r in results)
+    assert any(r.cleanup_pending for r in results)
 
 
 def test_keys_of_two_apis_do_not_collide_through_the_contract() -> None:
