@@ -190,8 +190,6 @@ class Controller:
                 self.metrics.reconciles.labels(result="ok").inc()
             if decision.requeue_after is not None:
                 self.queue.add_after(key, decision.requeue_after)
-            if decision.later:
-                self.queue.add_later(key)
             if result.actions:
                 log.info("reconciled", extra={**job_fields(*key), "actions": _summary(result.actions)})
         with self._lock:

@@ -73,10 +73,13 @@ class WorkQueue:
         """Queue `key` as work that can wait (see the module's doc). A key that is queued, or in a run (which reads the
         job afresh), needs nothing more."""
         with self._cond:
-            if self._shutdown or key in self._ready or key in self._processing or key in self._later:
-                return
-            self._later[key] = self._clock()
-            self._cond.notify()
+            self._add_later_locked(key)
+
+    def _add_later_locked(self, key: Key) -> None:
+        if self._shutdown or key in self._ready or key in self._processing or key in self._later:
+            return
+        self._later[key] = self._clock()
+        self._cond.notify()
 
     def _schedule_locked(self, key: Key, at: float) -> None:
         if key in self._waiting and self._waiting[key] <= at:
@@ -170,7 +173,7 @@ class WorkQueue:
 
     def done(self, key: Key, *, failed: bool = False, later: bool = False) -> float | None:
         """Ends the run of `key`. A failure starts (or extends) its backoff; returns that delay. `later`: all that is
-        left of the job can wait (add_later), also what the events during its run asked for."""
+        left of the job can wait: it is queued as such (add_later), with what the events during its run asked for."""
         with self._cond:
             self._processing.discard(key)
             if key in self._later_processing:
@@ -189,9 +192,8 @@ class WorkQueue:
                 self._failures.pop(key, None)
                 self._not_before.pop(key, None)
                 since = self._dirty_while_processing.pop(key, None)
-                if since is not None and later:
-                    self._later.setdefault(key, self._clock())
-                    self._cond.notify()
+                if later:
+                    self._add_later_locked(key)
                 elif since is not None:
                     self._add_locked(key, since)
             return delay
