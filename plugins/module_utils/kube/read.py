@@ -69,12 +69,13 @@ def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options)
     # The children of the jobs asked for (one that turns out to be gone has none to plan: they are ignored).
     labelled = sorted({k[1] for k in keys if _LABEL_VALUE.match(k[1]) and len(k[1]) <= 63})
     app = f"{C.APP_LABEL} in {_in(labelled)}"
-    reads: dict[str, Callable[[], Any]] = {}
+    job_reads: dict[str, Callable[[], Any]] = {}
     for api, api_keys in by_api.items():
         if len(api_keys) > GET_MAX:
-            reads[f"mpijobs {api}"] = partial(listed, api)
+            job_reads[f"mpijobs {api}"] = partial(listed, api)
         else:
-            reads.update({f"mpijob {key}": partial(got, key) for key in api_keys})
+            job_reads.update({f"mpijob {key}": partial(got, key) for key in api_keys})
+    reads = dict(job_reads)
     if labelled:
         reads.update({
             "services": partial(rest.list, collection("v1", "Service", namespace), app),
@@ -88,9 +89,8 @@ def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options)
             reads["pod_groups"] = partial(rest.list, collection(api, "PodGroup", namespace))
     done = _all_at_once(reads)
     mpijobs: dict[Key, dict] = {}
-    for name, value in done.items():
-        if name.startswith("mpijob"):
-            mpijobs.update(value)
+    for name in job_reads:
+        mpijobs.update(done[name])
     mpijobs = {k: mpijobs[k] for k in keys if k in mpijobs}  # in the batch's order
     if not labelled or not mpijobs:
         return mpijobs, kids
