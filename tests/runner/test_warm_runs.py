@@ -108,8 +108,8 @@ current-context: x
 
 def test_a_warm_run_is_replaced_when_its_time_is_up(warm):
     pool, runner = warm(lifetime=3)
-    _wait(lambda: pool._count >= 3, 60, "two warm runs to end on their time and be replaced")
-    first = pool._current
+    # the third run, once it is set (the count goes up while the run is being made, before it is the current one)
+    first = _wait(lambda: pool._count >= 3 and pool._current, 60, "two warm runs to end on their time and be replaced")
     # within its last RETIRE_S seconds a run takes no batch: it is retired, and its successor takes it
     assert handed(runner.run([A]))
     assert pool._current is not first
