@@ -70,11 +70,10 @@ def _take(path: str, until: float) -> tuple[list[dict], socket.socket | None]:
     return [], None
 
 
-def _read_to_eof(sock: socket.socket, deadline: float | None) -> bytes:
+def _read_to_eof(sock: socket.socket, deadline: float) -> bytes:
     chunks = []
     while True:
-        if deadline is not None:
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
         chunk = sock.recv(65536)
         if not chunk:
             return b"".join(chunks)
