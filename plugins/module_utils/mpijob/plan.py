@@ -89,6 +89,13 @@ def terminating(obj: dict) -> bool:
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
+def workers_ready(workers: list[dict]) -> bool:
+    """Every worker is Ready and none is being deleted: a worker that is going keeps its Ready condition until its
+    containers have stopped, and a launcher started against it (a resume right after a pause or suspend, before the
+    old pods are gone) would reach a host that is about to vanish."""
+    return all(S.is_ready(p) and not terminating(p) for p in workers)
+
+
 def _name(obj: dict) -> str:
     return obj["metadata"]["name"]
 
@@ -235,7 +242,7 @@ class _Planner:
             if not job.suspended:
                 self.sync_pod_group()
                 live_workers = self.sync_workers(by_index)
-            all_ready = all(S.is_ready(p) for p in live_workers)
+            all_ready = workers_ready(live_workers)
             if job.launch_agent == C.LAUNCH_KUBEXEC:
                 self.sync_launcher_rbac()
             if launcher is None and not self.launcher_paused() and (
@@ -248,7 +255,7 @@ class _Planner:
                 self.delete_launcher("pause")
                 launcher, launcher_pods, deleting = None, [], list(self.launcher_pods)
         elif w.launcher is not None:
-            self.sync_launcher_suspension(w.launcher, done, all(S.is_ready(p) for p in live_workers))
+            self.sync_launcher_suspension(w.launcher, done, workers_ready(live_workers))
         if job.suspended:
             self.delete_all_workers()
             deleting += [p for _i, p in sorted(by_index.items())]

@@ -247,6 +247,35 @@ def test_wait_for_workers_ready_creates_the_launcher_after_the_workers() -> None
     assert ("create", "Job", "pi-launcher") in kinds(p)
 
 
+def _going(pod: dict) -> dict:
+    pod = copy.deepcopy(pod)
+    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:50Z"
+    return pod
+
+
+def test_wait_for_workers_ready_does_not_count_workers_being_deleted() -> None:
+    # A resume right after a pause: the old workers are still going away, Ready until their containers stop. The
+    # launcher waits for workers that stay (CI of 0dc80fb: a T9k launcher started against them exited 255).
+    world = settle(manifest(launcherCreationPolicy="WaitForWorkersReady"))
+    world.pods = [_going(set_phase(pod, "Running", ready=True)) for pod in world.pods]
+    p = plan(world.mpijob, world, now=at(60))
+    assert not [a for a in p.actions if a.kind == "Job"]
+    fresh = [set_phase(pod, "Running", ready=True) for pod in settle(world.mpijob).pods]
+    world.pods = fresh[:1] + world.pods[1:]  # one replaced, one still going
+    assert not [a for a in plan(world.mpijob, world, now=at(61)).actions if a.kind == "Job"]
+    world.pods = fresh
+    assert ("create", "Job", "pi-launcher") in kinds(plan(world.mpijob, world, now=at(62)))
+
+
+def test_resume_keeps_the_launcher_suspended_while_old_workers_are_going() -> None:
+    obj = manifest(launcherCreationPolicy="WaitForWorkersReady", runPolicy={"suspend": True})
+    world = settle(obj)
+    world.mpijob["spec"]["runPolicy"] = {"suspend": False}
+    world = world_after(world, plan(world.mpijob, world, now=at(60)))
+    world.pods = [_going(set_phase(pod, "Running", ready=True)) for pod in world.pods]
+    assert not [a for a in plan(world.mpijob, world, now=at(70)).actions if a.kind == "Job"]
+
+
 def test_created_suspended_makes_a_suspended_launcher_and_no_workers() -> None:
     p = plan(manifest(runPolicy={"suspend": True}))
     assert not any(a.kind == "Pod" for a in p.actions)
