@@ -5,17 +5,69 @@
 #   runner    tests/runner       ansible-runner/-playbook/-test, bash processes; no cluster   make test-runner
 #   cluster   tests/integration  an API server (the local kwok cluster, or $KUBECONFIG)       make test-cluster
 #   realnode  tests/e2e + tests marked realnode: the real kubelet + containerd node            make test-realnode
+#
+# How a full run spends its time (docs/testing.md has the measured numbers):
+#   1. the Debian packages the node and the image builds need (seconds when installed);
+#   2. in the background, everything slow to build, outside pytest's per-test timeout: the local cluster (Kubernetes
+#      from source), the real node and its images, the operator and Horovod images, the Kubeflow peer (about 25
+#      minutes on a fresh machine, seconds once cached); meanwhile the pure and runner tiers, which need none of it;
+#   3. the cluster and real-node tiers on MPI_TEST_WORKERS (4) workers (pytest-xdist, --dist loadgroup): every test
+#      owns its namespace; tests that share fixed names run on one worker one after the other (xdist_group);
+#   4. the tests marked `serial`, alone: they change what every concurrent test depends on (the CRD, a cluster-wide
+#      operator); the image-archive tests last.
+# Each phase's pytest output is printed as it runs; the last line is the total over every phase.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
 tier=all
 case "${1:-}" in pure | runner | cluster | realnode) tier=$1; shift ;; esac
 declare -A select=([pure]="pure" [runner]="runner" [cluster]="cluster and not realnode" [realnode]="realnode")
+workers=${MPI_TEST_WORKERS:-4}
+results=$root/build/test-results
+rm -rf "$results"
+mkdir -p "$results"
+t_start=$SECONDS
+timings=()  # "phase seconds" lines for the summary
 
-# Everything slow to build is built first, outside pytest's per-test timeout: on a fresh machine the local cluster
-# (Kubernetes from source), the real node's images, the operator image and the Kubeflow peer take 30-40 minutes cold,
-# and seconds once cached. A reachable $KUBECONFIG of the user's own is used as it is (the fixtures decide the same).
-if [ "$tier" = all ] || [ "$tier" = cluster ] || [ "$tier" = realnode ]; then
+# run_pytest NAME SELECTION [pytest args...]: one phase; its junit XML and exit code go to $results/NAME.*.
+# pytest's 5 (nothing selected) is recorded as such: the total decides whether anything ran at all.
+run_pytest() {
+  local name=$1 selection=$2 start=$SECONDS rc; shift 2
+  echo "=== $name: pytest -m '$selection' $*"
+  set +e
+  .venv/bin/python -m pytest tests -q --durations=15 --timeout=1200 -p no:cacheprovider -m "$selection" \
+    --junitxml="$results/$name.xml" "$@"
+  rc=$?
+  set -e
+  echo "$rc" >"$results/$name.rc"
+  timings+=("$name $((SECONDS - start))")
+  echo "=== $name: exit $rc in $((SECONDS - start)) s"
+}
+
+# The builds: each step timed into $results/build.log; exit status in $results/build.rc.
+build() {
+  local local_kubeconfig=$1 step start
+  step() {
+    start=$SECONDS
+    echo "[build] $1 ..."
+    "${@:2}" || { echo "[build] $1 failed" >&2; return 1; }
+    echo "[build] $1: $((SECONDS - start)) s"
+  }
+  step "cluster (Kubernetes, the real node, its images)" bash hack/cluster/up.sh >/dev/null || return 1
+  if KUBECONFIG=$local_kubeconfig "$(dirname "$local_kubeconfig")/../bin/kubectl" get node mpi-real-node >/dev/null 2>&1
+  then
+    # The images the e2e jobs run that no fixture builds ahead: the Horovod one compiles Horovod when cold.
+    step "images (operator, horovod, kubectl-delivery)" nice bash hack/images/build.sh operator horovod kubectl-delivery \
+      >/dev/null || return 1
+  fi
+  if [ "$tier" != realnode ]; then step "Kubeflow peer" bash hack/kubeflow.sh >/dev/null || return 1; fi  # differential tests
+}
+
+cluster_tiers=0
+case $tier in all | cluster | realnode) cluster_tiers=1 ;; esac
+build_pid=
+if [ "$cluster_tiers" = 1 ]; then
+  # A reachable $KUBECONFIG of the user's own is used as it is (the fixtures decide the same).
   local_kubeconfig=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}/cluster/kubeconfig
   users_cluster_answers() {
     .venv/bin/python -c 'from kubernetes import client, config
@@ -23,21 +75,67 @@ client.VersionApi(config.new_client_from_config()).get_code(_request_timeout=5)'
   }
   if [ -z "${KUBECONFIG:-}" ] || [ "$(realpath -m "$KUBECONFIG")" = "$(realpath -m "$local_kubeconfig")" ] ||
      ! users_cluster_answers; then
-    bash hack/cluster/up.sh
-    if KUBECONFIG=$local_kubeconfig "$(dirname "$local_kubeconfig")/../bin/kubectl" get node mpi-real-node >/dev/null 2>&1; then
-      # The images the e2e jobs run that no fixture builds ahead: the Horovod one compiles Horovod when cold.
-      nice bash hack/images/build.sh operator horovod kubectl-delivery >/dev/null
-    fi
+    start=$SECONDS
+    # The tools of the image builds first: the runner tier's build tests look for them before the cluster is up.
+    bash hack/node/packages.sh
+    timings+=("packages $((SECONDS - start))")
+    start=$SECONDS
+    { build "$local_kubeconfig"; echo $? >"$results/build.rc"; } >"$results/build.log" 2>&1 &
+    build_pid=$!
+    # Every worker takes this cluster as it is: no worker runs up.sh again (tests/integration/_fixtures/cluster.py).
+    export MPI_TEST_CLUSTER_UP=$local_kubeconfig
+  else
+    (bash hack/kubeflow.sh >/dev/null)  # the differential tests' peer, for the user's cluster too
   fi
-  if [ "$tier" != realnode ]; then bash hack/kubeflow.sh >/dev/null; fi  # the differential tests' peer
 fi
 
-args=(tests -q --durations=25 --timeout=1200)
-if [ "$tier" != all ]; then args+=(-m "${select[$tier]}"); fi
-set +e
-.venv/bin/python -m pytest "${args[@]}" "$@"
-rc=$?
-set -e
-# pytest's 5 means no test ran: that is a failure here, never a pass.
-if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi
-exit "$rc"
+# Phase 2: the tiers that need no cluster, while the builds run.
+case $tier in
+  all) run_pytest pure-runner "pure or runner" -n 2 --dist loadgroup "$@" ;;
+  pure | runner) run_pytest "$tier" "${select[$tier]}" -n 2 --dist loadgroup "$@" ;;
+esac
+
+if [ -n "$build_pid" ]; then
+  wait "$build_pid" || true
+  cat "$results/build.log"
+  timings+=("build $((SECONDS - start))")
+  [ "$(cat "$results/build.rc" 2>/dev/null)" = 0 ] || { echo "the builds failed (above)" >&2; exit 1; }
+fi
+
+# Phases 3 and 4: the tiers that need the cluster, in parallel, then the serial tests alone.
+if [ "$cluster_tiers" = 1 ]; then
+  tiers="cluster or realnode"
+  [ "$tier" = all ] || tiers=${select[$tier]}
+  run_pytest parallel "($tiers) and not serial" -n "$workers" --dist loadgroup "$@"
+  run_pytest serial "($tiers) and serial" -p no:xdist "$@"
+fi
+
+# The total over every phase, from their junit XML; any phase that failed fails the run, and so does a run in
+# which no test ran at all (pytest's 5 in every phase).
+.venv/bin/python - "$results" "$((SECONDS - t_start))" "${timings[@]}" <<'PY'
+import pathlib, sys
+import xml.etree.ElementTree as ET
+
+results, total_s, timings = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+failed_phases = []
+for rc_file in sorted(results.glob("*.rc")):
+    if rc_file.stem == "build":
+        continue
+    rc = int(rc_file.read_text())
+    if rc not in (0, 5):
+        failed_phases.append(f"{rc_file.stem} (exit {rc})")
+    xml = rc_file.with_suffix(".xml")
+    if xml.exists():
+        for suite in ET.parse(xml).getroot().iter("testsuite"):
+            for key in counts:
+                counts[key] += int(suite.get(key, 0))
+passed = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
+print("time by phase: " + ", ".join(f"{name} {s} s" for name, s in (t.split() for t in timings)) + f"; total {total_s} s")
+if failed_phases:
+    print("failed phases: " + ", ".join(failed_phases))
+if counts["tests"] == 0:
+    print("no test ran: failing")
+print(f"total: {passed} passed, {counts['failures'] + counts['errors']} failed, {counts['skipped']} skipped")
+sys.exit(1 if failed_phases or counts["tests"] == 0 or passed == 0 else 0)
+PY

@@ -1,4 +1,6 @@
 """Makes the collection importable as ansible_collections.mpi.operator for every test."""
+from __future__ import annotations
+
 import os
 import pathlib
 import sys
@@ -28,8 +30,25 @@ def pytest_itemcollected(item):
         item.add_marker(getattr(pytest.mark, TIERS[folder]))
 
 
+# The groups of tests that one worker runs one after the other (`xdist_group`), longest first: under
+# `pytest -n N --dist loadgroup` (hack/test.sh) the workers take work in this order, so the longest chains start first
+# and the short independent tests fill the other workers around them.
+LONGEST_FIRST = ("e2e", "installs", "kubeflow-peer", "pythons")
+
+
+def _group(item: pytest.Item) -> str | None:
+    mark = item.get_closest_marker("xdist_group")
+    return (mark.kwargs.get("name") or (mark.args[0] if mark.args else None)) if mark else None
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """The image-archive tests run last: they import the operator's image content under other names, and in a full
-    run the next in-cluster install on the real node then got ErrImageNeverPull for the build's own tag (containerd
-    1.6's CRI; not root-caused yet), so nothing that installs from the build runs after them."""
-    items.sort(key=lambda item: item.nodeid.startswith("tests/e2e/test_image_archive.py"))
+    """Groups longest first (above). The image-archive tests run last: they import the operator's image content under
+    other names, and in a full run the next in-cluster install on the real node then got ErrImageNeverPull for the
+    build's own tag (containerd 1.6's CRI; not root-caused yet), so nothing that installs from the build runs after
+    them (hack/test.sh runs them in its serial phase, after every parallel one)."""
+    def key(item: pytest.Item) -> tuple[bool, int]:
+        group = _group(item)
+        rank = LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
+        return item.nodeid.startswith("tests/e2e/test_image_archive.py"), rank
+
+    items.sort(key=key)

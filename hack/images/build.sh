@@ -80,6 +80,11 @@ build_image() {
 
 containerd_up() { ctr -n "$ctr_ns" version >/dev/null 2>&1; }
 
+# One build.sh at a time per cache: two at once (the test suite's workers, a molecule scenario) would rewrite the
+# operator's build context and the same image tars under each other, and race on apt-get's lock.
+mkdir -p "$image_cache"
+exec 7>"$image_cache/.build.lock"
+flock 7
 ensure_host_tools
 for name in "${names[@]}"; do
   build_image "$name"

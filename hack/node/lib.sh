@@ -54,3 +54,12 @@ stop_daemon() {
 }
 
 crictl_node() { "$BIN/crictl" --runtime-endpoint "unix://$CONTAINERD_SOCK" --image-endpoint "unix://$CONTAINERD_SOCK" "$@"; }
+
+# Why this machine cannot run the node, or nothing.
+unfit_reason() {
+  [ "$(id -u)" = 0 ] || { echo "not root"; return; }
+  [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] || { echo "no cgroup filesystem"; return; }
+  command -v containerd >/dev/null || command -v apt-get >/dev/null || { echo "no containerd and no apt-get to install it"; return; }
+  [ -x "$BIN/kubelet" ] || command -v go >/dev/null || { echo "no kubelet in $BIN and no Go to build it"; return; }
+  unshare --mount --pid --fork true 2>/dev/null || { echo "cannot create namespaces (runc would fail)"; return; }
+}

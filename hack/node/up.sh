@@ -11,14 +11,6 @@ case $mode in 0|1|auto) ;; *) die "MPI_CLUSTER_REAL_NODE must be auto, 1 or 0 (g
 [ "$mode" != 0 ] || { nlog "MPI_CLUSTER_REAL_NODE=0: no real node"; exit 0; }
 started=$(now_ms)
 
-# Why this machine cannot run the node, or nothing.
-unfit_reason() {
-  [ "$(id -u)" = 0 ] || { echo "not root"; return; }
-  [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] || { echo "no cgroup filesystem"; return; }
-  command -v containerd >/dev/null || command -v apt-get >/dev/null || { echo "no containerd and no apt-get to install it"; return; }
-  [ -x "$BIN/kubelet" ] || command -v go >/dev/null || { echo "no kubelet in $BIN and no Go to build it"; return; }
-  unshare --mount --pid --fork true 2>/dev/null || { echo "cannot create namespaces (runc would fail)"; return; }
-}
 reason=$(unfit_reason)
 if [ -n "$reason" ]; then
   [ "$mode" = 1 ] && die "MPI_CLUSTER_REAL_NODE=1 but this machine cannot run a real node: $reason"
@@ -27,22 +19,7 @@ if [ -n "$reason" ]; then
 fi
 apiserver_ready || die "the API server is not up: run hack/cluster/up.sh first"
 
-# Debian packages (idempotent: only what is missing). skopeo is not the node's: it reads and pushes the image
-# archives of `make image-archive` in the e2e tier (tests/e2e/test_image_archive.py).
-need=()
-for pair in containerd:containerd runc:runc debootstrap:debootstrap nft:nftables ip:iproute2 openssl:openssl \
-  skopeo:skopeo; do
-  command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
-done
-[ -x "$CNI_BIN_DIR/bridge" ] || need+=(containernetworking-plugins)
-if [ "${#need[@]}" -gt 0 ]; then
-  nlog "installing ${need[*]}"
-  # A fresh machine's package lists may be empty or stale: refresh them once before installing.
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null 2>&1 || {
-    apt-get update -qq >/dev/null || die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null || die "apt-get install ${need[*]} failed"
-  }
-fi
+bash "$NODE_DIR/packages.sh"
 
 # Binaries: the kubelet from the cluster's own build (same version as the control plane), CoreDNS and crictl
 # from the Go module proxy.

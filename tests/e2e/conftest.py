@@ -24,15 +24,18 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from tests.integration._fixtures.install import installs_locked
 from tests.integration._fixtures.kubeflow import KubeflowProcess, kubeflow_operator_binary
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = pathlib.Path(__file__).parent / "manifests"
 CACHE = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
 NODE_NAME = os.environ.get("MPI_REAL_NODE_NAME", "mpi-real-node")
-# Overridable so that two runs on the shared cluster do not install into (and uninstall from) the same namespaces.
-OPERATOR_NAMESPACE = os.environ.get("MPI_E2E_OPERATOR_NAMESPACE", "mpi-operator-e2e")
-JOBS_NAMESPACE = os.environ.get("MPI_E2E_NAMESPACE", "mpi-e2e")
+# Overridable so that two runs on the shared cluster do not install into (and uninstall from) the same namespaces;
+# each pytest-xdist worker that runs e2e tests installs its own operator, into namespaces named after the worker.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+OPERATOR_NAMESPACE = os.environ.get("MPI_E2E_OPERATOR_NAMESPACE", "mpi-operator-e2e" + (f"-{_WORKER}" if _WORKER else ""))
+JOBS_NAMESPACE = os.environ.get("MPI_E2E_NAMESPACE", "mpi-e2e" + (f"-{_WORKER}" if _WORKER else ""))
 JOB_TIMEOUT_S = float(os.environ.get("MPI_E2E_JOB_TIMEOUT", "240"))
 REAL_NODE_SELECTOR = {"mpi.operator/real-node": "true"}
 REAL_NODE_TOLERATION = {"key": "mpi.operator/real-node", "operator": "Exists", "effect": "NoSchedule"}
@@ -177,12 +180,15 @@ def operator(api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) ->
         "mpi_operator_adopt_crd": True,
     }
     tmp = tmp_path_factory.mktemp("install")
-    started = time.monotonic()
-    _playbook("install.yml", install_vars, tmp)
+    # Not while an install test runs on another worker (it compares the shared roles before and after).
+    with installs_locked():
+        started = time.monotonic()
+        _playbook("install.yml", install_vars, tmp)
     print(f"\noperator {repository}:{tag} installed in-cluster in {time.monotonic() - started:.1f} s")
     yield
     if os.environ.get("MPI_E2E_KEEP_OPERATOR") != "1":
-        _playbook("uninstall.yml", install_vars, tmp)
+        with installs_locked():
+            _playbook("uninstall.yml", install_vars, tmp)
 
 
 @dataclass

@@ -31,8 +31,9 @@ from tests.e2e.conftest import (
     _playbook,
     pin_local_images,
 )
+from tests.integration._fixtures.cluster import wait_for
 
-pytestmark = [pytest.mark.realnode, pytest.mark.slow]
+pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.serial]
 
 CONTAINERD_SOCK = os.environ.get("MPI_CONTAINERD_SOCK", "/run/containerd/containerd.sock")
 OPERATOR_NAMESPACE = "mpi-operator-archive"
@@ -139,8 +140,10 @@ def install_and_check(api: client.ApiClient, tmp_path, image: str, pull_policy: 
         # checkout's own build of the operator image is the same image under its recipe-hash tag).
         assert pod.spec.containers[0].image.endswith(f"mpi-operator:{tag}"), pod.spec.containers[0].image
         assert status.ready and status.restart_count == 0, status
-        lease = client.CoordinationV1Api(api).read_namespaced_lease("mpi-operator", OPERATOR_NAMESPACE)
-        assert lease.spec.holder_identity.startswith(pod.metadata.name), lease.spec.holder_identity
+        # Ready does not wait for the lease (a standby replica is Ready too): leading follows within seconds.
+        coordination = client.CoordinationV1Api(api)
+        wait_for(lambda: (coordination.read_namespaced_lease("mpi-operator", OPERATOR_NAMESPACE).spec.holder_identity
+                          or "").startswith(pod.metadata.name), 60, what="the operator pod to hold the Lease")
         if not submit:
             return pod
         # And it runs jobs: submit.yml waits until the job Succeeded (it fails the play otherwise).

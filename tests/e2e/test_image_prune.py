@@ -17,7 +17,7 @@ import pytest
 
 from tests.e2e.conftest import CACHE, ROOT
 
-pytestmark = [pytest.mark.realnode]
+pytestmark = [pytest.mark.realnode, pytest.mark.xdist_group("e2e")]
 
 SOCK = os.environ.get("MPI_CONTAINERD_SOCK", "/run/containerd/containerd.sock")
 CRICTL = CACHE / "bin/crictl"

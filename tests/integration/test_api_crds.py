@@ -84,6 +84,7 @@ def test_t9k_resume_specs_are_immutable(kubectl: Kubectl, api_crds: None, namesp
     assert done.returncode != 0 and "spec.runMode.pause.resumeSpecs is immutable" in done.stderr, done.stderr
 
 
+@pytest.mark.serial  # relabels the bdap CRD: every concurrent install or CRD write would see it
 def test_preflight_refuses_another_installers_crd_naming_its_owner(
     playbook: Any, kubectl: Kubectl, api_crds: None, operator_crd: None, install_lock: None
 ) -> None:
@@ -101,6 +102,7 @@ def test_preflight_refuses_another_installers_crd_naming_its_owner(
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("installs")
 def test_install_serves_the_chosen_api_and_uninstall_keeps_its_crd_and_jobs(
     playbook: Any, kubectl: Kubectl, uninstalled: None, operator_crd: None, api_crds: None, namespace: str
 ) -> None:

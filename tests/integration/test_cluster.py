@@ -400,6 +400,7 @@ def test_kubeconfig_script_prints_only_the_path(local_cluster: bool):
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # a second control plane: two cores' worth of start-up beside the timed tests
 def test_cluster_up_recovers_from_a_killed_session(local_cluster: bool, tmp_path):
     """A second, separate cluster (own state dir and ports, same binaries): cluster-up after a kill -9 and lost pid
     files stops the leftovers and starts a working cluster; cluster-down leaves no process behind."""

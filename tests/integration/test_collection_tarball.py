@@ -167,6 +167,7 @@ def test_submit_playbook_from_the_tarball(user: UserMachine, kubeconfig: str, na
     assert found.returncode == 0, found.stderr
 
 
+@pytest.mark.xdist_group("installs")
 def test_install_and_uninstall_playbooks_from_the_tarball(user: UserMachine, kubeconfig: str, uninstalled: None,
                                                           tmp_path: pathlib.Path) -> None:
     from tests.integration._fixtures.install import local_cluster_vars

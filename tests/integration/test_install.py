@@ -38,6 +38,7 @@ def get_json(kubectl: Kubectl, *args: str) -> dict[str, Any] | None:
 
 @pytest.mark.cluster
 @pytest.mark.slow
+@pytest.mark.serial  # asserts the CRD's resourceVersion: no other test may write it meanwhile
 def test_check_diff_on_a_clean_cluster_changes_nothing(
     playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None
 ) -> None:
@@ -56,6 +57,7 @@ def test_check_diff_on_a_clean_cluster_changes_nothing(
 
 @pytest.mark.cluster
 @pytest.mark.slow
+@pytest.mark.xdist_group("installs")
 def test_install_twice_then_the_second_run_changes_nothing(
     playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None
 ) -> None:
@@ -99,6 +101,7 @@ def test_install_twice_then_the_second_run_changes_nothing(
 
 @pytest.mark.cluster
 @pytest.mark.slow
+@pytest.mark.xdist_group("installs")
 def test_single_namespace_mode_uses_a_role_and_removes_the_cluster_role(
     playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, namespace: str
 ) -> None:
@@ -122,6 +125,7 @@ def test_single_namespace_mode_uses_a_role_and_removes_the_cluster_role(
 
 @pytest.mark.cluster
 @pytest.mark.slow
+@pytest.mark.xdist_group("installs")
 def test_uninstall_keeps_the_crd_and_users_mpijobs(
     playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, namespace: str
 ) -> None:
@@ -152,6 +156,7 @@ def test_uninstall_keeps_the_crd_and_users_mpijobs(
 
 @pytest.mark.cluster
 @pytest.mark.slow
+@pytest.mark.xdist_group("installs")
 def test_uninstalling_one_install_leaves_another_installs_grants(
     playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, namespace: str
 ) -> None:
@@ -196,6 +201,7 @@ def test_preflight_fails_on_an_old_cluster_naming_its_version(playbook: Playbook
 
 
 @pytest.mark.cluster
+@pytest.mark.serial  # relabels the kubeflow.org CRD: every concurrent install or CRD write would see it
 def test_preflight_fails_when_another_operator_owns_the_crd(
     playbook: Playbook, kubectl: Kubectl, operator_crd: None, install_lock: None
 ) -> None:

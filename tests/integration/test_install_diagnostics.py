@@ -19,6 +19,8 @@ import pytest
 from tests.integration._fixtures.cluster import wait_for
 from tests.integration._fixtures.install import INSTALL_NAMESPACE, PlaybookRun
 
+# Fixed names (INSTALL_NAMESPACE, OWN_NAMESPACE): one worker runs every install test, one after the other.
+pytestmark = pytest.mark.xdist_group("installs")
 Playbook = Callable[..., PlaybookRun]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -186,18 +188,26 @@ def test_two_replicas_one_leader(kubectl: Kubectl, own_install: Callable[..., Pl
     own_install(mpi_operator_replicas=2).expect_ok()
     pods = operator_pods(kubectl, OWN_NAMESPACE)
     assert len(pods) == 2
-    lease = json.loads(kubectl("get", "lease", "mpi-operator", "-n", OWN_NAMESPACE, "-o", "json").stdout)
-    holder = lease["spec"]["holderIdentity"]
-    leaders = [p["metadata"]["name"] for p in pods if holder.startswith(p["metadata"]["name"] + "_")]
-    assert len(leaders) == 1, (holder, [p["metadata"]["name"] for p in pods])
-    is_leader = {}
-    for p in pods:
-        name = p["metadata"]["name"]
-        out = kubectl("get", "--raw", f"/api/v1/namespaces/{OWN_NAMESPACE}/pods/{name}:8080/proxy/metrics")
-        assert out.returncode == 0, out.stderr
-        line = next(ln for ln in out.stdout.splitlines() if ln.startswith("mpi_operator_is_leader "))
-        is_leader[name] = float(line.split()[1])
-    assert sorted(is_leader.values()) == [0.0, 1.0] and is_leader[leaders[0]] == 1.0
+    names = [p["metadata"]["name"] for p in pods]
+
+    def leaders() -> list[str]:
+        """The pods the Lease names (the install waits for Ready, and a standby is Ready: leading comes after)."""
+        lease = kubectl("get", "lease", "mpi-operator", "-n", OWN_NAMESPACE, "-o", "json")
+        holder = (json.loads(lease.stdout)["spec"].get("holderIdentity") or "") if lease.returncode == 0 else ""
+        return [name for name in names if holder.startswith(name + "_")]
+
+    def is_leader() -> dict[str, float]:
+        found = {}
+        for name in names:
+            out = kubectl("get", "--raw", f"/api/v1/namespaces/{OWN_NAMESPACE}/pods/{name}:8080/proxy/metrics")
+            assert out.returncode == 0, out.stderr
+            line = next(ln for ln in out.stdout.splitlines() if ln.startswith("mpi_operator_is_leader "))
+            found[name] = float(line.split()[1])
+        return found
+
+    (leader,) = wait_for(lambda: len(found := leaders()) == 1 and found, 60, what="one pod holding the Lease")
+    gauges = wait_for(lambda: (found := is_leader())[leader] == 1.0 and found, 30, what="the leader's gauge")
+    assert sorted(gauges.values()) == [0.0, 1.0], gauges
     # Both are Ready: the standby waits for the lease, ready to take over.
     assert all(c["status"] == "True" for p in pods for c in p["status"]["conditions"] if c["type"] == "Ready")
 

@@ -79,6 +79,7 @@ def service_monitor(kubectl: Kubectl) -> dict[str, Any] | None:
 
 @pytest.mark.cluster
 @pytest.mark.slow
+@pytest.mark.xdist_group("installs")
 def test_metrics_service_without_the_servicemonitor_crd(
     playbook: Playbook, kubectl: Kubectl, operator_crd: None, no_servicemonitor_crd: None
 ) -> None:
@@ -118,6 +119,7 @@ def test_metrics_service_without_the_servicemonitor_crd(
 
 @pytest.mark.cluster
 @pytest.mark.slow
+@pytest.mark.xdist_group("installs")
 def test_servicemonitor_is_created_when_its_crd_exists_and_removed_on_uninstall(
     playbook: Playbook, kubectl: Kubectl, operator_crd: None, servicemonitor_crd: None
 ) -> None:

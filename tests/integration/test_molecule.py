@@ -14,7 +14,8 @@ import pytest
 
 from tests.integration._fixtures.install import ROOT, ansible_env, kubectl_path
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+# Fixed namespaces and the installs lock: with the other install tests on one worker.
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.xdist_group("installs")]
 
 
 def molecule(kubeconfig: str, ephemeral: pathlib.Path, *args: str, **env: str) -> tuple[int, str]:

@@ -7,8 +7,14 @@ import time
 import pytest
 
 from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.operator import children, expected_children, get_mpijob, patch_mpijob
-from tests.integration._fixtures.submit import example_manifest, mark_succeeded
+from tests.integration._fixtures.operator import (
+    children,
+    expected_children,
+    get_mpijob,
+    patch_mpijob,
+    wait_event_reasons,
+)
+from tests.integration._fixtures.submit import example_manifest, mark_succeeded, task_started
 
 pytestmark = [pytest.mark.cluster]
 
@@ -149,16 +155,18 @@ def test_typo_in_the_manifest_is_rejected_naming_the_field(ansible_play, operato
     assert "unknown field" in msg and 'containers[name="openmpi-helloworld"].resources.request' in msg, msg
 
 
-def test_v1_manifest_runs_and_info_reports_it(ansible_play, running_operator, namespace):
+def test_v1_manifest_runs_and_info_reports_it(ansible_play, running_operator, api_client, namespace):
     definition = example_manifest("local/openmpi-helloworld.yaml", namespace=namespace, labels={"team": "ml"})
+    submitted = ansible_play([mpijob(definition=definition, wait=True, wait_timeout=120)])
+    assert submitted["submit"]["summary"]["phase"] == "Succeeded", submitted["submit"].get("msg")
+    # The operator writes a job's events after its status: the wait may end in between.
+    wait_event_reasons(api_client, namespace, "openmpi-helloworld", lambda r: {"MPIJobCreated", "MPIJobSucceeded"} <= r)
     run = ansible_play([
-        mpijob(definition=definition, wait=True, wait_timeout=120),
         {"name": "info", "mpi.operator.mpijob_info": {"namespace": namespace, "label_selectors": ["team=ml"],
                                                        "launcher_log": "tail", "events": True}, "register": "i"},
         {"name": "missing", "mpi.operator.mpijob_info": {"namespace": namespace, "name": "nope"}, "register": "m"},
     ])
-    assert run["submit"]["summary"]["phase"] == "Succeeded", run["submit"].get("msg")
-    assert run["submit"]["result"]["apiVersion"] == "kubeflow.org/v1"
+    assert submitted["submit"]["result"]["apiVersion"] == "kubeflow.org/v1"
     jobs = run["info"]["jobs"]
     assert [j["summary"]["name"] for j in jobs] == ["openmpi-helloworld"]
     assert jobs[0]["summary"]["phase"] == "Succeeded" and not run["info"]["changed"]
@@ -202,7 +210,8 @@ def test_field_manager_names_the_applier(ansible_play, operator_crd, api_client,
     managers = {m["manager"]: m["operation"] for m in get_mpijob(api_client, namespace, "pi")["metadata"]["managedFields"]}
     assert managers.get("team-a-ci") == "Apply" and "mpi.operator" not in managers, managers
 
-def test_a_job_deleted_while_waited_for_fails_the_wait_at_once(ansible_play, operator_crd, api_client, namespace):
+def test_a_job_deleted_while_waited_for_fails_the_wait_at_once(ansible_play, operator_crd, api_client, namespace,
+                                                                tmp_path):
     """Both waits (the mpijob module's and mpijob_wait) end as soon as the job is gone, naming it, instead of polling
     a missing job until the timeout. No operator: the job is managed by "another controller" and never finishes."""
     import threading
@@ -213,16 +222,19 @@ def test_a_job_deleted_while_waited_for_fails_the_wait_at_once(ansible_play, ope
     definition = example_manifest("local/pi.yaml", namespace=namespace, name="doomed")
     definition["spec"]["runPolicy"] = {"managedBy": "kueue.x-k8s.io/multikueue"}
 
-    def delete_soon(name: str) -> threading.Thread:
+    def delete_soon(name: str, task: str) -> threading.Thread:
+        """Deletes the job once it exists and the waiting task has started, and has had time to look a few times
+        (wait_sleep 1 and 0.5: the waits look every second or more often)."""
         def run() -> None:
-            wait_for(lambda: get_mpijob(api_client, namespace, name), 30, what=f"{name} created")
-            time.sleep(3)
+            wait_for(lambda: get_mpijob(api_client, namespace, name), 60, what=f"{name} created")
+            wait_for(lambda: task_started(tmp_path, task), 60, what=f"task {task!r} started")
+            time.sleep(4)
             custom.delete_namespaced_custom_object("kubeflow.org", "v2beta1", namespace, "mpijobs", name)
         thread = threading.Thread(target=run, daemon=True)
         thread.start()
         return thread
 
-    thread = delete_soon("doomed")
+    thread = delete_soon("doomed", "submit")
     started = time.monotonic()
     run = ansible_play([mpijob(definition=definition, wait=True, wait_timeout=300, wait_sleep=1)])
     thread.join(30)
@@ -231,7 +243,7 @@ def test_a_job_deleted_while_waited_for_fails_the_wait_at_once(ansible_play, ope
     assert time.monotonic() - started < 60
 
     definition["metadata"]["name"] = "doomed-too"
-    thread = delete_soon("doomed-too")
+    thread = delete_soon("doomed-too", "wait")
     started = time.monotonic()
     run = ansible_play([mpijob(definition=definition),
                         {"name": "wait", "mpi.operator.mpijob_wait": {"name": "doomed-too", "namespace": namespace,

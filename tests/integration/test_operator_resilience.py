@@ -2,6 +2,9 @@
 the cluster-wide mode."""
 from __future__ import annotations
 
+import contextlib
+import os
+import pathlib
 import signal
 import time
 
@@ -106,6 +109,7 @@ def test_two_replicas_one_leader_and_takeover(operator_factory, api_client, name
     assert not lease.spec.holder_identity
 
 
+@pytest.mark.serial  # watches every namespace: it would reconcile every concurrent test's jobs
 def test_cluster_wide_mode(operator_factory, api_client, namespace):
     op = operator_factory("--no-leader-elect")
     create_mpijob(api_client, namespace, new_mpijob("wide", workers=1))
@@ -135,16 +139,22 @@ def test_sigterm_lets_the_runs_in_flight_finish(operator_factory, api_client, na
 def test_sigterm_ends_the_idle_warm_run_and_leaves_no_process(operator_factory, namespace):
     op = operator_factory("--namespace", namespace, "--no-leader-elect", name="warm")
     # the warm run: ansible-runner's ansible, its worker and the module waiting for a batch
-    wait_for(lambda: any("AnsiballZ_mpijob_reconcile" in cmdline(p) for p in descendants(op.proc.pid)), 60,
-             what="the warm run's module to start", interval=0.1)
-    time.sleep(1)  # imported and connected: waiting on its socket
+    def module_connected() -> bool:
+        """The warm run's module has imported and opened its socket to the operator: it waits for a batch."""
+        for pid in descendants(op.proc.pid):
+            if "AnsiballZ_mpijob_reconcile" in cmdline(pid):
+                with contextlib.suppress(OSError):
+                    if any(os.readlink(fd).startswith("socket:") for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir()):
+                        return True
+        return False
+
+    wait_for(module_connected, 60, what="the warm run's module to connect", interval=0.1)
     runs = descendants(op.proc.pid)
     stopped = time.monotonic()
     op.signal(signal.SIGTERM)
     assert op.wait(60) == 0
     assert time.monotonic() - stopped < 15, "the idle warm run held the shutdown back"
-    time.sleep(0.5)
-    assert not alive(runs), "the warm run outlived the operator"
+    wait_for(lambda: not alive(runs), 10, what="the warm run to end with the operator")
 
 
 def test_without_warm_runs_no_run_waits_idle(operator_factory, api_client, namespace):

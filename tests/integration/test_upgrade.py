@@ -91,6 +91,7 @@ def reconciled(op: OperatorProcess, jobs: int) -> Callable[[], bool]:
     return lambda: (op.metric("mpi_operator_reconciles_total", {"result": "ok"}) or 0) >= jobs and op.idle()
 
 
+@pytest.mark.serial  # puts the previous release's CRD on the cluster: every concurrent test would meet its schema
 def test_upgrade_from_the_previous_release_keeps_running_jobs(
     previous: pathlib.Path, kubeconfig: str, api_client: client.ApiClient, namespace: str,
     playbook: Callable[..., PlaybookRun], uninstalled: None, tmp_path: pathlib.Path,

@@ -74,9 +74,15 @@ def _start_local_cluster() -> str:
 def kubeconfig() -> str:
     """Path of a cluster-admin kubeconfig, also exported as KUBECONFIG and K8S_AUTH_KUBECONFIG for subprocesses."""
     user = os.environ.get("KUBECONFIG")
-    # The local cluster always goes through up.sh: it is quick when healthy, and repairs it when not.
+    # The local cluster always goes through up.sh: it is quick when healthy, and repairs it when not. Unless
+    # hack/test.sh has just brought it up for every worker of this run (MPI_TEST_CLUSTER_UP): one up.sh per worker
+    # would be one more chance for a check on a busy machine to restart the cluster under the other workers.
     ours = bool(user) and os.path.realpath(user) == os.path.realpath(local_kubeconfig_path())
-    path = user if user and not ours and _reachable(None) else _start_local_cluster()
+    up = os.environ.get("MPI_TEST_CLUSTER_UP")
+    if up and os.path.realpath(up) == os.path.realpath(local_kubeconfig_path()) and _reachable(up):
+        path = up
+    else:
+        path = user if user and not ours and _reachable(None) else _start_local_cluster()
     os.environ["KUBECONFIG"] = path
     os.environ["K8S_AUTH_KUBECONFIG"] = path
     return path

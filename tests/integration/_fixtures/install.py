@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import json
@@ -128,14 +129,23 @@ def playbook(kubeconfig: str, tmp_path: pathlib.Path) -> Callable[..., PlaybookR
     return run
 
 
-@pytest.fixture
-def install_lock() -> Iterator[None]:
-    """Serializes the tests that install the operator or relabel the CRD across test runs sharing this machine's
-    cluster (cluster-scoped objects such as the ClusterRole mpi-operator exist once per cluster)."""
+@contextlib.contextmanager
+def installs_locked() -> Iterator[None]:
+    """Holds this machine's lock of installs and uninstalls of the operator (a file lock: across pytest workers and
+    test runs sharing the cluster). The users' aggregated roles and the CRDs' owner labels exist once per cluster, and
+    the install tests compare them before and after: no other install may land in between."""
     cache = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / "install-tests.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture
+def install_lock() -> Iterator[None]:
+    """Serializes the tests that install the operator or relabel the CRD with every other install on this machine's
+    cluster (cluster-scoped objects such as the ClusterRole mpi-operator exist once per cluster)."""
+    with installs_locked():
         yield
 
 

@@ -192,19 +192,22 @@ def install_crd(api_client: Any, path: pathlib.Path = _CRD) -> None:
     body = yaml.safe_load(path.read_text())
     ext = client.ApiextensionsV1Api(api_client)
     name = body["metadata"]["name"]
-    for attempt in range(5):  # 409: another test session (or an install test) changed it in between
+    for attempt in range(5):  # 409: another worker, test session or install test wrote it in between
         try:
-            current = ext.read_custom_resource_definition(name)
+            try:
+                current = ext.read_custom_resource_definition(name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                ext.create_custom_resource_definition(body)
+                break
             body["metadata"]["resourceVersion"] = current.metadata.resource_version
             ext.replace_custom_resource_definition(name, body)
             break
         except ApiException as exc:
             if exc.status == 409 and attempt < 4:
                 continue
-            if exc.status != 404:
-                raise
-            ext.create_custom_resource_definition(body)
-            break
+            raise
     custom = client.CustomObjectsApi(api_client)
     end = time.monotonic() + 30
     while True:

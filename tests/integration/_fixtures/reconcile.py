@@ -138,13 +138,18 @@ def _podgroup_api(api_client: Any, group: str, version: str) -> None:
     except ApiException as exc:
         if exc.status != 404:
             raise
-        ext.create_custom_resource_definition({
+        crd = {
             "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name},
             "spec": {"group": group, "scope": "Namespaced",
                      "names": {"kind": "PodGroup", "plural": "podgroups", "singular": "podgroup", "listKind": "PodGroupList"},
                      "versions": [{"name": version, "served": True, "storage": True,
                                    "schema": {"openAPIV3Schema": {"type": "object",
-                                                                  "x-kubernetes-preserve-unknown-fields": True}}}]}})
+                                                                  "x-kubernetes-preserve-unknown-fields": True}}}]}}
+        try:
+            ext.create_custom_resource_definition(crd)
+        except ApiException as err:
+            if err.status != 409:  # 409: another worker created it first
+                raise
     custom = client.CustomObjectsApi(api_client)
     deadline = time.monotonic() + 30
     while True:

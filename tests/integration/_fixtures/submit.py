@@ -61,6 +61,21 @@ def run_playbook_events(playbook: pathlib.Path, kubeconfig: str, work: pathlib.P
     return run
 
 
+def task_started(work: pathlib.Path, task: str) -> bool:
+    """True once a playbook run under `work` (ansible_play's, submit_playbook's) has started `task` on its host:
+    ansible-runner writes each event to artifacts/*/job_events/ as it happens."""
+    import json
+
+    for path in work.glob("*/artifacts/*/job_events/*.json"):
+        try:
+            event = json.loads(path.read_text())
+        except (OSError, ValueError):  # being written
+            continue
+        if event.get("event") == "runner_on_start" and event.get("event_data", {}).get("task") == task:
+            return True
+    return False
+
+
 @pytest.fixture
 def ansible_play(kubeconfig: str, tmp_path: pathlib.Path) -> Callable[..., SubmitRun]:
     """Runs tasks as a playbook on localhost: `ansible_play([{"name": "x", "mpi.operator.mpijob": {...}}], check=True)`."""
