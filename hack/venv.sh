@@ -80,5 +80,8 @@ PY
 done
 cols=$root/.collections/ansible_collections
 mkdir -p "$cols/mpi" "$cols/kubernetes"
-ln -sfn "$root" "$cols/mpi/operator"
-ln -sfn "$kc/ansible_collections/kubernetes/core" "$cols/kubernetes/core"
+# Only when they point elsewhere: `ln -sfn` unlinks before it links, and a concurrent ansible run (another test
+# worker) would find no collection in that moment.
+link() { [ "$(readlink "$2" 2>/dev/null)" = "$1" ] || ln -sfn "$1" "$2"; }
+link "$root" "$cols/mpi/operator"
+link "$kc/ansible_collections/kubernetes/core" "$cols/kubernetes/core"
