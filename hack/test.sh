@@ -53,22 +53,22 @@ build() {
   step() {
     start=$SECONDS
     echo "[build] $1 ..."
-    "${@:2}" || { echo "[build] $1 failed" >&2; return 1; }
+    "${@:2}" >/dev/null || { echo "[build] $1 failed" >&2; return 1; }
     echo "[build] $1: $((SECONDS - start)) s"
   }
   if [ "$(id -u)" = 0 ] && command -v debootstrap >/dev/null; then
     (step "image tars (pause, openmpi4, openmpi5, mpich, operator, horovod)" nice bash hack/images/build.sh --no-import \
-       pause openmpi4 openmpi5 mpich operator horovod >/dev/null 2>"$results/image-tars.log" || true) &
+       pause openmpi4 openmpi5 mpich operator horovod 2>"$results/image-tars.log" || true) &
   fi
   if [ "$tier" != realnode ]; then
-    (step "Kubeflow peer" nice bash hack/kubeflow.sh >/dev/null 2>"$results/kubeflow.log" || true) &
+    (step "Kubeflow peer" nice bash hack/kubeflow.sh 2>"$results/kubeflow.log" || true) &
   fi
-  step "cluster (Kubernetes, the real node, its images)" bash hack/cluster/up.sh >/dev/null || return 1
+  step "cluster (Kubernetes, the real node, its images)" bash hack/cluster/up.sh || return 1
   if KUBECONFIG=$local_kubeconfig "$(dirname "$local_kubeconfig")/../bin/kubectl" get node mpi-real-node >/dev/null 2>&1
   then
     # The images the e2e jobs run that no fixture builds ahead: the Horovod one compiles Horovod when cold.
     step "images (operator, horovod, kubectl-delivery)" nice bash hack/images/build.sh operator horovod kubectl-delivery \
-      >/dev/null || return 1
+      || return 1
   fi
 }
 

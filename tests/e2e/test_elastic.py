@@ -25,7 +25,7 @@ from tests.e2e.conftest import GROUP, JOBS_NAMESPACE, ROOT, Jobs, Outcome, _ansi
 pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.timeout(3600),
               pytest.mark.skipif(os.environ.get("MPI_E2E_ELASTIC") == "0",
                                  reason="MPI_E2E_ELASTIC=0: the elastic Horovod e2e tests are left out"),
-              pytest.mark.xdist_group("e2e")]
+              pytest.mark.xdist_group("e2e-elastic")]  # its own worker and operator: 10 minutes beside the other e2e tests
 
 EXAMPLE = ROOT / "examples/local/horovod-elastic.yaml"
 # What elastic_train.py's rank 0 prints when training (re)starts, and at the end.
