@@ -115,7 +115,7 @@ fi
 if [ "$cluster_tiers" = 1 ]; then
   tiers="cluster or realnode"
   [ "$tier" = all ] || tiers=${select[$tier]}
-  run_pytest parallel "($tiers) and not serial" -n "$workers" --dist loadgroup "$@"
+  run_pytest parallel "($tiers) and not serial" -n "$workers" --dist loadgroup --no-loadscope-reorder "$@"
   run_pytest serial "($tiers) and serial" -p no:xdist "$@"
 fi
 

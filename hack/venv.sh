@@ -23,6 +23,10 @@ if [ "${1:-}" = "--python" ]; then
     pvenv=$root/.venv/pythons/$ver-core$(echo "$4" | tr -c 'A-Za-z0-9.\n' '_')
   fi
   want=$( { "$interp" -V; cat "$root/requirements-unit.txt"; echo "$core"; } | sha256sum | cut -c1-16)
+  # One maker per venv (parallel test workers ask for the same one): the others wait, then find it made.
+  mkdir -p "$root/.venv/pythons"
+  exec 9>"$pvenv.lock"
+  flock 9
   if [ ! -f "$pvenv/.stamp" ] || [ "$(cat "$pvenv/.stamp")" != "$want" ]; then
     rm -rf "$pvenv"
     "$interp" -m venv "$pvenv"

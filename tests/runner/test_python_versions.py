@@ -11,8 +11,6 @@ import yaml
 
 from ._support import ROOT, VENV_BIN, python_venv, supported_pythons, tool_env
 
-# hack/venv.sh --python makes each venv once: one worker makes and uses them.
-pytestmark = pytest.mark.xdist_group("pythons")
 PYTHONS = supported_pythons()
 MODULES = sorted(p.stem for p in (ROOT / "plugins/modules").glob("*.py") if not p.name.startswith("_"))
 # Arguments each module accepts, pointed at a port nothing listens on: the module has to get as far as connecting.
