@@ -17,10 +17,8 @@ from typing import Any
 import pytest
 
 from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.install import INSTALL_NAMESPACE, PlaybookRun
+from tests.integration._fixtures.install import INSTALL_NAMESPACE, PlaybookRun, installs_locked
 
-# Fixed names (INSTALL_NAMESPACE, OWN_NAMESPACE): one worker runs every install test, one after the other.
-pytestmark = pytest.mark.xdist_group("installs")
 Playbook = Callable[..., PlaybookRun]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -84,9 +82,15 @@ def own_install(
 ) -> Iterator[Callable[..., PlaybookRun]]:
     """install(**vars): installs the real operator image into OWN_NAMESPACE watching `namespace`; uninstalled after."""
     base = {**operator_image, "mpi_operator_namespace_name": OWN_NAMESPACE, "mpi_operator_watch_namespace": namespace}
-    playbook("uninstall.yml", extra_vars=base)  # a leftover of an interrupted run
-    yield lambda **extra: install(playbook, {**base, **extra})
-    playbook("uninstall.yml", extra_vars=base).expect_ok()
+
+    def locked(name: str, extra_vars: dict[str, Any]) -> PlaybookRun:
+        """Not while an install test of another worker compares the shared roles before and after."""
+        with installs_locked():
+            return install(playbook, extra_vars) if name == "install.yml" else playbook(name, extra_vars=extra_vars)
+
+    locked("uninstall.yml", base)  # a leftover of an interrupted run
+    yield lambda **extra: locked("install.yml", {**base, **extra})
+    locked("uninstall.yml", base).expect_ok()
 
 
 def operator_pods(kubectl: Kubectl, namespace: str = INSTALL_NAMESPACE) -> list[dict[str, Any]]:
@@ -117,6 +121,7 @@ def probe_results(kubectl: Kubectl, pod: dict[str, Any], probe: str) -> dict[str
 
 @pytest.mark.cluster
 @pytest.mark.slow
+@pytest.mark.xdist_group("installs")
 def test_unschedulable_fails_fast_naming_the_scheduler_message(
     playbook: Playbook, uninstalled: None, operator_crd: None
 ) -> None:
@@ -132,6 +137,7 @@ def test_unschedulable_fails_fast_naming_the_scheduler_message(
 @pytest.mark.cluster
 @pytest.mark.slow
 @pytest.mark.realnode
+@pytest.mark.xdist_group("installs")
 def test_a_missing_image_fails_fast_pointing_at_the_image_docs(
     playbook: Playbook, uninstalled: None, operator_crd: None, real_node: None
 ) -> None:
@@ -147,6 +153,7 @@ def test_a_missing_image_fails_fast_pointing_at_the_image_docs(
 @pytest.mark.cluster
 @pytest.mark.slow
 @pytest.mark.realnode
+@pytest.mark.xdist_group("installs")
 def test_a_crash_loop_fails_fast_with_the_log_tail(
     playbook: Playbook, uninstalled: None, operator_crd: None, operator_image: dict[str, Any]
 ) -> None:
@@ -163,6 +170,7 @@ def test_a_crash_loop_fails_fast_with_the_log_tail(
 @pytest.mark.cluster
 @pytest.mark.slow
 @pytest.mark.realnode
+@pytest.mark.xdist_group("installs-diag")  # OWN_NAMESPACE, one test at a time
 def test_monitoring_port_0_installs_and_the_pod_becomes_ready(
     kubectl: Kubectl, own_install: Callable[..., PlaybookRun]
 ) -> None:
@@ -184,6 +192,7 @@ def test_monitoring_port_0_installs_and_the_pod_becomes_ready(
 @pytest.mark.cluster
 @pytest.mark.slow
 @pytest.mark.realnode
+@pytest.mark.xdist_group("installs-diag")  # OWN_NAMESPACE, one test at a time
 def test_two_replicas_one_leader(kubectl: Kubectl, own_install: Callable[..., PlaybookRun]) -> None:
     own_install(mpi_operator_replicas=2).expect_ok()
     pods = operator_pods(kubectl, OWN_NAMESPACE)
@@ -215,6 +224,7 @@ def test_two_replicas_one_leader(kubectl: Kubectl, own_install: Callable[..., Pl
 @pytest.mark.cluster
 @pytest.mark.slow
 @pytest.mark.realnode
+@pytest.mark.xdist_group("installs-diag")  # OWN_NAMESPACE, one test at a time
 def test_a_cpu_starved_operator_becomes_ready_without_a_restart(
     kubectl: Kubectl, own_install: Callable[..., PlaybookRun]
 ) -> None:
