@@ -11,8 +11,8 @@
 #   2. in the background, everything slow to build, outside pytest's per-test timeout: the local cluster (Kubernetes
 #      from source), the real node and its images, the operator and Horovod images, the Kubeflow peer (about 25
 #      minutes on a fresh machine, seconds once cached); meanwhile the pure and runner tiers, which need none of it;
-#   3. the cluster and real-node tiers on MPI_TEST_WORKERS (4) workers (pytest-xdist, --dist loadgroup): every test
-#      owns its namespace; tests that share fixed names run on one worker one after the other (xdist_group);
+#   3. the cluster and real-node tiers, on one process, or on MPI_TEST_WORKERS workers (pytest-xdist, --dist
+#      loadgroup): every test owns its namespace; tests that share fixed names run on one worker (xdist_group);
 #   4. the tests marked `serial`, alone: they change what every concurrent test depends on (the CRD, a cluster-wide
 #      operator); the image-archive tests last.
 # Each phase's pytest output is printed as it runs; the last line is the total over every phase.
@@ -22,7 +22,9 @@ source "$(dirname "$0")/env.sh"
 tier=all
 case "${1:-}" in pure | runner | cluster | realnode) tier=$1; shift ;; esac
 declare -A select=([pure]="pure" [runner]="runner" [cluster]="cluster and not realnode" [realnode]="realnode")
-workers=${MPI_TEST_WORKERS:-4}
+# 1 by default: on 2 cores the cluster tiers are CPU-bound, and 4 workers made them slower, not faster (the install
+# tests' group, the critical path, took 4-9 minutes a test beside the others; docs/testing.md has the numbers).
+workers=${MPI_TEST_WORKERS:-1}
 results=$root/build/test-results
 rm -rf "$results"
 mkdir -p "$results"
@@ -115,7 +117,11 @@ fi
 if [ "$cluster_tiers" = 1 ]; then
   tiers="cluster or realnode"
   [ "$tier" = all ] || tiers=${select[$tier]}
-  run_pytest parallel "($tiers) and not serial" -n "$workers" --dist loadgroup --no-loadscope-reorder "$@"
+  if [ "$workers" -gt 1 ]; then
+    run_pytest parallel "($tiers) and not serial" -n "$workers" --dist loadgroup --no-loadscope-reorder "$@"
+  else
+    run_pytest cluster "($tiers) and not serial" -p no:xdist "$@"
+  fi
   run_pytest serial "($tiers) and serial" -p no:xdist "$@"
 fi
 
