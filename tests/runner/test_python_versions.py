@@ -14,7 +14,8 @@ from ._support import ROOT, VENV_BIN, python_venv, supported_pythons, tool_env
 PYTHONS = supported_pythons()
 MODULES = sorted(p.stem for p in (ROOT / "plugins/modules").glob("*.py") if not p.name.startswith("_"))
 # Arguments each module accepts, pointed at a port nothing listens on: the module has to get as far as connecting.
-ARGS = {"mpijob": {"name": "pi", "workers": 2}, "mpijob_info": {"name": "pi"},
+ARGS = {"k8s_objects": {"definitions": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}]},
+        "mpijob": {"name": "pi", "workers": 2}, "mpijob_info": {"name": "pi"},
         "mpijob_reconcile": {"jobs": [{"namespace": "a", "name": "b"}]}, "mpijob_wait": {"name": "pi"},
         "operator_rollout": {"namespace": "mpi-operator", "timeout": 5}}
 

@@ -1,0 +1,91 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see galaxy.yml)
+"""What applying, pruning or deleting a set of Kubernetes objects changes. Pure: fed the objects as the API returns
+them, no I/O (plugins/modules/k8s_objects.py reads and writes them; this decides what to write and what it changed)."""
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from .mpijob import submit as S
+
+
+def ref(obj: dict) -> tuple[str, str, str, str]:
+    """(apiVersion, kind, namespace, name): the identity of an object ("" namespace for a cluster-scoped one)."""
+    meta = obj.get("metadata") or {}
+    return obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name") or ""
+
+
+def label(obj: dict) -> str:
+    """"Kind namespace/name" (or "Kind name"): how a task names an object."""
+    kind, namespace, name = ref(obj)[1:]
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def invalid(definitions: list[Any]) -> list[str]:
+    """What is wrong with each definition that has no apiVersion, kind or metadata.name, named by its index."""
+    errors = []
+    for index, obj in enumerate(definitions):
+        if not isinstance(obj, dict):
+            errors.append(f"definitions[{index}]: an object (a dict) is needed, got {type(obj).__name__}")
+            continue
+        missing = [field for field, value in (("apiVersion", obj.get("apiVersion")), ("kind", obj.get("kind")),
+                                              ("metadata.name", (obj.get("metadata") or {}).get("name")))
+                   if not value]
+        if missing:
+            errors.append(f"definitions[{index}]: {', '.join(missing)} missing")
+    return errors
+
+
+def comparable(obj: dict | None) -> dict:
+    """The object as the user wrote it can differ in: without status and the server's own metadata (the mpijob
+    module's comparison)."""
+    return S.comparable(obj) or {}
+
+
+def changed(before: dict | None, after: dict | None) -> bool:
+    """Whether an apply changed the object (before None: it was created)."""
+    return before is None or S.differs(before, after)
+
+
+def diff(before: dict | None, after: dict | None, obj: dict) -> dict:
+    """One entry of the task's diff (Ansible shows a list of them, each under its headers)."""
+    name = label(obj)
+    return {"before": comparable(before), "after": comparable(after), "before_header": name, "after_header": name}
+
+
+def resources(discovery: dict) -> dict[str, tuple[str, bool]]:
+    """{kind: (plural, namespaced)} from an API group version's discovery document (/api/v1, /apis/GROUP/VERSION);
+    subresources (pods/log) are left out."""
+    out: dict[str, tuple[str, bool]] = {}
+    for resource in discovery.get("resources") or []:
+        name = resource.get("name") or ""
+        if name and "/" not in name and resource.get("kind"):
+            out.setdefault(resource["kind"], (name, bool(resource.get("namespaced"))))
+    return out
+
+
+def group_path(api_version: str) -> str:
+    return "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+
+
+def path(api_version: str, plural: str, namespaced: bool, namespace: str = "", name: str = "") -> str:
+    """The URL path of an object (with `name`) or of a collection: a namespace's, or every namespace's when a namespaced
+    kind is listed without one."""
+    base = group_path(api_version)
+    if namespaced and namespace:
+        base += f"/namespaces/{quote(namespace)}"
+    base += f"/{plural}"
+    return f"{base}/{quote(name)}" if name else base
+
+
+def stale(found: list[dict], keep: list[dict]) -> list[dict]:
+    """The objects found (by a prune's selector) that are not among those kept, each once, in the order found."""
+    kept = {ref(obj)[1:] for obj in keep}
+    out, seen = [], set()
+    for obj in found:
+        key = ref(obj)[1:]
+        if key not in kept and key not in seen:
+            seen.add(key)
+            out.append(obj)
+    return out

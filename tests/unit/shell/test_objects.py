@@ -1,0 +1,52 @@
+"""module_utils/objects.py: what an apply, prune or delete of a set of objects changes (the k8s_objects module's
+decisions), on objects as the API server returns them."""
+from __future__ import annotations
+
+from ansible_collections.mpi.operator.plugins.module_utils import objects as O
+
+
+def role(name: str, namespace: str = "team", **meta: object) -> dict:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name, "namespace": namespace, **meta}, "rules": []}
+
+
+def test_server_bookkeeping_and_status_are_no_change() -> None:
+    before = role("a", resourceVersion="1", generation=1, uid="u", managedFields=[{"manager": "x"}],
+                  creationTimestamp="2026-11-27T00:00:00Z")
+    after = {**role("a", resourceVersion="2", generation=2, uid="u", managedFields=[{"manager": "y"}]),
+             "status": {"anything": True}}
+    assert not O.changed(before, after)
+    assert O.changed(None, after)  # created
+    assert O.changed(before, {**after, "rules": [{"verbs": ["get"]}]})
+
+
+def test_the_diff_names_the_object_and_leaves_the_bookkeeping_out() -> None:
+    after = role("a", resourceVersion="2")
+    entry = O.diff(None, after, after)
+    assert entry["before"] == {} and entry["before_header"] == entry["after_header"] == "Role team/a"
+    assert "resourceVersion" not in entry["after"]["metadata"]
+    assert O.label({"kind": "ClusterRole", "metadata": {"name": "x"}}) == "ClusterRole x"
+
+
+def test_every_bad_definition_is_named_by_its_index() -> None:
+    errors = O.invalid([role("ok"), {"kind": "Role", "metadata": {}}, "text"])
+    assert errors == ["definitions[1]: apiVersion, metadata.name missing",
+                      "definitions[2]: an object (a dict) is needed, got str"]
+
+
+def test_discovery_gives_each_kind_its_plural_and_scope_without_subresources() -> None:
+    doc = {"resources": [{"name": "pods", "kind": "Pod", "namespaced": True},
+                         {"name": "pods/log", "kind": "Pod", "namespaced": True},
+                         {"name": "namespaces", "kind": "Namespace", "namespaced": False}]}
+    kinds = O.resources(doc)
+    assert kinds == {"Pod": ("pods", True), "Namespace": ("namespaces", False)}
+    assert O.path("v1", "pods", True, "a b", "p") == "/api/v1/namespaces/a%20b/pods/p"
+    assert O.path("v1", "pods", True) == "/api/v1/pods"  # every namespace's
+    assert O.path("rbac.authorization.k8s.io/v1", "clusterroles", False, "ignored", "x") == (
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/x")
+
+
+def test_prune_keeps_what_is_applied_and_reports_each_stale_object_once() -> None:
+    found = [role("keep"), role("old"), role("old"), role("keep", namespace="other")]
+    assert [O.ref(o)[2:] for o in O.stale(found, [role("keep")])] == [("team", "old"), ("other", "keep")]
+    assert O.stale(found, found) == []
