@@ -10,21 +10,25 @@
 #   1. the Debian packages the node and the image builds need (seconds when installed);
 #   2. in the background, everything slow to build, outside pytest's per-test timeout: the local cluster (Kubernetes
 #      from source), the real node and its images, the operator and Horovod images, the Kubeflow peer (about 25
-#      minutes on a fresh machine, seconds once cached); meanwhile the pure and runner tiers, which need none of it;
+#      minutes on a fresh machine, seconds once cached); meanwhile the pure and runner tiers, which need none of it
+#      (in a full run they go on beside phases 3 and 4 when the builds end first: the cluster tiers wait on pods and
+#      timers for a good part of their time, and use about half of the machine);
 #   3. the cluster and real-node tiers, on one process, or on MPI_TEST_WORKERS workers (pytest-xdist, --dist
 #      loadgroup): every test owns its namespace; tests that share fixed names run on one worker (xdist_group);
-#   4. the tests marked `serial`, alone: they change what every concurrent test depends on (the CRD, a cluster-wide
+#   4. the tests marked `serial`: they change what every concurrent test depends on (the CRD, a cluster-wide
 #      operator); the image-archive tests last.
-# Each phase's pytest output is printed as it runs; the last line is the total over every phase.
+# Each phase's pytest output is printed as it runs (the pure and runner tiers' when they end); the last line is the
+# total over every phase.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
 tier=all
 case "${1:-}" in pure | runner | cluster | realnode) tier=$1; shift ;; esac
 declare -A select=([pure]="pure" [runner]="runner" [cluster]="cluster and not realnode" [realnode]="realnode")
-# 1 by default: on 2 cores the cluster tiers are CPU-bound, and 4 workers made them slower, not faster (the install
-# tests' group, the critical path, took 4-9 minutes a test beside the others; docs/testing.md has the numbers).
-workers=${MPI_TEST_WORKERS:-1}
+# 2 by default: one process keeps one core busy (55-59 % of a 2-core machine: ansible-playbook runs are one Python
+# process, and the rest waits on pods and timers), so a second worker has a core of its own. 4 workers made the
+# phase slower, not faster (docs/testing.md has the numbers). MPI_TEST_WORKERS=1: one process.
+workers=${MPI_TEST_WORKERS:-2}
 results=$root/build/test-results
 rm -rf "$results"
 mkdir -p "$results"
@@ -99,18 +103,39 @@ client.VersionApi(config.new_client_from_config()).get_code(_request_timeout=5)'
   fi
 fi
 
-# Phase 2: the tiers that need no cluster, while the builds run.
+# Phase 2: the tiers that need no cluster, while the builds run. In a full run it goes on in the background once
+# the builds are done (with warm caches they take seconds): its output is printed when it ends.
+phase2_pid=
 case $tier in
-  all) run_pytest pure-runner "pure or runner" -n 2 --dist loadgroup "$@" ;;
+  all)
+    phase2_start=$SECONDS
+    { run_pytest pure-runner "pure or runner" -n 2 --dist loadgroup "$@"
+      echo "$((SECONDS - phase2_start))" >"$results/pure-runner.seconds"; } >"$results/pure-runner.log" 2>&1 &
+    phase2_pid=$! ;;
   pure | runner) run_pytest "$tier" "${select[$tier]}" -n 2 --dist loadgroup "$@" ;;
 esac
+
+# print_phase2: waits for the background phase 2 and prints its output (once).
+print_phase2() {
+  [ -n "$phase2_pid" ] || return 0
+  wait "$phase2_pid" || true
+  cat "$results/pure-runner.log"
+  timings+=("pure-runner $(cat "$results/pure-runner.seconds" 2>/dev/null || echo '?')")
+  phase2_pid=
+}
 
 if [ -n "$build_pid" ]; then
   start=$SECONDS
   wait "$build_pid" || true
   cat "$results/build.log"
-  timings+=("waiting-for-builds $((SECONDS - start))")
-  [ "$(cat "$results/build.rc" 2>/dev/null)" = 0 ] || { echo "the builds failed (above)" >&2; exit 1; }
+  timings+=("builds $((SECONDS - start))")
+  if [ "$(cat "$results/build.rc" 2>/dev/null)" != 0 ]; then
+    print_phase2
+    echo "the builds failed (above)" >&2
+    exit 1
+  fi
+elif [ "$cluster_tiers" = 0 ]; then
+  print_phase2
 fi
 
 # Phases 3 and 4: the tiers that need the cluster, in parallel, then the serial tests alone.
@@ -124,6 +149,7 @@ if [ "$cluster_tiers" = 1 ]; then
   fi
   run_pytest serial "($tiers) and serial" -p no:xdist "$@"
 fi
+print_phase2
 
 # What was still building after the builds' main chain (the Kubeflow peer, its tests waited for it).
 [ ! -f "$results/build.log" ] || grep "^\[build\] Kubeflow peer:" "$results/build.log" || true

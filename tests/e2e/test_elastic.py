@@ -173,7 +173,10 @@ def replicas_patch(n: int) -> str:
     return json.dumps({"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": n}}}})
 
 
-def test_elastic_horovod_resized_with_kubectl_patch(jobs: Jobs, horovod_image: str) -> None:
+def test_elastic_horovod_resized_by_the_module_kubectl_patch_and_kubectl_scale(jobs: Jobs, horovod_image: str) -> None:
+    """One training job, resized three ways while it trains: up by the mpijob module, down by a `kubectl patch` of
+    the replicas, down again by `kubectl scale` (the scale subresource). Each resize restarts training at the new
+    world size, with the hosts of the workers that exist, and whole epochs trained at every size."""
     started = time.monotonic()
     version, name = jobs.start(elastic_job(horovod_image))
     watch = Resizes(jobs, version, name)
@@ -181,30 +184,16 @@ def test_elastic_horovod_resized_with_kubectl_patch(jobs: Jobs, horovod_image: s
         assert sorted(watch.next_world(2)) == [f"{name}-worker-0", f"{name}-worker-1"]
         watch.epoch_done(2)
 
-        kubectl("patch", f"mpijobs.{version}.kubeflow.org", name, "--type", "merge", "-p", replicas_patch(3))
+        result = mpijob_module(name=name, workers=3)
+        assert result["changed"] and result["summary"]["workers"] == 3, result
         assert sorted(watch.next_world(3)) == [f"{name}-worker-{i}" for i in range(3)]  # worker-2 joined
         watch.epoch_done(3)
 
-        kubectl("patch", f"mpijobs.{version}.kubeflow.org", name, "--type", "merge", "-p", replicas_patch(1))
-        assert watch.next_world(1) == [f"{name}-worker-0"]  # training goes on with the survivor
-
-        check_resized_run(jobs.wait(version, name, started, JOB_TIMEOUT_S))
-
-
-def test_elastic_horovod_resized_with_the_module_and_kubectl_scale(jobs: Jobs, horovod_image: str) -> None:
-    started = time.monotonic()
-    version, name = jobs.start(elastic_job(horovod_image))
-    watch = Resizes(jobs, version, name)
-    with kept_on_failure(name):
-        assert len(watch.next_world(2)) == 2
+        kubectl("patch", f"mpijobs.{version}.kubeflow.org", name, "--type", "merge", "-p", replicas_patch(2))
+        assert sorted(watch.next_world(2)) == [f"{name}-worker-0", f"{name}-worker-1"]  # worker-2 left
         watch.epoch_done(2)
 
-        result = mpijob_module(name=name, workers=3)
-        assert result["changed"] and result["summary"]["workers"] == 3, result
-        assert sorted(watch.next_world(3)) == [f"{name}-worker-{i}" for i in range(3)]
-        watch.epoch_done(3)
-
         kubectl("scale", f"mpijobs.{version}.kubeflow.org", name, "--replicas", "1")
-        assert watch.next_world(1) == [f"{name}-worker-0"]
+        assert watch.next_world(1) == [f"{name}-worker-0"]  # training goes on with the survivor
 
         check_resized_run(jobs.wait(version, name, started, JOB_TIMEOUT_S))

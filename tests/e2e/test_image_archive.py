@@ -61,11 +61,24 @@ def kind_load(archive: str) -> subprocess.CompletedProcess[str]:
                               stdin=stdin, capture_output=True, text=True, timeout=600)
 
 
-def test_image_archive_loads_into_containerd_and_install_runs_it(api: client.ApiClient, tmp_path) -> None:
+@pytest.fixture(scope="module")
+def operator_archive(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """(image, archive): `make image-archive` once for both tests (the registry user pushes the same file, as the
+    command's own output tells them to)."""
     tag = f"archive-{uuid.uuid4().hex[:8]}"  # a name containerd cannot already have
     image = f"localhost/mpi-operator:{tag}"
-    archive = str(tmp_path / "mpi-operator.tar")
-    make_image_archive(image, archive)
+    archive = str(tmp_path_factory.mktemp("archive") / "mpi-operator.tar")
+    started = time.monotonic()
+    said = make_image_archive(image, archive)
+    print(f"\nmake image-archive in {time.monotonic() - started:.1f} s")
+    assert f"skopeo copy docker-archive:{archive} docker://REGISTRY/mpi-operator:{tag}" in said, said
+    return image, archive
+
+
+def test_image_archive_loads_into_containerd_and_install_runs_it(api: client.ApiClient, tmp_path,
+                                                                 operator_archive: tuple[str, str]) -> None:
+    image, archive = operator_archive
+    tag = image.rsplit(":", 1)[1]
 
     # The docker-save layout: one image named as asked, content named by its digests.
     with tarfile.open(archive) as tar:
@@ -175,7 +188,8 @@ def registry_binary() -> str | None:
     return str(path) if path.exists() else None
 
 
-def test_image_pushed_to_a_registry_is_pulled_by_the_kubelet(api: client.ApiClient, tmp_path) -> None:
+def test_image_pushed_to_a_registry_is_pulled_by_the_kubelet(api: client.ApiClient, tmp_path,
+                                                            operator_archive: tuple[str, str]) -> None:
     binary = registry_binary()
     if binary is None or not shutil.which("skopeo"):
         pytest.skip(f"needs skopeo (Debian package) and a registry ({REGISTRY_MODULE}, Go)")
@@ -190,8 +204,7 @@ def test_image_pushed_to_a_registry_is_pulled_by_the_kubelet(api: client.ApiClie
                                 env=env)
     image = f"127.0.0.1:{port}/team/mpi-operator:push-{uuid.uuid4().hex[:8]}"
     try:
-        archive = str(tmp_path / "mpi-operator.tar")
-        make_image_archive(image, archive)
+        archive = operator_archive[1]
         pushed = subprocess.run(["skopeo", "copy", "--dest-tls-verify=false", f"docker-archive:{archive}",
                                  f"docker://{image}"], capture_output=True, text=True, timeout=900)
         assert pushed.returncode == 0, pushed.stderr
