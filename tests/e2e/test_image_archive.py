@@ -15,6 +15,7 @@ import socket
 import subprocess
 import tarfile
 import time
+import urllib.request
 import uuid
 
 import pytest
@@ -203,7 +204,18 @@ def test_image_pushed_to_a_registry_is_pulled_by_the_kubelet(api: client.ApiClie
     registry = subprocess.Popen([binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 env=env)
     image = f"127.0.0.1:{port}/team/mpi-operator:push-{uuid.uuid4().hex[:8]}"
+
+    def listening() -> bool:
+        """The registry answers its API's base endpoint (it starts listening some time after its process starts)."""
+        assert registry.poll() is None, f"the registry exited with {registry.returncode}"
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2) as answer:
+                return answer.status == 200
+        except OSError:
+            return False
+
     try:
+        wait_for(listening, 60, what="the registry to listen")
         archive = operator_archive[1]
         pushed = subprocess.run(["skopeo", "copy", "--dest-tls-verify=false", f"docker-archive:{archive}",
                                  f"docker://{image}"], capture_output=True, text=True, timeout=900)
