@@ -33,7 +33,7 @@ def pytest_itemcollected(item):
 # The groups of tests that one worker runs one after the other (`xdist_group`), longest first: under
 # `pytest -n N --dist loadgroup --no-loadscope-reorder` (hack/test.sh) the workers take work in this order, so the
 # longest chains start first and the short independent tests fill the other workers around them.
-LONGEST_FIRST = ("installs", "e2e", "e2e-elastic", "installs-diag", "kubeflow-peer")
+LONGEST_FIRST = ("installs", "e2e", "e2e-elastic", "kubeflow-peer")
 
 
 def _group(item: pytest.Item) -> str | None:
