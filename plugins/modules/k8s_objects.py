@@ -64,7 +64,10 @@ options:
     type: bool
     default: false
   wait:
-    description: After deleting, wait until every deleted object is gone (a namespace's content takes a while).
+    description:
+      - After deleting, wait until every deleted object is gone (a namespace's content takes a while).
+      - After applying, wait until every CustomResourceDefinition applied is C(Established) (its kind is served); other
+        kinds are complete once applied.
     type: bool
     default: false
   wait_timeout:
@@ -236,6 +239,18 @@ def wait_gone(rest: Rest, paths: list[tuple[str, dict]], timeout: int) -> None:
         time.sleep(WAIT_POLL)
 
 
+def wait_established(rest: Rest, paths: list[tuple[str, dict]], timeout: int) -> None:
+    deadline = time.monotonic() + timeout
+    left = list(paths)
+    while left:
+        left = [(where, obj) for where, obj in left if not O.established(rest.get(where))]
+        if not left:
+            return
+        if time.monotonic() >= deadline:
+            raise JobError(f"not Established after {timeout} s: {', '.join(O.label(pair[1]) for pair in left)}")
+        time.sleep(WAIT_POLL)
+
+
 def task(module, rest: Rest) -> dict:
     p, check = module.params, module.check_mode
     errors = O.invalid(p["definitions"])
@@ -245,6 +260,7 @@ def task(module, rest: Rest) -> dict:
     report: list[dict] = []
     diffs: list[dict] = []
     deleted: list[tuple[str, dict]] = []
+    crds: list[tuple[str, dict]] = []
 
     def record(obj: dict, action: str, before: dict | None, after: dict | None) -> None:
         api_version, kind, namespace, name = O.ref(obj)
@@ -261,6 +277,8 @@ def task(module, rest: Rest) -> dict:
     for obj in p["definitions"]:
         if p["state"] == "present":
             before, after = apply(rest, kinds, obj, p, check)
+            if obj.get("kind") == "CustomResourceDefinition" and not O.established(after):
+                crds.append((kinds.path(obj), obj))
             record(obj, "created" if before is None else "updated" if O.changed(before, after) else "unchanged",
                    before, after)
         else:
@@ -281,6 +299,8 @@ def task(module, rest: Rest) -> dict:
             remove(obj, O.path(rule["api_version"], plural, namespaced, namespace, name))
     if p["wait"] and deleted and not check:
         wait_gone(rest, deleted, p["wait_timeout"])
+    if p["wait"] and crds and not check:
+        wait_established(rest, crds, p["wait_timeout"])
     result = {"changed": any(o["action"] not in ("unchanged", "absent") for o in report), "objects": report}
     if module._diff:
         result["diff"] = diffs

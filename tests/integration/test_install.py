@@ -58,13 +58,15 @@ def test_check_diff_on_a_clean_cluster_changes_nothing(
 @pytest.mark.cluster
 @pytest.mark.slow
 @pytest.mark.xdist_group("installs")
-def test_install_twice_then_the_second_run_changes_nothing(
-    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None
+def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_mpijobs(
+    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, namespace: str
 ) -> None:
+    """One installed operator through its life, as a user meets it: installed, installed again and previewed with no
+    change; switched to one watched namespace; then uninstalled, which keeps the CRD and the users' MPIJobs."""
+    # 1. All-namespace install; the second run and a preview change nothing.
     first = playbook("install.yml").expect_ok()
     assert first.recap["changed"] > 0
     playbook("install.yml").expect_unchanged()
-    # And a preview of an installed operator shows no change either.
     playbook("install.yml", "--check", "--diff").expect_unchanged()
 
     deployment = get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE)
@@ -82,31 +84,14 @@ def test_install_twice_then_the_second_run_changes_nothing(
     binding = get_json(kubectl, "clusterrolebinding", CLUSTER_ROLE)
     assert binding is not None
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "mpi-operator", "namespace": INSTALL_NAMESPACE}]
-    can = kubectl(
-        "auth",
-        "can-i",
-        "create",
-        "pods",
-        "-n",
-        "default",
-        f"--as=system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator",
-    )
-    assert can.stdout.strip() == "yes"
-    cannot = kubectl("auth", "can-i", "delete", "nodes", f"--as=system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator")
-    assert cannot.stdout.strip() == "no"
+    sa = f"--as=system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator"
+    assert kubectl("auth", "can-i", "create", "pods", "-n", "default", sa).stdout.strip() == "yes"
+    assert kubectl("auth", "can-i", "delete", "nodes", sa).stdout.strip() == "no"
     # Users' admin/edit/view roles are extended to MPIJobs.
     view = get_json(kubectl, "clusterrole", "view")
     assert view is not None and any("mpijobs" in r.get("resources", []) for r in view.get("rules", []))
 
-
-@pytest.mark.cluster
-@pytest.mark.slow
-@pytest.mark.xdist_group("installs")
-def test_single_namespace_mode_uses_a_role_and_removes_the_cluster_role(
-    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, namespace: str
-) -> None:
-    playbook("install.yml").expect_ok()
-    assert get_json(kubectl, "clusterrole", CLUSTER_ROLE) is not None
+    # 2. One watched namespace (with gang scheduling): a Role there, and the ClusterRole is removed.
     scoped = {"mpi_operator_watch_namespace": namespace, "mpi_operator_gang_scheduling": "volcano"}
     playbook("install.yml", extra_vars=scoped).expect_ok()
     playbook("install.yml", extra_vars=scoped).expect_unchanged()
@@ -114,7 +99,6 @@ def test_single_namespace_mode_uses_a_role_and_removes_the_cluster_role(
     assert role is not None and any("podgroups" in r["resources"] for r in role["rules"])
     assert get_json(kubectl, "clusterrole", CLUSTER_ROLE) is None
     assert get_json(kubectl, "clusterrole", PRIORITYCLASSES_ROLE) is not None
-    sa = f"--as=system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator"
     assert kubectl("auth", "can-i", "create", "pods", "-n", namespace, sa).stdout.strip() == "yes"
     assert kubectl("auth", "can-i", "create", "pods", "-n", "default", sa).stdout.strip() == "no"
     args = get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE)["spec"]["template"]["spec"][
@@ -122,27 +106,20 @@ def test_single_namespace_mode_uses_a_role_and_removes_the_cluster_role(
     ][0]["args"]
     assert f"--namespace={namespace}" in args and "--gang-scheduling=volcano" in args
 
-
-@pytest.mark.cluster
-@pytest.mark.slow
-@pytest.mark.xdist_group("installs")
-def test_uninstall_keeps_the_crd_and_users_mpijobs(
-    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, namespace: str
-) -> None:
-    playbook("install.yml").expect_ok()
+    # 3. Uninstall. Asked to remove the CRD while it holds a job: refused, naming the job, and nothing is removed
+    # (the flag given as `-e mpi_operator_remove_crds=true` gives it: a string).
     applied = kubectl("apply", "-n", namespace, "-f", str(MANIFESTS / "seed001-openmpi-helloworld.v2beta1.yaml"))
     assert applied.returncode == 0, applied.stderr
-
-    # Asked to remove the CRD while it holds a job: refused, naming the job, and nothing is removed.
-    refused = playbook("uninstall.yml", extra_vars={"mpi_operator_remove_crds": True})
+    refused = playbook("uninstall.yml", extra_vars={**scoped, "mpi_operator_remove_crds": "true"})
     assert refused.returncode != 0
     assert f"{namespace}/openmpi-helloworld" in refused.output and "mpi_operator_remove_crds_force" in refused.output
     assert get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE) is not None
 
-    removed = playbook("uninstall.yml").expect_ok()
+    removed = playbook("uninstall.yml", extra_vars=scoped).expect_ok()
     assert removed.recap["changed"] > 0
     assert get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE) is None
-    assert get_json(kubectl, "clusterrole", CLUSTER_ROLE) is None
+    assert get_json(kubectl, "clusterrole", PRIORITYCLASSES_ROLE) is None
+    assert get_json(kubectl, "role", "mpi-operator", "-n", namespace) is None
     others = [d for d in kubectl_items(kubectl, "deployments", "-A", "-l", "app.kubernetes.io/managed-by=mpi.operator")
               if d["metadata"]["namespace"] != INSTALL_NAMESPACE]
     # The MPIJob rules in the users' roles are shared: removed with the last install only.
@@ -151,7 +128,7 @@ def test_uninstall_keeps_the_crd_and_users_mpijobs(
     assert get_json(kubectl, "crd", "mpijobs.kubeflow.org") is not None
     assert get_json(kubectl, "mpijobs.kubeflow.org", "openmpi-helloworld", "-n", namespace) is not None
     # Uninstalling again is a no-op.
-    playbook("uninstall.yml").expect_unchanged()
+    playbook("uninstall.yml", extra_vars=scoped).expect_unchanged()
 
 
 @pytest.mark.cluster

@@ -101,8 +101,9 @@ def test_metrics_service_without_the_servicemonitor_crd(
     ports = deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
     assert {"name": "monitoring", "containerPort": 8080, "protocol": "TCP"} in ports
 
-    # Turned off: the Service goes (also when the monitoring port is 0, see the role's tasks/metrics.yml).
-    playbook("install.yml", extra_vars={**CRD, "mpi_operator_metrics_service": False}).expect_ok()
+    # Turned off: the Service goes (also when the monitoring port is 0, see the role's tasks/metrics.yml). Given as
+    # `-e mpi_operator_metrics_service=false` gives it, a string: "false" is not a true value.
+    playbook("install.yml", extra_vars={**CRD, "mpi_operator_metrics_service": "false"}).expect_ok()
     assert get_json(kubectl, "service", "mpi-operator-metrics", "-n", INSTALL_NAMESPACE) is None
     playbook("install.yml", extra_vars={**CRD, "mpi_operator_metrics_service_type": "NodePort",
                                          "mpi_operator_metrics_service_annotations": {"prometheus.io/scrape": "true"},

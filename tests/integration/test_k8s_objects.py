@@ -67,3 +67,27 @@ def test_apply_prune_check_diff_and_delete(ansible_play: Any, kubectl: Any, name
     assert actions(run["delete"]) == {"ConfigMap b": "deleted", "ConfigMap theirs": "deleted"}
     run = ansible_play([objects_task("delete", state="absent", definitions=gone, wait=True)])
     assert "delete" not in run.changed and set(actions(run["delete"]).values()) == {"absent"}
+
+
+def test_read_the_version_objects_lists_and_kinds_not_served(ansible_play: Any, kubectl: Any, namespace: str) -> None:
+    """mpi.operator.k8s_read as the preflight and removal run it: one task, every answer in the order asked."""
+    ansible_play([objects_task("apply", definitions=[config_map(namespace, "a"), config_map(namespace, "b"),
+                                                     config_map(namespace, "theirs", labelled=False)])])
+    queries = [
+        {"api_version": "v1", "kind": "Namespace", "name": namespace},
+        {"api_version": "v1", "kind": "ConfigMap", "namespace": namespace, "selector": APP},
+        {"api_version": "v1", "kind": "ConfigMap", "namespace": namespace, "name": "theirs", "selector": APP},
+        {"api_version": "v1", "kind": "ConfigMap", "namespace": namespace, "name": "missing"},
+        {"api_version": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "namespace": namespace},
+    ]
+    run = ansible_play([{"name": "read", "mpi.operator.k8s_read": {"queries": queries}, "register": "r"}], check=True)
+    read = run["read"]
+    assert "read" not in run.changed and not run.failed
+    version = kubectl("version", "-o", "json")
+    assert read["server_version"]["gitVersion"] in version.stdout
+    ns, listed, unlabelled, missing, not_served = read["results"]
+    assert [o["metadata"]["name"] for o in ns["resources"]] == [namespace] and ns["resources"][0]["kind"] == "Namespace"
+    assert sorted(o["metadata"]["name"] for o in listed["resources"]) == ["a", "b"]
+    assert all(o["kind"] == "ConfigMap" and o["apiVersion"] == "v1" for o in listed["resources"])
+    assert unlabelled["resources"] == [] and missing["resources"] == [] and missing["served"] is True
+    assert not_served == {**not_served, "served": False, "resources": []}

@@ -15,6 +15,7 @@ PYTHONS = supported_pythons()
 MODULES = sorted(p.stem for p in (ROOT / "plugins/modules").glob("*.py") if not p.name.startswith("_"))
 # Arguments each module accepts, pointed at a port nothing listens on: the module has to get as far as connecting.
 ARGS = {"k8s_objects": {"definitions": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}]},
+        "k8s_read": {"queries": [{"api_version": "v1", "kind": "Namespace", "name": "a"}]},
         "mpijob": {"name": "pi", "workers": 2}, "mpijob_info": {"name": "pi"},
         "mpijob_reconcile": {"jobs": [{"namespace": "a", "name": "b"}]}, "mpijob_wait": {"name": "pi"},
         "operator_rollout": {"namespace": "mpi-operator", "timeout": 5}}
