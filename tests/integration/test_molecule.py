@@ -32,26 +32,20 @@ def molecule(kubeconfig: str, ephemeral: pathlib.Path, *args: str, **env: str) -
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def test_molecule_default_scenario(
+def test_molecule_default_scenario_and_verify_fails_when_the_operator_stops(
     kubeconfig: str, operator_crd: None, install_lock: None, tmp_path: pathlib.Path
 ) -> None:
-    rc, output = molecule(kubeconfig, tmp_path, "test")
-    assert rc == 0, output[-10000:]
-    # Every step ran; idempotence (converge again) found nothing to change.
-    for step in ("create", "converge", "idempotence", "verify", "destroy"):
-        assert f"[default > {step}] Executed: Successful" in output, step
-    # verify saw the job reconciled to the end (the assertion's success message is the job's progress line).
-    assert re.search(r'"msg": "mpi-operator-molecule-jobs/pi(-real)?: Succeeded, ', output), output[-10000:]
-
-
-def test_molecule_verify_fails_when_the_operator_does_not_run(
-    kubeconfig: str, operator_crd: None, install_lock: None, tmp_path: pathlib.Path
-) -> None:
-    """An installed operator that reconciles nothing must fail verify: its job never finishes."""
+    """`molecule test` as a user runs it (kept for one more check, then destroyed): every step passes. Then the
+    operator is stopped, and verify must fail: an installed operator that reconciles nothing never finishes the job."""
     try:
-        for step in ("create", "converge"):
-            rc, output = molecule(kubeconfig, tmp_path, step)
-            assert rc == 0, output[-10000:]
+        rc, output = molecule(kubeconfig, tmp_path, "test", "--destroy", "never")
+        assert rc == 0, output[-10000:]
+        # Every step ran; idempotence (converge again) found nothing to change.
+        for step in ("create", "converge", "idempotence", "verify"):
+            assert f"[default > {step}] Executed: Successful" in output, step
+        # verify saw the job reconciled to the end (the assertion's success message is the job's progress line).
+        assert re.search(r'"msg": "mpi-operator-molecule-jobs/pi(-real)?: Succeeded, ', output), output[-10000:]
+
         pidfile = tmp_path / "operator.pid"
         if pidfile.exists():  # the local operator process: stop it (the Deployment is on a simulated node)
             os.kill(int(pidfile.read_text()), signal.SIGTERM)
@@ -60,9 +54,10 @@ def test_molecule_verify_fails_when_the_operator_does_not_run(
                             "deployment/mpi-operator", "--replicas=0"], check=True, capture_output=True)
         rc, output = molecule(kubeconfig, tmp_path, "verify", MOLECULE_JOB_TIMEOUT="30")
         assert rc != 0, output[-10000:]
-        # The job was never reconciled: the wait timed out, the job still Pending (no condition).
+        # verify submits its job again (a new one: the first is deleted at its end); never reconciled, the wait
+        # times out with the job still Pending (no condition).
         assert "timed out after 30s waiting for MPIJob mpi-operator-molecule-jobs/pi" in output, output[-10000:]
     finally:
         rc, output = molecule(kubeconfig, tmp_path, "destroy")
         assert rc == 0, output[-10000:]
-
+        assert "[default > destroy] Executed: Successful" in output
