@@ -25,10 +25,12 @@ source "$(dirname "$0")/env.sh"
 tier=all
 case "${1:-}" in pure | runner | cluster | realnode) tier=$1; shift ;; esac
 declare -A select=([pure]="pure" [runner]="runner" [cluster]="cluster and not realnode" [realnode]="realnode")
-# 2 by default: one process keeps one core busy (55-59 % of a 2-core machine: ansible-playbook runs are one Python
-# process, and the rest waits on pods and timers), so a second worker has a core of its own. 4 workers made the
-# phase slower, not faster (docs/testing.md has the numbers). MPI_TEST_WORKERS=1: one process.
-workers=${MPI_TEST_WORKERS:-2}
+# 3 by default on this project's 2-core machines: one process keeps one core only 55-59 % busy (ansible-playbook
+# runs are one Python process, and much of the rest waits on pods, timers and paced training); 2 workers left the
+# machine 55-70 % busy after the pure and runner tiers ended, 3 keep it 95-100 % busy and took the phase from about
+# 1800 s to 1343 s. 4 made it slower when the install playbooks were heavier (docs/testing.md has the numbers).
+# MPI_TEST_WORKERS=1: one process.
+workers=${MPI_TEST_WORKERS:-3}
 results=$root/build/test-results
 rm -rf "$results"
 mkdir -p "$results"

@@ -45,12 +45,32 @@ fi
 py=${PYTHON:-python3.11}
 command -v "$py" >/dev/null || py=python3
 venv=$root/.venv
-stamp=$venv/.stamp
-want=$(cat "$root/requirements.txt" "$root/requirements-test.txt" "$0" | sha256sum | cut -c1-16)
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements-test.txt"
-  echo "$want" > "$stamp"
+want=$( { "$py" -V; cat "$root/requirements.txt" "$root/requirements-test.txt" "$0"; } | sha256sum | cut -c1-16)
+# make_venv DIR: DIR holds the requirements (a venv made by an older version of this script is brought up to date).
+make_venv() {
+  if [ ! -f "$1/.stamp" ] || [ "$(cat "$1/.stamp")" != "$want" ]; then
+    [ -x "$1/bin/python" ] || "$py" -m venv "$1"
+    "$1/bin/pip" install -q --disable-pip-version-check -r "$root/requirements-test.txt"
+    echo "$want" > "$1/.stamp"
+  fi
+}
+if [ -d "$venv" ] && [ ! -L "$venv" ]; then
+  make_venv "$venv"  # a clone's own venv, from before the cache: kept
+else
+  # One venv per set of requirements in the cache, shared by every clone on this machine (a fresh clone, as CI's,
+  # takes it in a second instead of a minute of pip); .venv links to it. The venvs of the unit tier's other
+  # Pythons live inside it (.venv/pythons), so they are cached too.
+  mkdir -p "$cache/venvs"
+  target=$cache/venvs/main-$want
+  exec 8>"$target.lock"
+  flock 8
+  make_venv "$target"
+  touch "$target"  # used now (the pruning below goes by this)
+  flock -u 8
+  [ "$(readlink "$venv" 2>/dev/null)" = "$target" ] || ln -sfn "$target" "$venv"
+  # Venvs of other requirements unused for a week go (each is about 600 MB).
+  find "$cache/venvs" -maxdepth 1 -name 'main-*' -type d ! -name "main-$want" ! -newermt '7 days ago' \
+    -exec rm -rf {} + 2>/dev/null || true
 fi
 # kubernetes.core from the ansible wheel, cached by version.
 kc_version=12.3.0
