@@ -115,9 +115,18 @@ def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_m
     assert f"{namespace}/openmpi-helloworld" in refused.output and "mpi_operator_remove_crds_force" in refused.output
     assert get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE) is not None
 
+    # An MPIJob in the operator's own namespace keeps the namespace (the operator and its grants go).
+    parked = kubectl("apply", "-n", INSTALL_NAMESPACE, "-f", str(MANIFESTS / "seed001-openmpi-helloworld.v2beta1.yaml"))
+    assert parked.returncode == 0, parked.stderr
     removed = playbook("uninstall.yml", extra_vars=scoped).expect_ok()
     assert removed.recap["changed"] > 0
+    assert f"The namespace {INSTALL_NAMESPACE} is kept: it holds 1 MPIJob(s)." in removed.output
+    assert get_json(kubectl, "namespace", INSTALL_NAMESPACE) is not None
     assert get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE) is None
+    # Without it, the next uninstall removes the namespace this collection created.
+    gone = kubectl("delete", "-n", INSTALL_NAMESPACE, "mpijobs.kubeflow.org", "openmpi-helloworld", "--wait=true")
+    assert gone.returncode == 0, gone.stderr
+    playbook("uninstall.yml", extra_vars=scoped).expect_ok()
     assert get_json(kubectl, "clusterrole", PRIORITYCLASSES_ROLE) is None
     assert get_json(kubectl, "role", "mpi-operator", "-n", namespace) is None
     others = [d for d in kubectl_items(kubectl, "deployments", "-A", "-l", "app.kubernetes.io/managed-by=mpi.operator")
