@@ -91,31 +91,12 @@ def stale(found: list[dict], keep: list[dict]) -> list[dict]:
     return out
 
 
-def matches(labels: dict, selector: str) -> bool:
-    """Whether labels match an equality-based selector ("a=b,c!=d,e" - the forms a named read may be filtered by)."""
-    for term in filter(None, (t.strip() for t in selector.split(","))):
-        if "!=" in term:
-            key, value = (s.strip() for s in term.split("!=", 1))
-            if labels.get(key) == value:
-                return False
-        elif "=" in term:
-            key, value = (s.strip() for s in term.split("=", 1))
-            if labels.get(key.rstrip("=")) != value.lstrip("="):
-                return False
-        elif term.startswith("!"):
-            if term[1:].strip() in labels:
-                return False
-        elif term not in labels:
-            return False
-    return True
-
-
-def found(items: list[dict | None], api_version: str, kind: str, selector: str = "") -> list[dict]:
+def found(items: list[dict | None], api_version: str, kind: str) -> list[dict]:
     """The objects a read returned, each with its apiVersion and kind (a list's items carry neither), without a missing
-    one (None) and, for a named read with a selector, without one whose labels do not match."""
+    one (None)."""
     out = []
     for obj in items:
-        if obj is None or not matches((obj.get("metadata") or {}).get("labels") or {}, selector):
+        if obj is None:
             continue
         obj.setdefault("apiVersion", api_version)
         obj.setdefault("kind", kind)

@@ -138,6 +138,7 @@ import time  # noqa: E402
 
 from ..module_utils import objects as O  # noqa: E402
 from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
+from ..module_utils.kube.kinds import Kinds  # noqa: E402
 from ..module_utils.kube.module import run_module  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
 from ..module_utils.mpijob.errors import ApiError, JobError, SubmitError  # noqa: E402
@@ -160,31 +161,6 @@ def argspec() -> dict:
     )
     spec.update({k: dict(v) for k, v in AUTH_ARG_SPEC.items()})
     return spec
-
-
-class Kinds:
-    """Where each kind lives, from the API server's discovery, one request per API group version."""
-
-    def __init__(self, rest: Rest):
-        self.rest = rest
-        self._groups: dict[str, dict[str, tuple[str, bool]] | None] = {}
-
-    def find(self, api_version: str, kind: str) -> tuple[str, bool] | None:
-        if api_version not in self._groups:
-            doc = self.rest.get(O.group_path(api_version))
-            self._groups[api_version] = O.resources(doc) if doc is not None else None
-        return (self._groups[api_version] or {}).get(kind)
-
-    def path(self, obj: dict) -> str:
-        api_version, kind, namespace, name = O.ref(obj)
-        found = self.find(api_version, kind)
-        if found is None:
-            raise SubmitError(f"{O.label(obj)}: the cluster serves no kind {kind} in {api_version} "
-                              f"(is its CRD installed?)")
-        plural, namespaced = found
-        if namespaced and not namespace:
-            raise SubmitError(f"{O.label(obj)}: metadata.namespace is required for a {kind}")
-        return O.path(api_version, plural, namespaced, namespace, name)
 
 
 def failure(obj: dict, what: str, exc: ApiError) -> JobError:
@@ -227,27 +203,16 @@ def delete(rest: Rest, path: str, obj: dict, check: bool) -> dict | None:
     return gone if gone.get("kind") == obj.get("kind") else obj
 
 
-def wait_gone(rest: Rest, paths: list[tuple[str, dict]], timeout: int) -> None:
+def wait_until(rest: Rest, paths: list[tuple[str, dict]], done, timeout: int, not_done: str) -> None:
+    """Polls each object until done(what GET returns: None when gone) holds for all, or fails naming the rest."""
     deadline = time.monotonic() + timeout
     left = list(paths)
     while left:
-        left = [(where, obj) for where, obj in left if rest.get(where) is not None]
+        left = [(where, obj) for where, obj in left if not done(rest.get(where))]
         if not left:
             return
         if time.monotonic() >= deadline:
-            raise JobError(f"still there after {timeout} s: {', '.join(O.label(pair[1]) for pair in left)}")
-        time.sleep(WAIT_POLL)
-
-
-def wait_established(rest: Rest, paths: list[tuple[str, dict]], timeout: int) -> None:
-    deadline = time.monotonic() + timeout
-    left = list(paths)
-    while left:
-        left = [(where, obj) for where, obj in left if not O.established(rest.get(where))]
-        if not left:
-            return
-        if time.monotonic() >= deadline:
-            raise JobError(f"not Established after {timeout} s: {', '.join(O.label(pair[1]) for pair in left)}")
+            raise JobError(f"{not_done} after {timeout} s: {', '.join(O.label(pair[1]) for pair in left)}")
         time.sleep(WAIT_POLL)
 
 
@@ -298,9 +263,9 @@ def task(module, rest: Rest) -> dict:
             namespace, name = O.ref(obj)[2:]
             remove(obj, O.path(rule["api_version"], plural, namespaced, namespace, name))
     if p["wait"] and deleted and not check:
-        wait_gone(rest, deleted, p["wait_timeout"])
+        wait_until(rest, deleted, lambda found: found is None, p["wait_timeout"], "still there")
     if p["wait"] and crds and not check:
-        wait_established(rest, crds, p["wait_timeout"])
+        wait_until(rest, crds, O.established, p["wait_timeout"], "not Established")
     result = {"changed": any(o["action"] not in ("unchanged", "absent") for o in report), "objects": report}
     if module._diff:
         result["diff"] = diffs

@@ -44,8 +44,7 @@ options:
       selector:
         description:
           - Label selector of a list, e.g. V(app.kubernetes.io/managed-by=mpi.operator).
-          - With O(queries[].name), the object counts only when its labels match (equality-based terms C(a=b),
-            C(a!=b), C(a), C(!a)).
+          - With O(queries[].name), the object counts only when its labels match.
         type: str
 attributes:
   check_mode:
@@ -107,6 +106,7 @@ results:
 
 from ..module_utils import objects as O  # noqa: E402
 from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
+from ..module_utils.kube.kinds import Kinds  # noqa: E402
 from ..module_utils.kube.module import run_module  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
 from ..module_utils.mpijob.errors import ApiError, JobError  # noqa: E402
@@ -120,25 +120,24 @@ def argspec() -> dict:
     return spec
 
 
-def read(rest: Rest, discovery: dict, q: dict) -> dict:
+def read(rest: Rest, kinds: Kinds, q: dict) -> dict:
     api_version, kind = q["api_version"], q["kind"]
     name, namespace, selector = q.get("name") or "", q.get("namespace") or "", q.get("selector") or ""
-    if api_version not in discovery:
-        doc = rest.get(O.group_path(api_version))
-        discovery[api_version] = O.resources(doc) if doc is not None else {}
-    found = discovery[api_version].get(kind)
+    found = kinds.find(api_version, kind)
     entry = dict(api_version=api_version, kind=kind, name=name, namespace=namespace, served=found is not None,
                  resources=[])
     if found is None:
         return entry
     plural, namespaced = found
-    where = O.path(api_version, plural, namespaced, namespace, name)
     try:
-        items = [rest.get(where)] if name else rest.list(where, selector)
+        if name and not selector:
+            items = [rest.get(O.path(api_version, plural, namespaced, namespace, name))]
+        else:  # a list, or a named object only when its labels match: the API server applies the selector
+            fields = f"metadata.name={name}" if name else ""
+            items = rest.list(O.path(api_version, plural, namespaced, namespace), selector, fields)
     except ApiError as exc:
         raise JobError(f"cannot read {kind} {'/'.join(filter(None, (namespace, name)))} ({api_version}): {exc}") from exc
-    # A list is filtered by the server; a named read by its labels here.
-    entry["resources"] = O.found(items, api_version, kind, selector if name else "")
+    entry["resources"] = O.found(items, api_version, kind)
     return entry
 
 
@@ -147,9 +146,9 @@ def task(module, rest: Rest) -> dict:
         version = rest.request("GET", "/version")
     except ApiError as exc:
         raise JobError(f"cannot read the server version: {exc}") from exc
-    discovery: dict = {}
+    kinds = Kinds(rest)
     return {"changed": False, "server_version": version,
-            "results": [read(rest, discovery, q) for q in module.params["queries"]]}
+            "results": [read(rest, kinds, q) for q in module.params["queries"]]}
 
 
 def main() -> None:

@@ -80,9 +80,9 @@ class Rest:
                 return None
             raise
 
-    def list(self, path: str, selector: str = "") -> list[dict]:
-        """All items (None when the kind is not served, e.g. a missing PodGroup CRD)."""
-        query = {"labelSelector": selector} if selector else {}
+    def list(self, path: str, selector: str = "", fields: str = "") -> list[dict]:
+        """All items (None when the kind is not served, e.g. a missing PodGroup CRD), by label and field selector."""
+        query = {key: value for key, value in (("labelSelector", selector), ("fieldSelector", fields)) if value}
         try:
             return self.request("GET", path, query=query).get("items") or []
         except ApiError as exc:

@@ -52,20 +52,11 @@ def test_prune_keeps_what_is_applied_and_reports_each_stale_object_once() -> Non
     assert O.stale(found, found) == []
 
 
-def test_a_named_read_counts_only_when_its_labels_match_the_selector() -> None:
-    labels = {"app": "x", "tier": "db"}
-    assert O.matches(labels, "app=x,tier==db") and O.matches(labels, "app") and O.matches(labels, "")
-    assert O.matches(labels, "app!=y,!missing")
-    assert not O.matches(labels, "app=y") and not O.matches(labels, "app!=x") and not O.matches(labels, "!tier")
-    assert not O.matches(labels, "missing")
-
-
 def test_found_objects_carry_their_kind_and_a_missing_one_is_left_out() -> None:
     listed = [{"metadata": {"name": "a", "labels": {"app": "x"}}}, None, {"metadata": {"name": "b"}}]
     out = O.found(listed, "v1", "ConfigMap")
     assert [(o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in out] == [("v1", "ConfigMap", "a"),
                                                                                  ("v1", "ConfigMap", "b")]
-    assert [o["metadata"]["name"] for o in O.found(listed, "v1", "ConfigMap", "app=x")] == ["a"]
 
 
 def test_a_crd_is_established_only_with_its_condition_true() -> None:
