@@ -15,16 +15,19 @@ if [ "${1:-}" = "--python" ]; then
     if [ -x "$candidate" ] && "$candidate" -c 'import ensurepip, venv' 2>/dev/null; then interp=$candidate; break; fi
   done
   [ -n "$interp" ] || { echo "hack/venv.sh: no working python$ver on this machine" >&2; exit 3; }
-  pvenv=$root/.venv/pythons/$ver
+  # Under .venv's real path: .venv links to a venv in the cache that every clone shares, and pip writes the venv's
+  # path into its scripts' #! lines (made through one clone's link, they would break when that clone goes).
+  pythons=$(cd "$root/.venv" 2>/dev/null && pwd -P)/pythons || pythons=$root/.venv/pythons
+  pvenv=$pythons/$ver
   core=$(grep -E '^ansible-core==' "$root/requirements.txt")
   controller=
   if [ "${3:-}" = "--ansible-core" ]; then
     core="ansible-core${4:?usage: hack/venv.sh --python X.Y --ansible-core SPEC}" controller=1
-    pvenv=$root/.venv/pythons/$ver-core$(echo "$4" | tr -c 'A-Za-z0-9.\n' '_')
+    pvenv=$pythons/$ver-core$(echo "$4" | tr -c 'A-Za-z0-9.\n' '_')
   fi
-  want=$( { "$interp" -V; cat "$root/requirements-unit.txt"; echo "$core"; } | sha256sum | cut -c1-16)
+  want=$( { "$interp" -V; cat "$root/requirements-unit.txt"; echo "$core"; echo "$pvenv"; } | sha256sum | cut -c1-16)
   # One maker per venv (parallel test workers ask for the same one): the others wait, then find it made.
-  mkdir -p "$root/.venv/pythons"
+  mkdir -p "$pythons"
   exec 9>"$pvenv.lock"
   flock 9
   if [ ! -f "$pvenv/.stamp" ] || [ "$(cat "$pvenv/.stamp")" != "$want" ]; then
