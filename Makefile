@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-cluster test-realnode lint run cluster-up cluster-down kubeconfig bench e2e kind-up kind-down
+.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-cluster test-realnode lint run cluster-up cluster-down kubeconfig bench e2e peer-e2e kind-up kind-down
 
 venv:
 	@bash hack/venv.sh
@@ -70,6 +70,11 @@ bench: venv
 
 e2e: venv
 	bash hack/e2e.sh
+
+# The Kubeflow MPI Operator's own e2e suite (v0.8.2, unchanged) against ours and against Kubeflow's, on the real node
+# (hack/peer_e2e.py; docs/peer-e2e.md). PEER_E2E_OPERATORS="kubeflow ours" (default), or one of them.
+peer-e2e: venv
+	$(PY) hack/peer_e2e.py
 
 demo: venv
 	bash hack/demo.sh

@@ -2,9 +2,11 @@
 # Builds the local images without Docker or a registry, each from its Containerfile with the project's one builder
 # (containerfile.py: cached by its build key, see there), and imports each into containerd (namespace k8s.io) when
 # containerd runs and lacks that build. Images: localhost/<name>:${MPI_IMAGE_TAG:-local}, also named by their key.
-# usage: hack/images/build.sh [--no-import] [--print] [pause|openmpi4|openmpi5|mpich|horovod|python|operator|
-#                                                    kubectl-delivery ...]
-#   (default: pause openmpi4 openmpi5 mpich operator; horovod is built on demand, its first build compiles)
+# usage: hack/images/build.sh [--no-import] [--print] [pause|openmpi4|openmpi5|mpich|intel|horovod|python|operator|
+#                                                    kubectl-delivery|pi-openmpi|pi-mpich|pi-intel|
+#                                                    kubeflow-operator ...]
+#   (default: pause openmpi4 openmpi5 mpich intel operator; horovod is built on demand, its first build compiles;
+#   the pi-* images, the Kubeflow e2e suite's, and kubeflow-operator by hack/peer-e2e.sh)
 #   --print: print "<ref> <tar> <build key>" per image.
 # The Containerfiles: the project's own (operator) and hack/images/<name>/Containerfile, whose context is
 # hack/images. A Containerfile's `ARG BASE_IMAGE=<registry image>` names its base; here a local stand-in built the
@@ -22,20 +24,27 @@ while [ $# -gt 0 ]; do
   esac
 done
 names=("$@")
-[ "${#names[@]}" -gt 0 ] || names=(pause openmpi4 openmpi5 mpich operator)
+[ "${#names[@]}" -gt 0 ] || names=(pause openmpi4 openmpi5 mpich intel operator)
 
 # The registry images the Containerfiles start from, and the local image that stands in for each.
 declare -A stand_in=([debian:bookworm]=debian-bookworm [debian:trixie]=debian-trixie
-                     [python:3.11-slim-bookworm]=python)
+                     [python:3.11-slim-bookworm]=python
+                     [localhost/mpi-openmpi5:local]=openmpi5 [localhost/mpi-mpich:local]=mpich
+                     [localhost/mpi-intel:local]=intel)
 # Results of build_image, by name (a base is built once per run however many images use it).
 declare -A built_ref=() built_tar=() built_key=()
 
 # Builds image $1 (its base first) unless cached; sets built_ref/built_tar/built_key[$1].
 build_image() {
-  local name=$1 image file context base args=() out start
+  local name=$1 image file context base args=() out start lock
   [ -z "${built_key[$name]:-}" ] || return 0
+  # One builder per image (and its context, its tar, its base's debootstrap) at a time on this machine: a second
+  # build.sh asking for the same image waits, one asking for another goes on (the node's images need not wait for
+  # Horovod's compile). Taken image before base, always in that order, so two builds cannot wait on each other.
+  exec {lock}>"$image_cache/.build-$name.lock"
+  flock "$lock"
   case $name in
-    pause | kubectl-delivery) image=$name ;;
+    pause | kubectl-delivery | kubeflow-operator) image=$name ;;
     python) image=mpi-python-base ;;
     *) image=mpi-$name ;;
   esac
@@ -57,6 +66,11 @@ build_image() {
            mkdir -p "$context"
            cp "$cache/bin/kubectl" "$context/kubectl"
            gcc -O2 -static -o "$context/deliver" "$images_dir/kubectl-delivery/deliver.c" ;;
+    # The peer's binary (hack/kubeflow.sh: built once, cached).
+    kubeflow-operator)
+           context=$image_cache/context/kubeflow-operator
+           mkdir -p "$context"
+           cp "$(bash "$images_dir/../kubeflow.sh")" "$context/mpi-operator" ;;
   esac
   [ -f "$file" ] || { log "no image '$name' (no $file)"; exit 2; }
   base=$(sed -n 's/^ARG BASE_IMAGE=//p' "$file")
@@ -76,16 +90,17 @@ build_image() {
   read -r built_ref[$name] built_tar[$name] built_key[$name] <<<"$out"
   grep -q '^\[containerfile\] .*: cached' "$image_cache/$image.log" ||
     log "built ${built_ref[$name]} in $((SECONDS - start)) s ($(du -m "${built_tar[$name]}" | cut -f1) MB)"
+  exec {lock}>&-
 }
 
 containerd_up() { ctr -n "$ctr_ns" version >/dev/null 2>&1; }
 
-# One build.sh at a time per cache: two at once (the test suite's workers, a molecule scenario) would rewrite the
-# operator's build context and the same image tars under each other, and race on apt-get's lock.
+# The host's tools once (apt-get's lock): one build.sh at a time here; each image has its lock (build_image).
 mkdir -p "$image_cache"
 exec 7>"$image_cache/.build.lock"
 flock 7
 ensure_host_tools
+flock -u 7
 for name in "${names[@]}"; do
   build_image "$name"
   ref=${built_ref[$name]} tar=${built_tar[$name]} key=${built_key[$name]}

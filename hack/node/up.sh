@@ -112,7 +112,7 @@ kernel_settings
 start_daemon containerd /usr/bin/containerd --config "$NODE_STATE/containerd.toml"
 wait_until "containerd" 30 ctr --address "$CONTAINERD_SOCK" version || die "containerd did not start (see $LOGS/node-containerd.log)"
 # shellcheck disable=SC2086
-bash "$NODE_DIR/../images/build.sh" ${MPI_NODE_IMAGES:-pause openmpi4 openmpi5 mpich}
+bash "$NODE_DIR/../images/build.sh" ${MPI_NODE_IMAGES:-pause openmpi4 openmpi5 mpich intel}
 
 # The kubelet's identity: a client certificate from the cluster CA, in the system:nodes group (Node authorizer).
 if [ ! -f "$NODE_STATE/kubelet.kubeconfig" ]; then

@@ -14,7 +14,7 @@ REPEAT = int(os.environ.get("MPI_E2E_REPEAT") or 1)
 
 
 @pytest.mark.parametrize("run", range(1, REPEAT + 1), ids=lambda r: f"run{r}")
-@pytest.mark.parametrize("manifest", ["pi-openmpi4.yaml", "pi-openmpi5.yaml", "pi-mpich.yaml"])
+@pytest.mark.parametrize("manifest", ["pi-openmpi4.yaml", "pi-openmpi5.yaml", "pi-mpich.yaml", "pi-intel.yaml"])
 def test_pi_runs_two_ranks_on_each_worker(jobs, manifest, run):
     outcome = jobs.run(manifest)
     assert outcome.condition("Succeeded"), (outcome.job.get("status"), outcome.launcher_log)

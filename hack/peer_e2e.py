@@ -1,0 +1,268 @@
+"""`make peer-e2e`: the Kubeflow MPI Operator's own e2e suite, unchanged, against our operator and, as the control,
+against Kubeflow's, on the local cluster with every MPI rank on the real node.
+
+The suite is test/e2e of the github.com/kubeflow/mpi-operator v0.8.2 module source as the Go module proxy serves it,
+compiled by `go test -c` (hack/kubeflow.sh --e2e; cached). It is written to run against an existing cluster and
+operator (USE_EXISTING_CLUSTER, USE_EXISTING_OPERATOR) with images from TEST_OPENMPI_IMAGE, TEST_INTELMPI_IMAGE and
+TEST_MPICH_IMAGE (hack/images/pi-*: ours, shaped as it expects), and it edits the Deployment `mpi-operator` in the
+namespace `mpi-operator` (container args such as --cluster-domain) and waits for it to be available again.
+
+For each operator (PEER_E2E_OPERATORS, default "kubeflow ours"; the control first, so the cluster ends with our CRD):
+  kubeflow: the v0.8.2 binary in an image (hack/images/kubeflow-operator), deployed by the module's own manifest
+            (deploy/v2beta1/mpi-operator.yaml, its image name the one thing changed); removed afterwards except its
+            CRD, which our install then takes over (mpi_operator_adopt_crd);
+  ours:     installed by playbooks/install.yml (the Helm-like defaults: Deployment mpi-operator in mpi-operator),
+            uninstalled by playbooks/uninstall.yml afterwards (the CRD stays, as always).
+Then the suite, with Ginkgo's skip on exactly the two gang-scheduling contexts (their schedulers install from Helm
+charts and registry images this machine cannot reach). While it runs the cluster is in its exclusive real-node mode:
+the real node's taint is off and the kwok nodes are cordoned, because the suite's pods carry no toleration and every
+rank must really run; the taint and the cordons are restored however the run ends.
+
+Writes build/peer-e2e/<operator>.log (the suite's verbose output) and results.json, prints the spec-by-spec table,
+and exits 1 unless every spec that ran passed on ours. Needs root (the real node) and the venv (make venv).
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CACHE = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
+KUBECONFIG = CACHE / "cluster/kubeconfig"
+KUBECTL = CACHE / "bin/kubectl"
+OUT = ROOT / "build/peer-e2e"
+VERSION = "v0.8.2"
+NAMESPACE = "mpi-operator"  # the suite's mpiOperator constant: the Deployment's name and namespace
+REAL_NODE = os.environ.get("MPI_REAL_NODE_NAME", "mpi-real-node")
+REAL_NODE_TAINT = "mpi.operator/real-node"
+# The two contexts whose schedulers cannot be installed here (Helm charts, registry images).
+SKIP = "with scheduler-plugins|with volcano-scheduler"
+SUITE_TIMEOUT_S = 3600
+
+
+def log(msg: str) -> None:
+    print(f"[peer-e2e {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run(argv: list[str], **kwargs) -> str:
+    """Runs argv; its stdout, or a clear failure with the end of its output."""
+    proc = subprocess.run(argv, cwd=kwargs.pop("cwd", ROOT), capture_output=True, text=True, check=False, **kwargs)
+    if proc.returncode != 0:
+        sys.exit(f"peer-e2e: {' '.join(map(str, argv[:3]))} ... failed ({proc.returncode}):\n"
+                 f"{(proc.stdout + proc.stderr)[-4000:]}")
+    return proc.stdout
+
+
+def kubectl(*args: str, stdin: str | None = None) -> str:
+    return run([str(KUBECTL), f"--kubeconfig={KUBECONFIG}", *args], input=stdin)
+
+
+def image(name: str) -> str:
+    """Builds (cached) and imports hack/images' `name`; its reference by the tag naming this build."""
+    ref, _tar, key = run(["bash", "hack/images/build.sh", "--print", name]).split()[:3]
+    return f"{ref.rsplit(':', 1)[0]}:{key}"
+
+
+def wait_until(what: str, check, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            sys.exit(f"peer-e2e: {what} did not happen within {timeout:.0f} s")
+        time.sleep(1)
+
+
+class Cluster:
+    def __init__(self) -> None:
+        self.api = config.new_client_from_config(str(KUBECONFIG))
+        self.core = client.CoreV1Api(self.api)
+        self.apps = client.AppsV1Api(self.api)
+        self.cordoned: list[str] = []
+        self.untainted = False
+
+    def exclusive_real_node(self) -> None:
+        """The suite's pods carry no toleration: the real node's taint off, the kwok nodes cordoned (each one that
+        was schedulable, so restore() uncordons only those)."""
+        node = self.core.read_node(REAL_NODE)
+        if any(t.key == REAL_NODE_TAINT for t in node.spec.taints or []):
+            kubectl("taint", "node", REAL_NODE, f"{REAL_NODE_TAINT}:NoSchedule-")
+            self.untainted = True
+        for other in self.core.list_node().items:
+            if other.metadata.name != REAL_NODE and not other.spec.unschedulable:
+                kubectl("cordon", other.metadata.name)
+                self.cordoned.append(other.metadata.name)
+        log(f"exclusive real-node mode: {REAL_NODE} untainted, cordoned {', '.join(self.cordoned) or 'nothing'}")
+
+    def restore(self) -> None:
+        if self.untainted:
+            kubectl("taint", "node", REAL_NODE, f"{REAL_NODE_TAINT}=true:NoSchedule", "--overwrite")
+        for name in self.cordoned:
+            kubectl("uncordon", name)
+        log(f"restored: {REAL_NODE} tainted again, uncordoned {', '.join(self.cordoned) or 'nothing'}")
+
+    def deployment_available(self) -> bool:
+        try:
+            return bool(self.apps.read_namespaced_deployment(NAMESPACE, NAMESPACE).status.available_replicas)
+        except ApiException as err:
+            if err.status == 404:
+                return False
+            raise
+
+    def suite_namespaces_gone(self) -> bool:
+        return not [n for n in self.core.list_namespace().items if n.metadata.name.startswith("e2e-")]
+
+
+def kubeflow_manifest(operator_image: str) -> list[dict]:
+    gomodcache = run(["go", "env", "GOMODCACHE"]).strip()
+    path = pathlib.Path(gomodcache) / f"github.com/kubeflow/mpi-operator@{VERSION}/deploy/v2beta1/mpi-operator.yaml"
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    for doc in docs:
+        if doc["kind"] == "Deployment":
+            for container in doc["spec"]["template"]["spec"]["containers"]:
+                container["image"] = operator_image
+    return docs
+
+
+def install(kind: str, cluster: Cluster, tmp: pathlib.Path) -> None:
+    if kind == "kubeflow":
+        docs = kubeflow_manifest(image("kubeflow-operator"))
+        kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
+                stdin=yaml.safe_dump_all(docs, sort_keys=False))
+    else:
+        ref = image("operator")
+        repository, tag = ref.rsplit(":", 1)
+        variables = {"mpi_operator_image_repository": repository, "mpi_operator_image_tag": tag,
+                     "mpi_operator_image_pull_policy": "Never", "mpi_operator_adopt_crd": True,
+                     "mpi_operator_wait_timeout": 180}
+        playbook("install.yml", variables, tmp)
+    wait_until(f"{kind}'s Deployment {NAMESPACE}/{NAMESPACE} available", cluster.deployment_available)
+
+
+def uninstall(kind: str, tmp: pathlib.Path) -> None:
+    if kind == "kubeflow":
+        # Everything of its manifest but the CRD (jobs are never deleted as a side effect).
+        docs = [d for d in kubeflow_manifest("unused") if d["kind"] != "CustomResourceDefinition"]
+        kubectl("delete", "--ignore-not-found", "--wait=true", "-f", "-", stdin=yaml.safe_dump_all(docs))
+    else:
+        playbook("uninstall.yml", {}, tmp)
+
+
+def playbook(name: str, variables: dict, tmp: pathlib.Path) -> None:
+    vars_file = tmp / f"{name}.json"
+    vars_file.write_text(json.dumps(variables))
+    env = dict(os.environ, KUBECONFIG=str(KUBECONFIG), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"))
+    run([str(ROOT / ".venv/bin/ansible-playbook"), f"playbooks/{name}", "-e", f"@{vars_file}"], env=env)
+
+
+# Ginkgo v1's verbose reporter prints each spec as it starts: its containers' texts on one line, its It on the next,
+# its file:line on the third; then the spec's steps and output, then its outcome: "•" (passed; "• [SLOW TEST:12.3
+# seconds]" past 5 s), "• Failure [12.3 seconds]" (also "• Failure in Spec Setup (BeforeEach) [...]"),
+# "• [PANICKED] ...", or "S [SKIPPING] ..." for a spec that skipped itself.
+SPEC = re.compile(r"^([^/\s][^\n]*?) ?\n  ([^/\s][^\n]*)\n  /\S+\.go:\d+$", re.M)
+OUTCOME = re.compile(r"^(•|S \[SKIPPING\])(.*)$", re.M)
+
+
+def parse(output: str) -> dict[str, dict]:
+    """Spec text -> {"outcome": passed|failed|skipped, "seconds": float|None} from the suite's -ginkgo.v output."""
+    results: dict[str, dict] = {}
+    starts = list(SPEC.finditer(output))
+    for i, spec in enumerate(starts):
+        body = output[spec.end():starts[i + 1].start() if i + 1 < len(starts) else len(output)]
+        outcome = OUTCOME.search(body)
+        if outcome is None:  # the run ended inside this spec (a timeout of the whole suite)
+            results[f"{spec[1]} {spec[2]}"] = {"outcome": "failed", "seconds": None}
+            continue
+        mark, rest = outcome[1], outcome[2]
+        seconds = re.search(r"([\d.]+) seconds\]", rest)
+        state = ("skipped" if mark.startswith("S") else
+                 "failed" if ("Failure" in rest or "PANICKED" in rest or "INTERRUPTED" in rest) else "passed")
+        results[f"{spec[1]} {spec[2]}"] = {"outcome": state, "seconds": float(seconds[1]) if seconds else None}
+    return results
+
+
+def run_suite(kind: str, suite: str, images: dict[str, str]) -> dict[str, dict]:
+    OUT.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, KUBECONFIG=str(KUBECONFIG), USE_EXISTING_CLUSTER="true", USE_EXISTING_OPERATOR="true",
+               TEST_OPENMPI_IMAGE=images["pi-openmpi"], TEST_INTELMPI_IMAGE=images["pi-intel"],
+               TEST_MPICH_IMAGE=images["pi-mpich"])
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as work:  # its rootPath ../.. (kind, helm, manifests) is never used here
+        proc = subprocess.run([suite, "-test.v", f"-test.timeout={SUITE_TIMEOUT_S}s", "-ginkgo.v", "-ginkgo.noColor",
+                               f"-ginkgo.skip={SKIP}"], cwd=work, env=env, capture_output=True, text=True,
+                              check=False, timeout=SUITE_TIMEOUT_S + 60)
+    output = proc.stdout + proc.stderr
+    (OUT / f"{kind}.log").write_text(output)
+    results = parse(output)
+    summary = re.search(r"^Ran \d+ of \d+ Specs.*$", output, re.M)
+    log(f"{kind}: exit {proc.returncode} in {time.monotonic() - started:.0f} s; "
+        f"{summary[0] if summary else 'no summary line'} (log: {OUT / f'{kind}.log'})")
+    return results
+
+
+def table(results: dict[str, dict[str, dict]], kinds: list[str]) -> str:
+    specs = sorted({spec for by_spec in results.values() for spec in by_spec})
+    header = "| spec | " + " | ".join(kinds) + " |\n|---|" + "---|" * len(kinds)
+    rows = []
+    for spec in specs:
+        cells = []
+        for kind in kinds:
+            r = results.get(kind, {}).get(spec)
+            cells.append("-" if r is None else r["outcome"] + (f" ({r['seconds']:.0f} s)" if r["seconds"] else ""))
+        rows.append(f"| {spec} | " + " | ".join(cells) + " |")
+    return "\n".join([header, *rows])
+
+
+def main() -> int:
+    kinds = os.environ.get("PEER_E2E_OPERATORS", "kubeflow ours").split()
+    if bad := [k for k in kinds if k not in ("kubeflow", "ours")]:
+        sys.exit(f"PEER_E2E_OPERATORS: {bad} (each one of: kubeflow, ours)")
+    started = time.monotonic()
+    log("cluster with its real node (hack/cluster/up.sh)")
+    run(["bash", "hack/cluster/up.sh"], env=dict(os.environ, MPI_CLUSTER_REAL_NODE="1"))
+    suite = run(["bash", "hack/kubeflow.sh", "--e2e"]).strip().splitlines()[-1]
+    images = {name: image(name) for name in ("pi-openmpi", "pi-mpich", "pi-intel")}
+    log(f"suite {suite}; images {images}")
+    cluster = Cluster()
+    results: dict[str, dict[str, dict]] = {}
+    seconds: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            cluster.exclusive_real_node()
+            for kind in kinds:
+                t0 = time.monotonic()
+                log(f"{kind}: installing")
+                install(kind, cluster, pathlib.Path(tmp))
+                try:
+                    results[kind] = run_suite(kind, suite, images)
+                finally:
+                    wait_until("the suite's namespaces deleted", cluster.suite_namespaces_gone, timeout=300)
+                    uninstall(kind, pathlib.Path(tmp))
+                seconds[kind] = round(time.monotonic() - t0, 1)
+        finally:
+            cluster.restore()
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "results.json").write_text(json.dumps({"version": VERSION, "skip": SKIP, "seconds": seconds,
+                                                  "results": results}, indent=2))
+    print(table(results, kinds))
+    print(f"\nskipped by name (-ginkgo.skip): {SKIP}; seconds per operator: {seconds}; "
+          f"total {time.monotonic() - started:.0f} s")
+    ours = results.get("ours", {})
+    failed = [spec for spec, r in ours.items() if r["outcome"] == "failed"]
+    if "ours" in kinds and (failed or not [r for r in ours.values() if r["outcome"] == "passed"]):
+        print(f"FAILED on ours: {failed or 'no spec passed'}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
