@@ -7,6 +7,7 @@ operator (USE_EXISTING_CLUSTER, USE_EXISTING_OPERATOR) with images from TEST_OPE
 TEST_MPICH_IMAGE (hack/images/pi-*: ours, shaped as it expects), and it edits the Deployment `mpi-operator` in the
 namespace `mpi-operator` (container args such as --cluster-domain) and waits for it to be available again.
 
+PEER_E2E_FOCUS=REGEX runs only the specs it matches (Ginkgo's focus), to look at one.
 For each operator (PEER_E2E_OPERATORS, default "kubeflow ours"; the control first, so the cluster ends with our CRD):
   kubeflow: the v0.8.2 binary in an image (hack/images/kubeflow-operator), deployed by the module's own manifest
             (deploy/v2beta1/mpi-operator.yaml, its image name the one thing changed); removed afterwards except its
@@ -197,8 +198,9 @@ def run_suite(kind: str, suite: str, images: dict[str, str]) -> dict[str, dict]:
                TEST_MPICH_IMAGE=images["pi-mpich"])
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as work:  # its rootPath ../.. (kind, helm, manifests) is never used here
+        focus = [f"-ginkgo.focus={os.environ['PEER_E2E_FOCUS']}"] if os.environ.get("PEER_E2E_FOCUS") else []
         proc = subprocess.run([suite, "-test.v", f"-test.timeout={SUITE_TIMEOUT_S}s", "-ginkgo.v", "-ginkgo.noColor",
-                               f"-ginkgo.skip={SKIP}"], cwd=work, env=env, capture_output=True, text=True,
+                               f"-ginkgo.skip={SKIP}", *focus], cwd=work, env=env, capture_output=True, text=True,
                               check=False, timeout=SUITE_TIMEOUT_S + 60)
     output = proc.stdout + proc.stderr
     (OUT / f"{kind}.log").write_text(output)

@@ -83,8 +83,7 @@ def kubeflow_contract(job: str, ns: str, workers: int, slots: int, impl: str, la
 
 
 # Our documented additions (docs/differences.md): PRRTE twins of the ORTE variables for OpenMPI 5.
-PRRTE = {"PRTE_MCA_prte_keep_fqdn_hostnames", "PRTE_MCA_prte_default_hostfile", "PRTE_MCA_plm_ssh_args",
-         "PRTE_MCA_prte_set_default_slots"}
+PRRTE = {"PRTE_MCA_prte_default_hostfile", "PRTE_MCA_plm_ssh_args", "PRTE_MCA_prte_set_default_slots"}
 
 
 def _env(container: dict) -> list[tuple[str, str | None]]:
