@@ -25,6 +25,14 @@ def test_pi_runs_two_ranks_on_each_worker(jobs, manifest, run):
     assert sorted(outcome.rank_hosts()) == sorted(workers * 2), outcome.launcher_log
 
 
+def test_openmpi5_launcher_as_worker_runs_a_rank_on_itself_and_on_each_worker(jobs):
+    outcome = jobs.run("pi-openmpi5-launcher-worker.yaml")
+    assert outcome.condition("Succeeded"), (outcome.job.get("status"), outcome.launcher_log)
+    # The launcher's own hostname is its short one; the ranks on it report that.
+    assert sorted(outcome.rank_hosts()) == sorted([f"{outcome.name}-launcher", *outcome.worker_hosts()]), \
+        outcome.launcher_log
+
+
 def test_v1_hello_world_of_the_seed_succeeds(jobs):
     outcome = jobs.run("v1-helloworld.yaml")
     assert outcome.condition("Succeeded"), (outcome.job.get("status"), outcome.launcher_log)
