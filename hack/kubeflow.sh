@@ -3,7 +3,7 @@
 # the cache, once; prints the binary's path. Prints nothing and exits 0 when there is no Go toolchain (callers skip).
 # The first build takes about 20 minutes on 2 cores, so hack/test.sh runs it before pytest, outside any test timeout.
 #   hack/kubeflow.sh --e2e   the peer's own e2e suite instead (test/e2e of the same module source, compiled unchanged by
-#                            `go test -c`; hack/peer-e2e.sh runs it), built once too; prints the test binary's path
+#                            `go test -c`; hack/peer_e2e.py runs it), built once too; prints the test binary's path
 set -euo pipefail
 version=${KUBEFLOW_MPI_OPERATOR_VERSION:-v0.8.2}
 out=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}/kubeflow-mpi-operator/$version

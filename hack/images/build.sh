@@ -6,7 +6,7 @@
 #                                                    kubectl-delivery|pi-openmpi|pi-mpich|pi-intel|
 #                                                    kubeflow-operator ...]
 #   (default: pause openmpi4 openmpi5 mpich intel operator; horovod is built on demand, its first build compiles;
-#   the pi-* images, the Kubeflow e2e suite's, and kubeflow-operator by hack/peer-e2e.sh)
+#   the pi-* images, the Kubeflow e2e suite's, and kubeflow-operator by hack/peer_e2e.py)
 #   --print: print "<ref> <tar> <build key>" per image.
 # The Containerfiles: the project's own (operator) and hack/images/<name>/Containerfile, whose context is
 # hack/images. A Containerfile's `ARG BASE_IMAGE=<registry image>` names its base; here a local stand-in built the
