@@ -269,6 +269,21 @@ def _second_namespace(api_client: Any, base: str) -> str:
     return name
 
 
+def _events_but_stale_creates(api_client: Any, namespace: str, name: str) -> set[tuple[str, str]]:
+    """The job's events as (reason, message), but for the Kubeflow operator's own race on a busy machine: v0.8.2
+    decides from its informers' cache, so a sync that runs before the cache holds the pod or Job it has just made
+    creates it again, gets AlreadyExists and records a Warning "MPIJobFailed: worker pod created failed: ... already
+    exists" for a job that is fine (its next sync sees the child; the conditions stay the same). Seen in CI of 77c4c49
+    (docs/testing.md, races). Ours takes AlreadyExists on a create as the child being there (kube/reconcile.py)."""
+    from kubernetes import client
+
+    events = client.CoreV1Api(api_client).list_namespaced_event(
+        namespace, field_selector=f"involvedObject.kind=MPIJob,involvedObject.name={name}").items
+    return {(e.reason, e.message or "") for e in events
+            if not (e.reason == "MPIJobFailed" and "created failed" in (e.message or "")
+                    and "already exists" in (e.message or ""))}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["openmpi-v2beta1", "intel-launcher-as-worker", "mpich-non-root",
                                      "gang-scheduler-plugins", "gang-volcano", "host-network-cluster-domain"])
@@ -327,7 +342,7 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
             replicas = copy.deepcopy(status.get("replicaStatuses") or {})
             replicas.get("Worker", {}).pop("selector", None)  # ours fills it for `kubectl scale`
             return ([(c["type"], c["status"], c["reason"]) for c in status.get("conditions") or []], replicas,
-                    event_reasons(api_client, namespace, name))
+                    {reason for reason, _ in _events_but_stale_creates(api_client, namespace, name)})
 
         # Ours is written when mpijob_reconcile returns (status, then events); Kubeflow writes its status after the
         # children and its events through client-go's asynchronous broadcaster: wait for them, then compare.
@@ -337,7 +352,9 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
         theirs_status, ours_status = status_and_events(kf_ns), status_and_events(namespace)
         assert theirs_status[0] == ours_status[0], "conditions differ"
         assert theirs_status[1] == ours_status[1], "replicaStatuses differ"
-        assert theirs_status[2] == ours_status[2], "event reasons differ"
+        assert theirs_status[2] == ours_status[2], (
+            f"event reasons differ: theirs {_events_but_stale_creates(api_client, kf_ns, name)}, "
+            f"ours {_events_but_stale_creates(api_client, namespace, name)}")
     finally:
         core.delete_namespace(kf_ns, propagation_policy="Background")
 
