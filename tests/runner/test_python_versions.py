@@ -18,6 +18,7 @@ ARGS = {"k8s_objects": {"definitions": [{"apiVersion": "v1", "kind": "Namespace"
         "k8s_read": {"queries": [{"api_version": "v1", "kind": "Namespace", "name": "a"}]},
         "mpijob": {"name": "pi", "workers": 2}, "mpijob_info": {"name": "pi"},
         "mpijob_reconcile": {"jobs": [{"namespace": "a", "name": "b"}]}, "mpijob_wait": {"name": "pi"},
+        "mpijob_sync": {"source": "git", "src": ["/nonexistent/jobs"]},
         "operator_rollout": {"namespace": "mpi-operator", "timeout": 5}}
 
 
@@ -61,7 +62,8 @@ def test_the_oldest_ansible_core_on_its_oldest_python_runs_the_group_the_modules
     tmp_path: pathlib.Path,
 ) -> None:
     """ansible-core 2.17 with controller Python 3.10 (the issue's failing setup): module_defaults through
-    group/mpi.operator.k8s, every module, and mpijob's action plugin rendering a template (ansible-core before 2.19
+    group/mpi.operator.k8s, every module, mpijob's action plugin rendering a template and mpijob_sync's resolving its
+    paths (ansible-core before 2.19
     templates differently)."""
     runtime = yaml.safe_load((ROOT / "meta/runtime.yml").read_text())
     assert runtime["requires_ansible"] == ">=2.17.0"
@@ -84,9 +86,11 @@ def test_the_oldest_ansible_core_on_its_oldest_python_runs_the_group_the_modules
             {"name": "template", "mpi.operator.mpijob": {"template": "job.j2"}, "register": "template",
              "ignore_errors": True},
             {"name": "wait", "mpi.operator.mpijob_wait": {"name": "pi"}, "register": "wait", "ignore_errors": True},
+            {"name": "sync", "mpi.operator.mpijob_sync": {"source": "git", "src": ["jobs/", "*.yaml"]},
+             "register": "sync", "ignore_errors": True},
             {"name": "report", "ansible.builtin.copy": {"dest": str(report), "content": (
                 "{{ {'version': ansible_version.full, 'info': info.msg, 'scale': scale.msg,"
-                " 'reconcile': reconcile.msg, 'template': template.msg, 'wait': wait.msg} | to_json }}")}},
+                " 'reconcile': reconcile.msg, 'template': template.msg, 'wait': wait.msg, 'sync': sync.msg} | to_json }}")}},
         ],
     }]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
@@ -97,7 +101,7 @@ def test_the_oldest_ansible_core_on_its_oldest_python_runs_the_group_the_modules
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
     got = json.loads(report.read_text())
     assert got["version"].startswith("2.17."), got
-    for task in ("info", "scale", "reconcile", "wait"):
+    for task in ("info", "scale", "reconcile", "wait", "sync"):
         assert got[task].startswith("Kubernetes API server unreachable"), got
     # The module parsed the rendered text: the variable was substituted (unrendered, it is not even YAML).
     assert got["template"] == "definition must hold exactly one MPIJob, found 0", got

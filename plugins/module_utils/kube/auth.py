@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..mpijob.errors import BadAuth, Unreachable
+from ..mpijob.errors import BadAuth
 
 # The connection options of every module of the collection, named and typed as kubernetes.core's (args_common.py)
 # so one module_defaults block (group/mpi.operator.k8s) configures both; documented by doc_fragments/auth.py.
@@ -148,7 +148,7 @@ def api_client(params: dict) -> Any:
         elif a.source == "in-cluster":
             k8s_config.load_incluster_config(client_configuration=cfg)
     except (ConfigException, OSError) as exc:
-        raise Unreachable(f"cannot load Kubernetes credentials: {exc}") from exc
+        raise BadAuth(f"cannot load the Kubernetes credentials of {_credentials_source(a, params)}: {exc}") from exc
     if a.host:
         cfg.host = a.host.rstrip("/")
     if a.api_key:
@@ -164,9 +164,30 @@ def api_client(params: dict) -> Any:
         import urllib3
 
         cfg.proxy_headers = urllib3.util.make_headers(**a.proxy_headers)
-    cfg.retries = 1  # a dead API server must fail fast; transient errors are retried by the operator loop
+    # A dead API server must fail fast: a refused connection is tried once more, a request the server took and never
+    # answered is not (it already waited request_timeout). Transient errors are retried by the operator loop.
+    import urllib3
+
+    cfg.retries = urllib3.util.Retry(total=1, connect=1, read=0, status=0, redirect=0)
     cfg.connection_pool_maxsize = 16
     return k8s_client.ApiClient(cfg)
+
+
+def _credentials_source(a: Auth, params: dict) -> str:
+    """Which credentials were tried, named as the user gave them: the kubeconfig option or its environment variable
+    (with the path), $KUBECONFIG, the default ~/.kube/config, or the in-cluster service account."""
+    if a.source == "in-cluster":
+        return "the in-cluster service account (/var/run/secrets/kubernetes.io/serviceaccount)"
+    if isinstance(a.kubeconfig, dict):
+        return "the kubeconfig option (a kubeconfig document)"
+    if a.kubeconfig:
+        given = "the kubeconfig option" if params.get("kubeconfig") else "$K8S_AUTH_KUBECONFIG"
+        return f"{given}, kubeconfig {a.kubeconfig}"
+    if os.environ.get("KUBECONFIG"):
+        return f"$KUBECONFIG, kubeconfig {os.environ['KUBECONFIG']}"
+    default = os.path.expanduser("~/.kube/config")
+    return (f"the default kubeconfig {default} (no kubeconfig option, $K8S_AUTH_KUBECONFIG or $KUBECONFIG"
+            + (", nor host" if not a.host else "") + " was given)")
 
 
 def _in_cluster() -> bool:

@@ -32,7 +32,9 @@ class Urllib3Transport:
             ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
         if ep.cert_file and ep.key_file:
             ctx.load_cert_chain(ep.cert_file, ep.key_file)
-        self.pool = urllib3.PoolManager(maxsize=16, ssl_context=ctx, retries=urllib3.Retry(total=1, redirect=0),
+        # a refused connection is tried once more; a request the server took and never answered is not sent again
+        retries = urllib3.Retry(total=1, connect=1, read=0, status=0, redirect=0)
+        self.pool = urllib3.PoolManager(maxsize=16, ssl_context=ctx, retries=retries,
                                         cert_reqs="CERT_REQUIRED" if ep.verify else "CERT_NONE")
 
     def open(self, method: str, path: str, query: dict | None, headers: dict, body: Any, timeout: float | tuple[float, float],
@@ -52,7 +54,9 @@ class Urllib3Transport:
             return self.pool.request(method, url, body=data, headers=_header_dict(self.headers, headers),
                                      timeout=timeout, preload_content=preload)
         except self._urllib3.exceptions.HTTPError as exc:
-            raise Unreachable(f"{method} {path}: {exc}") from exc
+            late = "timed out" in str(exc).lower()
+            raise Unreachable(f"{method} {path}: " + (f"no answer within request_timeout ({timeout} s): " if late else "")
+                              + str(exc)) from exc
 
     def send(self, method: str, path: str, query: dict | None, headers: dict, body: Any,
              timeout: float | tuple[float, float]) -> tuple[int, str, bytes]:
@@ -95,7 +99,9 @@ class ApiClientTransport:
         try:
             return self.client.call_api(*params, _request_timeout=timeout).response
         except self._urllib3.exceptions.HTTPError as exc:
-            raise Unreachable(f"{method} {path}: {exc}") from exc
+            late = "timed out" in str(exc).lower()
+            raise Unreachable(f"{method} {path}: " + (f"no answer within request_timeout ({timeout} s): " if late else "")
+                              + str(exc)) from exc
 
     def send(self, method: str, path: str, query: dict | None, headers: dict, body: Any,
              timeout: float | tuple[float, float]) -> tuple[int, str, bytes]:

@@ -43,7 +43,7 @@ def argument_spec(name: str, module) -> dict:
 
 
 def test_every_module_is_here() -> None:
-    assert MODULES == ["k8s_objects", "k8s_read", "mpijob", "mpijob_info", "mpijob_reconcile", "mpijob_wait", "operator_rollout"]
+    assert MODULES == ["k8s_objects", "k8s_read", "mpijob", "mpijob_info", "mpijob_reconcile", "mpijob_sync", "mpijob_wait", "operator_rollout"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -248,3 +248,45 @@ def test_the_kubernetes_client_path_takes_a_dict_and_the_certificate_options(tmp
                            "ca_cert": "/ca.pem", "validate_certs": False}).configuration
     assert (cfg.host, cfg.cert_file, cfg.key_file, cfg.ssl_ca_cert, cfg.verify_ssl) == (
         "https://127.0.0.1:6443", "/c.crt", "/c.key", "/ca.pem", False)
+
+
+def test_credentials_that_cannot_be_loaded_are_named_with_their_path(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31: a missing kubeconfig was 'Kubernetes API server unreachable: ... No configuration found', its path
+    never named. It is a bad connection option, named as the user gave it."""
+    missing = str(tmp_path / "missing")
+    with pytest.raises(BadAuth, match=f"the kubeconfig option, kubeconfig {missing}: "):
+        kube_auth.api_client({"kubeconfig": missing})
+    monkeypatch.setenv("KUBECONFIG", missing)
+    with pytest.raises(BadAuth, match=f"of \\$KUBECONFIG, kubeconfig {missing}: "):
+        kube_auth.api_client({})
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(BadAuth, match=f"the default kubeconfig {tmp_path}/.kube/config \\(no kubeconfig option"):
+        kube_auth.api_client({})
+
+
+def test_a_server_that_accepts_and_never_answers_fails_within_request_timeout_saying_so(tmp_path: pathlib.Path) -> None:
+    """Issue 31: such a server took 61.9 s to fail with request_timeout 30 (the request was sent twice). A refused
+    connection is still tried twice; a request the server took is not sent again. Both transports."""
+    import socket
+    import time
+
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import Unreachable
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        host = f"https://127.0.0.1:{server.getsockname()[1]}"
+        # two kubeconfig files go to the kubernetes client's loader (ApiClientTransport)
+        first = write(tmp_path, {"token": "t"}, {"server": host, "insecure-skip-tls-verify": True}, "a")
+        both = f"{first}:{write(tmp_path, {'token': 't'}, name='b')}"
+        for params, transport in (({"host": host, "validate_certs": False}, "Urllib3Transport"),
+                                  ({"kubeconfig": both}, "ApiClientTransport")):
+            rest = kube_rest.connect({**params, "request_timeout": 1.5})
+            assert type(rest.transport).__name__ == transport
+            started = time.monotonic()
+            with pytest.raises(Unreachable, match=r"no answer within request_timeout \(1.5 s\)"):
+                rest.get("/version")
+            assert time.monotonic() - started < 2.9, transport
