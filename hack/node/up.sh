@@ -21,8 +21,8 @@ apiserver_ready || die "the API server is not up: run hack/cluster/up.sh first"
 
 bash "$NODE_DIR/packages.sh"
 
-# Binaries: the kubelet from the cluster's own build (same version as the control plane), CoreDNS and crictl
-# from the Go module proxy.
+# Binaries: the kubelet from the cluster's own build (same version as the control plane), CoreDNS (the plugins the
+# Corefile uses: hack/node/go/coredns) and crictl from the Go module proxy.
 [ -x "$BIN/kubelet" ] || bash "$NODE_DIR/../cluster/build.sh" kubelet
 go_install() {
   local name=$1 pkg=$2 version=$3 stamp=$BIN/.stamps/$1
@@ -32,7 +32,19 @@ go_install() {
   GOBIN=$BIN GOFLAGS=-trimpath nice go install -ldflags="-s -w" "$pkg@$version" || die "go install $pkg@$version failed"
   echo "$pkg@$version" >"$stamp"
 }
-go_install coredns github.com/coredns/coredns "$COREDNS_VERSION"
+build_coredns() {
+  local mod=$NODE_DIR/go/coredns stamp=$BIN/.stamps/coredns recipe
+  grep -q "^require github.com/coredns/coredns $COREDNS_VERSION\$" "$mod/go.mod" \
+    || die "hack/node/go/coredns/go.mod does not require github.com/coredns/coredns $COREDNS_VERSION (versions.env)"
+  recipe=$({ go env GOVERSION; cat "$mod/go.mod" "$mod/go.sum" "$mod/main.go"; } | sha256sum | cut -d' ' -f1)
+  [ -x "$BIN/coredns" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$recipe" ] && return 0
+  nlog "building coredns $COREDNS_VERSION (bind, errors, kubernetes, forward) from the Go module proxy"
+  mkdir -p "$BIN/.stamps"
+  (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly nice go build -buildvcs=false -trimpath -ldflags="-s -w" \
+    -o "$BIN/coredns" .) || die "build of coredns failed"
+  echo "$recipe" >"$stamp"
+}
+build_coredns
 go_install crictl sigs.k8s.io/cri-tools/cmd/crictl "$CRI_TOOLS_VERSION"
 
 # render TEMPLATE OUT: fill @NAME@ placeholders from the shell variables of the same name.
