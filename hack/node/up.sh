@@ -38,7 +38,7 @@ build_coredns() {
     || die "hack/node/go/coredns/go.mod does not require github.com/coredns/coredns $COREDNS_VERSION (versions.env)"
   recipe=$({ go env GOVERSION; cat "$mod/go.mod" "$mod/go.sum" "$mod/main.go"; } | sha256sum | cut -d' ' -f1)
   [ -x "$BIN/coredns" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$recipe" ] && return 0
-  nlog "building coredns $COREDNS_VERSION (bind, errors, kubernetes, forward) from the Go module proxy"
+  nlog "building coredns $COREDNS_VERSION (the plugins of its Corefiles: hack/node/go/coredns) from the Go module proxy"
   mkdir -p "$BIN/.stamps"
   (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly nice go build -buildvcs=false -trimpath -ldflags="-s -w" \
     -o "$BIN/coredns" .) || die "build of coredns failed"

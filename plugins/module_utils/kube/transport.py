@@ -91,17 +91,41 @@ class ApiClientTransport:
 
     def open(self, method: str, path: str, query: dict | None, headers: dict, body: Any, timeout: float | tuple[float, float]) -> Any:
         """The urllib3 response, its body not read yet (the client never preloads)."""
-        params = self.client.param_serialize(method=method, resource_path=path,
-                                             query_params=list((query or {}).items()), header_params=headers,
-                                             body=body, auth_settings=["BearerToken"])
-        if self.headers:  # after serialisation: a repeated header (Impersonate-Group) needs urllib3's own dict
-            params = (params[0], params[1], _header_dict(params[2], self.headers), *params[3:])
         try:
+            if not hasattr(self.client, "param_serialize"):
+                return self._open_before_36(method, path, query, headers, body, timeout)
+            params = self.client.param_serialize(method=method, resource_path=path,
+                                                 query_params=list((query or {}).items()), header_params=headers,
+                                                 body=body, auth_settings=["BearerToken"])
+            if self.headers:  # after serialisation: a repeated header (Impersonate-Group) needs urllib3's own dict
+                params = (params[0], params[1], _header_dict(params[2], self.headers), *params[3:])
             return self.client.call_api(*params, _request_timeout=timeout).response
         except self._urllib3.exceptions.HTTPError as exc:
             late = "timed out" in str(exc).lower()
             raise Unreachable(f"{method} {path}: " + (f"no answer within request_timeout ({timeout} s): " if late else "")
                               + str(exc)) from exc
+
+    def _open_before_36(self, method: str, path: str, query: dict | None, headers: dict, body: Any,
+                        timeout: float | tuple[float, float]) -> Any:
+        """The same through kubernetes < 36 (the newest on Python 3.9), whose ApiClient has no param_serialize and
+        whose call_api raises on every status >= 300: the request goes to its REST client's pool (certificates, proxy
+        and retries as the loader configured them), with the headers its auth settings give (a token refreshed by
+        an exec plugin included)."""
+        hdrs = dict(self.client.default_headers)
+        hdrs.update(headers)
+        queries = list((query or {}).items())
+        self.client.update_params_for_auth(hdrs, queries, ["BearerToken"])
+        url = self.client.configuration.host + path + (("?" + urlencode(queries)) if queries else "")
+        if body is None or isinstance(body, bytes):
+            data = body
+        elif isinstance(body, str):
+            data = body.encode()
+        else:
+            data = json.dumps(body, separators=(",", ":")).encode()
+        if isinstance(timeout, tuple):
+            timeout = self._urllib3.Timeout(connect=timeout[0], read=timeout[1])
+        return self.client.rest_client.pool_manager.request(
+            method, url, body=data, headers=_header_dict(hdrs, self.headers), timeout=timeout, preload_content=False)
 
     def send(self, method: str, path: str, query: dict | None, headers: dict, body: Any,
              timeout: float | tuple[float, float]) -> tuple[int, str, bytes]:
