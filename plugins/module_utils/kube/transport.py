@@ -42,14 +42,7 @@ class Urllib3Transport:
         """The response, its body not read unless `preload` (a watch streams it; release_conn() when done).
         `timeout`: seconds, or (connect, read) as a watch needs them."""
         url = self.host + path + (("?" + urlencode(query)) if query else "")
-        if body is None or isinstance(body, bytes):
-            data = body
-        elif isinstance(body, str):  # already serialised (server-side apply sends its manifest as text)
-            data = body.encode()
-        else:
-            data = json.dumps(body, separators=(",", ":")).encode()
-        if isinstance(timeout, tuple):
-            timeout = self._urllib3.Timeout(connect=timeout[0], read=timeout[1])
+        data, timeout = _encoded(body), _timeout(self._urllib3, timeout)
         try:
             return self.pool.request(method, url, body=data, headers=_header_dict(self.headers, headers),
                                      timeout=timeout, preload_content=preload)
@@ -62,6 +55,21 @@ class Urllib3Transport:
              timeout: float | tuple[float, float]) -> tuple[int, str, bytes]:
         resp = self.open(method, path, query, headers, body, timeout, preload=True)
         return resp.status, resp.reason or "", resp.data
+
+
+def _encoded(body: Any) -> bytes | None:
+    """The request body as bytes: as given, a str already serialised (server-side apply sends its manifest as text),
+    anything else as compact JSON."""
+    if body is None or isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _timeout(urllib3: Any, timeout: float | tuple[float, float]) -> Any:
+    """Seconds, or (connect, read) as a watch needs them, as urllib3 takes them."""
+    return urllib3.Timeout(connect=timeout[0], read=timeout[1]) if isinstance(timeout, tuple) else timeout
 
 
 def _header_dict(*parts: Any) -> Any:
@@ -116,14 +124,7 @@ class ApiClientTransport:
         queries = list((query or {}).items())
         self.client.update_params_for_auth(hdrs, queries, ["BearerToken"])
         url = self.client.configuration.host + path + (("?" + urlencode(queries)) if queries else "")
-        if body is None or isinstance(body, bytes):
-            data = body
-        elif isinstance(body, str):
-            data = body.encode()
-        else:
-            data = json.dumps(body, separators=(",", ":")).encode()
-        if isinstance(timeout, tuple):
-            timeout = self._urllib3.Timeout(connect=timeout[0], read=timeout[1])
+        data, timeout = _encoded(body), _timeout(self._urllib3, timeout)
         return self.client.rest_client.pool_manager.request(
             method, url, body=data, headers=_header_dict(hdrs, self.headers), timeout=timeout, preload_content=False)
 
