@@ -36,11 +36,16 @@ rm -rf "$results"
 mkdir -p "$results"
 t_start=$SECONDS
 timings=()  # "phase seconds" lines for the summary
+# children_cpu: CPU seconds (user + system) of this shell's children that have ended (/proc's cutime + cstime): a
+# phase's or build step's processes and theirs (compilers, pytest workers, playbooks), not the cluster's daemons.
+clk_tck=$(getconf CLK_TCK)
+children_cpu() { local f; read -ra f <"/proc/$BASHPID/stat"; echo $(((f[15] + f[16]) / clk_tck)); }
 
 # run_pytest NAME SELECTION [pytest args...]: one phase; its junit XML and exit code go to $results/NAME.*.
 # pytest's 5 (nothing selected) is recorded as such: the total decides whether anything ran at all.
 run_pytest() {
-  local name=$1 selection=$2 start=$SECONDS rc; shift 2
+  local name=$1 selection=$2 start=$SECONDS cpu rc; shift 2
+  cpu=$(children_cpu)
   echo "=== $name: pytest -m '$selection' $*"
   set +e
   .venv/bin/python -m pytest tests -q --durations=15 --timeout=1200 -p no:cacheprovider -m "$selection" \
@@ -49,7 +54,7 @@ run_pytest() {
   set -e
   echo "$rc" >"$results/$name.rc"
   timings+=("$name $((SECONDS - start))")
-  echo "=== $name: exit $rc in $((SECONDS - start)) s"
+  echo "=== $name: exit $rc in $((SECONDS - start)) s, $(($(children_cpu) - cpu)) CPU-s"
 }
 
 # The builds: each step timed into $results/build.log; exit status in $results/build.rc. Go compiles on both cores
@@ -60,12 +65,12 @@ run_pytest() {
 # (hack/kubeflow.sh's lock), the run does not. (On 28 Nov, with all the image tars niced in one chain behind the Go
 # build, a cold run's node waited about 8 minutes for them, the machine 64-79 % busy meanwhile.)
 build() {
-  local local_kubeconfig=$1 start
+  local local_kubeconfig=$1 start cpu
   step() {
-    start=$SECONDS
+    start=$SECONDS cpu=$(children_cpu)
     echo "[build] $1 ..."
     "${@:2}" >/dev/null || { echo "[build] $1 failed" >&2; return 1; }
-    echo "[build] $1: $((SECONDS - start)) s"
+    echo "[build] $1: $((SECONDS - start)) s, $(($(children_cpu) - cpu)) CPU-s"
   }
   if [ "$(id -u)" = 0 ] && command -v debootstrap >/dev/null; then
     (step "image tars (pause, openmpi4, openmpi5, mpich, intel, operator)" bash hack/images/build.sh --no-import \
@@ -160,6 +165,16 @@ print_phase2
 
 # What was still building after the builds' main chain (the Kubeflow peer, its tests waited for it).
 [ ! -f "$results/build.log" ] || grep "^\[build\] Kubeflow peer:" "$results/build.log" || true
+# The CPU the cluster's daemons used since they started (in a run that started them: the whole run), which no
+# phase's count includes.
+daemons=()
+for d in etcd kube-apiserver kube-controller-manager kube-scheduler kwok kubelet containerd coredns; do
+  for pid in $(pgrep -x "$d" || true); do
+    read -ra f 2>/dev/null <"/proc/$pid/stat" || continue
+    daemons+=("$d $(((f[13] + f[14]) / clk_tck))")
+  done
+done
+[ ${#daemons[@]} -eq 0 ] || echo "the cluster's daemons, CPU-s since they started: $(IFS=,; echo "${daemons[*]}" | sed 's/,/, /g')"
 
 # The total over every phase, from their junit XML; any phase that failed fails the run, and so does a run in
 # which no test ran at all (pytest's 5 in every phase).
