@@ -13,7 +13,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import 
 
 from .health import Heartbeats
 from .log import job_fields
-from .metrics import Metrics, counted, has_launcher
+from .metrics import Metrics, counted, has_launcher, is_waiting, waiting_since
 from .queue import Key, WorkQueue
 from .runner import BatchRunner, RunOutcome
 from .watch import Change
@@ -96,6 +96,7 @@ class Controller:
         self.max_batch = max_batch
         self.workers: list[threading.Thread] = []
         self._counted: set[tuple[str, str]] = set()  # (uid, condition type) already counted
+        self._waiting_seen: dict[tuple[str, str], float] = {}  # jobs in mpi_operator_job_waiting_since_seconds
         self._lock = threading.Lock()
         self._in_flight: set[Key] = set()
         self._seen_in_flight: dict[Key, list[Change]] = {}  # child events during the job's run
@@ -217,11 +218,13 @@ class Controller:
         """Kubeflow's metrics from what the module reported: the condition transitions it wrote."""
         if result.deleted:
             self.metrics.job_info.remove(f"{result.name}-launcher", result.namespace)
+            self._set_waiting(result.namespace, result.name, None)
             with self._lock:
                 self._counted = {c for c in self._counted if c[0] != result.uid}
             return
         if result.status is None:
             return
+        self._set_waiting(result.namespace, result.name, result.status)
         if has_launcher(result.actions, result.status):
             self.metrics.job_info.labels(launcher=f"{result.name}-launcher", namespace=result.namespace).set(1)
         for ctype in counted(result.transitions):
@@ -231,6 +234,19 @@ class Controller:
                     continue
                 self._counted.add(mark)
             self.metrics.job_counter(ctype).inc()
+
+    def _set_waiting(self, namespace: str, name: str, status: dict | None) -> None:
+        """mpi_operator_job_waiting_since_seconds of one job: set while it waits to run, removed otherwise. A job
+        whose status tells no time (a phase without conditions) counts from when this replica first saw it wait."""
+        key = (namespace, name)
+        with self._lock:
+            if status is None or not is_waiting(status):
+                if self._waiting_seen.pop(key, None) is not None:
+                    self.metrics.job_waiting_since.remove(namespace, name)
+                return
+            since = waiting_since(status) or self._waiting_seen.get(key) or time.time()
+            self._waiting_seen[key] = since
+        self.metrics.job_waiting_since.labels(namespace=namespace, mpijob=name).set(since)
 
 
 def _summary(actions: list[dict]) -> str:

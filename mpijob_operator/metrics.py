@@ -15,10 +15,17 @@ from prometheus_client import (
 )
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition, parse_time
 
 # The condition types the Kubeflow counters follow (each feeds the counter Metrics.job_counter names).
 COUNTED_CONDITIONS = (C.CREATED, C.SUCCEEDED, C.FAILED)
+# The label values of the labelled counters, exported at 0 from the start: a rate or increase over a counter that
+# appears at 1 misses its first event (what the alerting rules count).
+RECONCILE_RESULTS = ("ok", "retry", "error", "deleted")
+RUN_STATUSES = ("successful", "failed", "timeout", "canceled", "error")
+RUNNER_KINDS = ("warm", "cold")
+# A job that stopped waiting: one of these conditions True.
+_NOT_WAITING = (C.RUNNING, C.SUCCEEDED, C.FAILED, C.SUSPENDED)
 
 
 class Metrics:
@@ -72,6 +79,17 @@ class Metrics:
         self.watch_restarts = Counter(
             "mpi_operator_watch_restarts", "Watch restarts", ["resource", "reason"], registry=r
         )
+        self.job_waiting_since = Gauge(
+            "mpi_operator_job_waiting_since_seconds",
+            "Unix time since which an MPIJob has been created (or resumed) without running yet",
+            ["namespace", "mpijob"], registry=r,
+        )
+        for result in RECONCILE_RESULTS:
+            self.reconciles.labels(result=result)
+        for status in RUN_STATUSES:
+            self.runner_runs.labels(status=status)
+        for kind in RUNNER_KINDS:
+            self.runner_starts.labels(kind=kind)
 
     def job_counter(self, condition_type: str) -> Counter:
         """Kubeflow's counter of jobs whose condition `condition_type` (one of COUNTED_CONDITIONS) became True."""
@@ -90,3 +108,43 @@ def has_launcher(actions: Iterable[dict[str, Any]], status: dict[str, Any] | Non
         return True
     launcher = ((status or {}).get("replicaStatuses") or {}).get(C.LAUNCHER)
     return bool(launcher) and any(launcher.get(k) for k in ("active", "succeeded", "failed"))
+
+
+def waiting_since(status: dict[str, Any] | None) -> float | None:
+    """Since when (Unix seconds) the job has waited to run, None when it is not waiting or the status cannot say.
+
+    kubeflow.org: `Created` True and none of Running, Succeeded, Failed, Suspended True; since the later of `Created`'s
+    and (a resumed job) `Suspended`'s lastTransitionTime. The APIs with a phase (T9k, bdap): phase `Pending`, since
+    the earliest lastTransitionTime of their conditions, or None when they have none (the caller's first sight)."""
+    if not isinstance(status, dict):
+        return None
+    conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+    times = {kind: _time(c.get("lastTransitionTime")) for kind, c in conditions.items()}
+    if "phase" in status:
+        if status.get("phase") != "Pending":
+            return None
+        known = [t.timestamp() for t in times.values() if t is not None]
+        return min(known) if known else None
+    created = conditions.get(C.CREATED)
+    if not created or created.get("status") != "True" or times.get(C.CREATED) is None:
+        return None
+    if any(conditions.get(kind, {}).get("status") == "True" for kind in _NOT_WAITING):
+        return None
+    since = [times[C.CREATED]] + ([times[C.SUSPENDED]] if times.get(C.SUSPENDED) else [])
+    return max(since).timestamp()
+
+
+def _time(text: Any) -> Any:
+    try:
+        return parse_time(text) if isinstance(text, str) else None
+    except ValueError:  # a status someone else wrote: no time rather than no operator
+        return None
+
+
+def is_waiting(status: dict[str, Any] | None) -> bool:
+    """The job waits to run (see waiting_since), whether or not its status says since when."""
+    if not isinstance(status, dict):
+        return False
+    if "phase" in status:
+        return status.get("phase") == "Pending"
+    return waiting_since(status) is not None

@@ -207,3 +207,40 @@ def test_a_finished_jobs_cleanup_is_expected_by_what_the_module_decided():
     c.enqueue(A, Change("Pod", "a-worker-0", "MODIFIED"))
     c.enqueue(A, Change("Pod", "a-worker-0", "DELETED"))
     assert q.depth() == 0
+
+
+def test_a_job_that_waits_to_run_is_in_the_waiting_gauge_until_it_runs_or_goes(monkeypatch):
+    c, _, m = controller({})
+    waiting = "mpi_operator_job_waiting_since_seconds"
+    created = cond("Created", "2030-01-01T00:00:00Z")
+    c.record(result("a", status={"conditions": [created]}))
+    assert value(m, waiting, namespace="ns", mpijob="a") == 1893456000  # 2030-01-01T00:00:00Z
+    c.record(result("a", status={"conditions": [created, cond("Running", "2030-01-01T00:05:00Z")]}))
+    assert value(m, waiting, namespace="ns", mpijob="a") is None
+    # Suspended, then resumed: it waits again, counted from the resume.
+    suspended = cond("Suspended", "2030-01-01T00:10:00Z")
+    c.record(result("a", status={"conditions": [created, suspended]}))
+    assert value(m, waiting, namespace="ns", mpijob="a") is None
+    resumed = {**suspended, "status": "False", "lastTransitionTime": "2030-01-01T01:00:00Z"}
+    c.record(result("a", status={"conditions": [created, resumed]}))
+    assert value(m, waiting, namespace="ns", mpijob="a") == 1893456000 + 3600
+    c.record(result("a", status={"conditions": [created, resumed, cond("Failed")]}))
+    assert value(m, waiting, namespace="ns", mpijob="a") is None
+    # A phase without conditions (T9k, bdap): from this replica's first sight, kept while it stays Pending.
+    monkeypatch.setattr("mpijob_operator.controller.time.time", lambda: 1000.0)
+    c.record(result("b", status={"phase": "Pending"}))
+    monkeypatch.setattr("mpijob_operator.controller.time.time", lambda: 2000.0)
+    c.record(result("b", status={"phase": "Pending"}))
+    assert value(m, waiting, namespace="ns", mpijob="b") == 1000.0
+    c.record(result("b", deleted=True))
+    assert value(m, waiting, namespace="ns", mpijob="b") is None
+    # A bad time someone else wrote costs the job its time, not the operator its loop.
+    c.record(result("c", status={"conditions": [{**created, "lastTransitionTime": "yesterday"}]}))
+    assert value(m, waiting, namespace="ns", mpijob="c") is None
+
+
+def test_labelled_counters_start_at_zero_so_a_rate_sees_their_first_event():
+    m = Metrics(CollectorRegistry())
+    assert value(m, "mpi_operator_reconciles_total", result="error") == 0
+    assert value(m, "mpi_operator_runner_runs_total", status="failed") == 0
+    assert value(m, "mpi_operator_runner_starts_total", kind="cold") == 0

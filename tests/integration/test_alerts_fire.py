@@ -1,0 +1,128 @@
+"""A real Prometheus (Debian's, hack/prometheus/fetch.sh) scrapes the running operator and evaluates the shipped
+alerting rules (roles/operator/files/prometheus-rules.yml) on what it scrapes: healthy, nothing fires; a job the
+operator cannot accept (an injected reconcile error) makes MPIOperatorReconcileErrors pending, and its copy without
+`for` fires; a job that cannot be scheduled shows in the waiting gauge; the operator stopped makes MPIOperatorDown
+pending. The `for` durations themselves are promtool's to test (tests/runner/test_alerts.py)."""
+from __future__ import annotations
+
+import json
+import pathlib
+import socket
+import subprocess
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration._fixtures.cluster import wait_for
+from tests.integration._fixtures.operator import OperatorProcess, create_mpijob, new_mpijob
+
+pytestmark = [pytest.mark.cluster]
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RULES = ROOT / "roles/operator/files/prometheus-rules.yml"
+NOW = "MPIOperatorReconcileErrorsNow"  # the copy of MPIOperatorReconcileErrors without `for`
+
+
+class Prometheus:
+    def __init__(self, url: str):
+        self.url = url
+
+    def get(self, path: str, **params: str) -> Any:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        with urllib.request.urlopen(f"{self.url}{path}{query}", timeout=5) as r:
+            body = json.loads(r.read())
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def alerts(self) -> dict[str, dict[str, Any]]:
+        """Active alerts (pending or firing) by name."""
+        return {a["labels"]["alertname"]: a for a in self.get("/api/v1/alerts")["alerts"]}
+
+    def target_up(self) -> bool:
+        return any(t["health"] == "up" for t in self.get("/api/v1/targets")["activeTargets"])
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        return self.get("/api/v1/query", query=expr)["result"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def prometheus(running_operator: OperatorProcess, namespace: str, tmp_path: pathlib.Path) -> Iterator[Prometheus]:
+    fetched = subprocess.run(["bash", str(ROOT / "hack/prometheus/fetch.sh")], capture_output=True, text=True,
+                             timeout=600)
+    assert fetched.returncode == 0, f"hack/prometheus/fetch.sh: {fetched.stderr}"
+    rules = yaml.safe_load(RULES.read_text())
+    now = next(dict(r) for g in rules["groups"] for r in g["rules"] if r["alert"] == "MPIOperatorReconcileErrors")
+    now.update(alert=NOW, **{"for": "0s"})
+    (tmp_path / "now.yml").write_text(yaml.safe_dump({"groups": [{"name": "now", "rules": [now]}]}))
+    port = _free_port()
+    # The job name the rules expect (a ServiceMonitor's), the namespace label a ServiceMonitor's target carries.
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump({
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(RULES), str(tmp_path / "now.yml")],
+        "scrape_configs": [{"job_name": "mpi-operator-metrics", "static_configs": [
+            {"targets": [f"127.0.0.1:{running_operator.port}"], "labels": {"namespace": namespace}}]}],
+    }))
+    log = (tmp_path / "prometheus.log").open("wb")
+    proc = subprocess.Popen([fetched.stdout.strip() + "/prometheus", f"--config.file={tmp_path / 'prometheus.yml'}",
+                             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    server = Prometheus(f"http://127.0.0.1:{port}")
+    try:
+        def ready() -> bool:
+            try:
+                return server.target_up()
+            except OSError:
+                assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()
+                return False
+        wait_for(ready, 60, 0.5, "Prometheus up, scraping the operator")
+        yield server
+    finally:
+        proc.terminate()
+        proc.wait(20)
+        log.close()
+
+
+def test_a_real_prometheus_fires_the_operators_alerts_on_injected_faults(
+    prometheus: Prometheus, running_operator: OperatorProcess, api_client: Any, namespace: str
+) -> None:
+    wait_for(lambda: prometheus.query('mpi_operator_is_leader == 1'), 30, 0.5, "the leader's metric scraped")
+    wait_for(lambda: prometheus.get("/api/v1/rules")["groups"][0]["rules"][0].get("lastEvaluation", "").startswith(
+        "2"), 30, 0.5, "the rules evaluated")
+    assert prometheus.alerts() == {}, "a healthy operator raises no alert"
+
+    # A reconcile error: a job this collection's CRD lets by and the operator refuses (ValidationError).
+    bad = new_mpijob("bad", runPolicy={"schedulingPolicy": {"minAvailable": -1}})
+    create_mpijob(api_client, namespace, bad)
+    # A job whose pods no node takes: Created, never Running.
+    stuck = new_mpijob("stuck", workers=1)
+    for role in ("Launcher", "Worker"):
+        stuck["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]["nodeSelector"] = {"no-such-node": "true"}
+    create_mpijob(api_client, namespace, stuck)
+
+    def reconcile_errors() -> dict[str, dict[str, Any]] | None:
+        alerts = prometheus.alerts()
+        return alerts if alerts.get(NOW, {}).get("state") == "firing" else None
+    alerts = wait_for(reconcile_errors, 90, 1, f"{NOW} firing")
+    assert alerts[NOW]["labels"] == {"alertname": NOW, "namespace": namespace, "severity": "warning"}
+    assert alerts[NOW]["annotations"]["summary"] == f"MPI Operator in {namespace}: 100% of reconciles fail"
+    assert alerts["MPIOperatorReconcileErrors"]["state"] == "pending"  # the shipped rule, waiting out its 10m
+
+    waiting = wait_for(lambda: prometheus.query('mpi_operator_job_waiting_since_seconds{mpijob="stuck"}'), 90, 1,
+                       "the stuck job in the waiting gauge")
+    assert waiting[0]["metric"]["namespace"] == namespace
+    assert not prometheus.query('mpi_operator_job_waiting_since_seconds{mpijob="bad"}')  # failed, not waiting
+
+    # The operator gone: its target is down, MPIOperatorDown pending.
+    running_operator.stop()
+    down = wait_for(lambda: prometheus.alerts().get("MPIOperatorDown"), 30, 0.5, "MPIOperatorDown")
+    assert down["state"] == "pending" and down["labels"]["severity"] == "critical"
