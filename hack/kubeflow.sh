@@ -26,15 +26,15 @@ if [ ! -x "$binary" ]; then
     GOFLAGS=-mod=mod go mod tidy >&2
   fi
   echo "building ${package#github.com/kubeflow/} of the Kubeflow MPI Operator $version (cached in $out; the first build of the two about 20 min)" >&2
-  # Pure Go and -trimpath, as hack/cluster/build.sh builds Kubernetes: the standard library and the dependencies at
-  # the same versions compile once for both (the Go build cache keys on these flags). cgo off changes only which
-  # DNS resolver the net package uses (Go's own, as in Kubernetes' binaries).
-  export CGO_ENABLED=0 GOFLAGS="-mod=mod -trimpath"
+  # Pure Go, -trimpath and no DWARF, as hack/cluster/build.sh builds Kubernetes: the standard library and the
+  # dependencies at the same versions compile once for both (the Go build cache keys on these flags). cgo off changes
+  # only which DNS resolver the net package uses (Go's own, as in Kubernetes' binaries).
+  export CGO_ENABLED=0 GOFLAGS="-mod=mod -trimpath -gcflags=all=-dwarf=false"
   if [ "$package" = github.com/kubeflow/mpi-operator/test/e2e ]; then
     # A package of another module's tests: -mod=mod adds what its _test.go files import to the wrapper's go.mod.
-    go test -c -o "$binary.tmp" "$package" >&2
+    go test -c -ldflags="-s -w" -o "$binary.tmp" "$package" >&2
   else
-    go build -o "$binary.tmp" "$package" >&2
+    go build -ldflags="-s -w" -o "$binary.tmp" "$package" >&2
   fi
   mv -f "$binary.tmp" "$binary"
 fi

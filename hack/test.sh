@@ -36,16 +36,17 @@ rm -rf "$results"
 mkdir -p "$results"
 t_start=$SECONDS
 timings=()  # "phase seconds" lines for the summary
-# children_cpu: CPU seconds (user + system) of this shell's children that have ended (/proc's cutime + cstime): a
-# phase's or build step's processes and theirs (compilers, pytest workers, playbooks), not the cluster's daemons.
+# children_cpu: sets children_cpu_s to the CPU seconds (user + system) of this shell's children that have ended
+# (/proc's cutime + cstime): a phase's or build step's processes and theirs (compilers, pytest workers, playbooks), not
+# the cluster's daemons. A variable, not output: $(...) would read the stat of the subshell it runs in.
 clk_tck=$(getconf CLK_TCK)
-children_cpu() { local f; read -ra f <"/proc/$BASHPID/stat"; echo $(((f[15] + f[16]) / clk_tck)); }
+children_cpu() { local f; read -ra f <"/proc/$BASHPID/stat"; children_cpu_s=$(((f[15] + f[16]) / clk_tck)); }
 
 # run_pytest NAME SELECTION [pytest args...]: one phase; its junit XML and exit code go to $results/NAME.*.
 # pytest's 5 (nothing selected) is recorded as such: the total decides whether anything ran at all.
 run_pytest() {
   local name=$1 selection=$2 start=$SECONDS cpu rc; shift 2
-  cpu=$(children_cpu)
+  children_cpu; cpu=$children_cpu_s
   echo "=== $name: pytest -m '$selection' $*"
   set +e
   .venv/bin/python -m pytest tests -q --durations=15 --timeout=1200 -p no:cacheprovider -m "$selection" \
@@ -54,7 +55,8 @@ run_pytest() {
   set -e
   echo "$rc" >"$results/$name.rc"
   timings+=("$name $((SECONDS - start))")
-  echo "=== $name: exit $rc in $((SECONDS - start)) s, $(($(children_cpu) - cpu)) CPU-s"
+  children_cpu
+  echo "=== $name: exit $rc in $((SECONDS - start)) s, $((children_cpu_s - cpu)) CPU-s"
 }
 
 # The builds: each step timed into $results/build.log; exit status in $results/build.rc. Go compiles on both cores
@@ -67,10 +69,11 @@ run_pytest() {
 build() {
   local local_kubeconfig=$1 start cpu
   step() {
-    start=$SECONDS cpu=$(children_cpu)
+    children_cpu; start=$SECONDS cpu=$children_cpu_s
     echo "[build] $1 ..."
     "${@:2}" >/dev/null || { echo "[build] $1 failed" >&2; return 1; }
-    echo "[build] $1: $((SECONDS - start)) s, $(($(children_cpu) - cpu)) CPU-s"
+    children_cpu
+    echo "[build] $1: $((SECONDS - start)) s, $((children_cpu_s - cpu)) CPU-s"
   }
   if [ "$(id -u)" = 0 ] && command -v debootstrap >/dev/null; then
     (step "image tars (pause, openmpi4, openmpi5, mpich, intel, operator)" bash hack/images/build.sh --no-import \
@@ -168,7 +171,7 @@ print_phase2
 # The CPU the cluster's daemons used since they started (in a run that started them: the whole run), which no
 # phase's count includes.
 daemons=()
-for d in etcd kube-apiserver kube-controller-manager kube-scheduler kwok kubelet containerd coredns; do
+for d in etcd kube-apiserver kube-controller kube-scheduler kwok kubelet containerd coredns; do  # comm: 15 characters
   for pid in $(pgrep -x "$d" || true); do
     read -ra f 2>/dev/null <"/proc/$pid/stat" || continue
     daemons+=("$d $(((f[13] + f[14]) / clk_tck))")

@@ -218,13 +218,13 @@ class Controller:
         """Kubeflow's metrics from what the module reported: the condition transitions it wrote."""
         if result.deleted:
             self.metrics.job_info.remove(f"{result.name}-launcher", result.namespace)
-            self._set_waiting(result.namespace, result.name, None)
+            self._set_waiting(result.namespace, result.name, None, False)
             with self._lock:
                 self._counted = {c for c in self._counted if c[0] != result.uid}
             return
         if result.status is None:
             return
-        self._set_waiting(result.namespace, result.name, result.status)
+        self._set_waiting(result.namespace, result.name, result.status, result.api_version is not None)
         if has_launcher(result.actions, result.status):
             self.metrics.job_info.labels(launcher=f"{result.name}-launcher", namespace=result.namespace).set(1)
         for ctype in counted(result.transitions):
@@ -235,16 +235,17 @@ class Controller:
                 self._counted.add(mark)
             self.metrics.job_counter(ctype).inc()
 
-    def _set_waiting(self, namespace: str, name: str, status: dict | None) -> None:
+    def _set_waiting(self, namespace: str, name: str, status: dict | None, phase_api: bool) -> None:
         """mpi_operator_job_waiting_since_seconds of one job: set while it waits to run, removed otherwise. A job
-        whose status tells no time (a phase without conditions) counts from when this replica first saw it wait."""
+        whose status tells no time (a phase without conditions) counts from when this replica first saw it wait.
+        `phase_api`: the job is not kubeflow.org's (T9k, bdap: their state is the status' phase)."""
         key = (namespace, name)
         with self._lock:
-            if status is None or not is_waiting(status):
+            if status is None or not is_waiting(status, phase_api):
                 if self._waiting_seen.pop(key, None) is not None:
                     self.metrics.job_waiting_since.remove(namespace, name)
                 return
-            since = waiting_since(status) or self._waiting_seen.get(key) or time.time()
+            since = waiting_since(status, phase_api) or self._waiting_seen.get(key) or time.time()
             self._waiting_seen[key] = since
         self.metrics.job_waiting_since.labels(namespace=namespace, mpijob=name).set(since)
 

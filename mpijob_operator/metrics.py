@@ -110,17 +110,18 @@ def has_launcher(actions: Iterable[dict[str, Any]], status: dict[str, Any] | Non
     return bool(launcher) and any(launcher.get(k) for k in ("active", "succeeded", "failed"))
 
 
-def waiting_since(status: dict[str, Any] | None) -> float | None:
+def waiting_since(status: dict[str, Any] | None, phase_api: bool = False) -> float | None:
     """Since when (Unix seconds) the job has waited to run, None when it is not waiting or the status cannot say.
 
     kubeflow.org: `Created` True and none of Running, Succeeded, Failed, Suspended True; since the later of `Created`'s
-    and (a resumed job) `Suspended`'s lastTransitionTime. The APIs with a phase (T9k, bdap): phase `Pending`, since
-    the earliest lastTransitionTime of their conditions, or None when they have none (the caller's first sight)."""
+    and (a resumed job) `Suspended`'s lastTransitionTime. The APIs whose state is a phase (`phase_api`: T9k, bdap):
+    phase `Pending`, since the earliest lastTransitionTime of their conditions, or None when they have none (the
+    caller's first sight)."""
     if not isinstance(status, dict):
         return None
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
     times = {kind: _time(c.get("lastTransitionTime")) for kind, c in conditions.items()}
-    if "phase" in status:
+    if phase_api:
         if status.get("phase") != "Pending":
             return None
         known = [t.timestamp() for t in times.values() if t is not None]
@@ -141,10 +142,8 @@ def _time(text: Any) -> Any:
         return None
 
 
-def is_waiting(status: dict[str, Any] | None) -> bool:
+def is_waiting(status: dict[str, Any] | None, phase_api: bool = False) -> bool:
     """The job waits to run (see waiting_since), whether or not its status says since when."""
-    if not isinstance(status, dict):
-        return False
-    if "phase" in status:
-        return status.get("phase") == "Pending"
+    if phase_api:
+        return isinstance(status, dict) and status.get("phase") == "Pending"
     return waiting_since(status) is not None

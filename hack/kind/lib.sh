@@ -60,6 +60,7 @@ ensure_kind() {
   local start=$SECONDS
   log "building kind $KIND_VERSION (go install, once)"
   # Pure Go and -trimpath like every other Go build here: the standard library compiles once for all of them.
-  GOBIN=$bin CGO_ENABLED=0 GOFLAGS=-trimpath nice go install -ldflags="-s -w" "sigs.k8s.io/kind@$KIND_VERSION"
+  GOBIN=$bin CGO_ENABLED=0 GOFLAGS="-trimpath -gcflags=all=-dwarf=false" nice go install -ldflags="-s -w" \
+    "sigs.k8s.io/kind@$KIND_VERSION"
   log "built kind in $((SECONDS - start)) s"
 }

@@ -29,8 +29,8 @@ go_install() {
   [ -x "$BIN/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$pkg@$version" ] && return 0
   nlog "building $name $version from the Go module proxy"
   mkdir -p "$BIN/.stamps"
-  # Pure Go and -trimpath like every other Go build here: the standard library compiles once for all of them.
-  GOBIN=$BIN CGO_ENABLED=0 GOFLAGS=-trimpath nice go install -ldflags="-s -w" "$pkg@$version" \
+  # Pure Go, -trimpath and no DWARF like every other Go build here: the standard library compiles once for all.
+  GOBIN=$BIN CGO_ENABLED=0 GOFLAGS="-trimpath -gcflags=all=-dwarf=false" nice go install -ldflags="-s -w" "$pkg@$version" \
     || die "go install $pkg@$version failed"
   echo "$pkg@$version" >"$stamp"
 }
@@ -42,7 +42,8 @@ build_coredns() {
   [ -x "$BIN/coredns" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$recipe" ] && return 0
   nlog "building coredns $COREDNS_VERSION (the plugins of its Corefiles: hack/node/go/coredns) from the Go module proxy"
   mkdir -p "$BIN/.stamps"
-  (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly nice go build -buildvcs=false -trimpath -ldflags="-s -w" \
+  (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly nice go build -buildvcs=false -trimpath -gcflags=all=-dwarf=false \
+    -ldflags="-s -w" \
     -o "$BIN/coredns" .) || die "build of coredns failed"
   echo "$recipe" >"$stamp"
 }

@@ -1,7 +1,7 @@
 """The operator's alerting rules (roles/operator/files/prometheus-rules.yml) checked and unit-tested by Prometheus'
 own tool: `promtool check rules` on the file and `promtool test rules` on tests/alerts/ (each alert fires on its
 fault, after its `for`, with its labels and annotations, and stays silent on a healthy operator). promtool is Debian's
-(hack/prometheus/fetch.sh unpacks the package into the cache)."""
+(hack/deb-unpack.sh unpacks the package into the cache)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ TESTS = ROOT / "tests/alerts/prometheus-rules.test.yml"
 
 @pytest.fixture(scope="module")
 def promtool() -> str:
-    proc = subprocess.run(["bash", str(ROOT / "hack/prometheus/fetch.sh")], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"hack/prometheus/fetch.sh: {proc.stderr}"
+    proc = subprocess.run(["bash", str(ROOT / "hack/deb-unpack.sh"), "prometheus", "prometheus", "promtool"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"hack/deb-unpack.sh: {proc.stderr}"
     return proc.stdout.strip() + "/promtool"
 
 

@@ -213,7 +213,7 @@ def test_a_job_that_waits_to_run_is_in_the_waiting_gauge_until_it_runs_or_goes(m
     c, _, m = controller({})
     waiting = "mpi_operator_job_waiting_since_seconds"
     created = cond("Created", "2030-01-01T00:00:00Z")
-    c.record(result("a", status={"conditions": [created]}))
+    c.record(result("a", status={"conditions": [created], "phase": "Created"}))  # our kubeflow.org status has a phase
     assert value(m, waiting, namespace="ns", mpijob="a") == 1893456000  # 2030-01-01T00:00:00Z
     c.record(result("a", status={"conditions": [created, cond("Running", "2030-01-01T00:05:00Z")]}))
     assert value(m, waiting, namespace="ns", mpijob="a") is None
@@ -228,9 +228,10 @@ def test_a_job_that_waits_to_run_is_in_the_waiting_gauge_until_it_runs_or_goes(m
     assert value(m, waiting, namespace="ns", mpijob="a") is None
     # A phase without conditions (T9k, bdap): from this replica's first sight, kept while it stays Pending.
     monkeypatch.setattr("mpijob_operator.controller.time.time", lambda: 1000.0)
-    c.record(result("b", status={"phase": "Pending"}))
+    t9k = "batch.tensorstack.dev/v1beta1"
+    c.record(result("b", status={"phase": "Pending"}, api_version=t9k))
     monkeypatch.setattr("mpijob_operator.controller.time.time", lambda: 2000.0)
-    c.record(result("b", status={"phase": "Pending"}))
+    c.record(result("b", status={"phase": "Pending"}, api_version=t9k))
     assert value(m, waiting, namespace="ns", mpijob="b") == 1000.0
     c.record(result("b", deleted=True))
     assert value(m, waiting, namespace="ns", mpijob="b") is None
