@@ -169,7 +169,8 @@ def playbook(name: str, variables: dict, tmp: pathlib.Path) -> None:
 # its file:line on the third; then the spec's steps and output, then its outcome: "•" (passed; "• [SLOW TEST:12.3
 # seconds]" past 5 s), "• Failure [12.3 seconds]" (also "• Failure in Spec Setup (BeforeEach) [...]"),
 # "• [PANICKED] ...", or "S [SKIPPING] ..." for a spec that skipped itself.
-SPEC = re.compile(r"^([^/\s][^\n]*?) ?\n  ([^/\s][^\n]*)\n  /\S+\.go:\d+$", re.M)
+# The source line is absolute, or module-relative when the suite was built with -trimpath (hack/kubeflow.sh).
+SPEC = re.compile(r"^(?!\S+\.go:\d+$)(\S[^\n]*?) ?\n  (?!\S+\.go:\d+$)(\S[^\n]*)\n  \S+\.go:\d+$", re.M)
 OUTCOME = re.compile(r"^(•|S \[SKIPPING\])(.*)$", re.M)
 
 

@@ -89,3 +89,25 @@ def test_table_puts_the_operators_side_by_side_and_marks_a_spec_one_of_them_did_
     table = peer_e2e.table(results, ["kubeflow", "ours"]).splitlines()
     assert table[0] == "| spec | kubeflow | ours |"
     assert "| MPIJob with custom cluster-domain when running as root should succeed | failed (207 s) | - |" in table
+
+
+def test_a_suite_built_with_trimpath_names_its_sources_by_module_path() -> None:
+    output = """------------------------------
+MPIJob with OpenMPI implementation when running as root\x20
+  should succeed
+  github.com/kubeflow/mpi-operator@v0.8.2/test/e2e/mpi_job_test.go:108
+STEP: Creating MPIJob
+
+\u2022 [SLOW TEST:5.144 seconds]
+MPIJob
+github.com/kubeflow/mpi-operator@v0.8.2/test/e2e/mpi_job_test.go:41
+  with OpenMPI implementation
+  github.com/kubeflow/mpi-operator@v0.8.2/test/e2e/mpi_job_test.go:87
+    when running as root
+    github.com/kubeflow/mpi-operator@v0.8.2/test/e2e/mpi_job_test.go:107
+      should succeed
+      github.com/kubeflow/mpi-operator@v0.8.2/test/e2e/mpi_job_test.go:108
+------------------------------
+"""
+    assert peer_e2e.parse(output) == {
+        "MPIJob with OpenMPI implementation when running as root should succeed": {"outcome": "passed", "seconds": 5.144}}
