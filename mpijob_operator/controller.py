@@ -13,7 +13,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import 
 
 from .health import Heartbeats
 from .log import job_fields
-from .metrics import Metrics, counted, has_launcher, is_waiting, waiting_since
+from .metrics import Metrics, counted, has_launcher, waiting
 from .queue import Key, WorkQueue
 from .runner import BatchRunner, RunOutcome
 from .watch import Change
@@ -240,12 +240,13 @@ class Controller:
         whose status tells no time (a phase without conditions) counts from when this replica first saw it wait.
         `phase_api`: the job is not kubeflow.org's (T9k, bdap: their state is the status' phase)."""
         key = (namespace, name)
+        is_waiting, since = waiting(status, phase_api)
         with self._lock:
-            if status is None or not is_waiting(status, phase_api):
+            if not is_waiting:
                 if self._waiting_seen.pop(key, None) is not None:
                     self.metrics.job_waiting_since.remove(namespace, name)
                 return
-            since = waiting_since(status, phase_api) or self._waiting_seen.get(key) or time.time()
+            since = since or self._waiting_seen.get(key) or time.time()
             self._waiting_seen[key] = since
         self.metrics.job_waiting_since.labels(namespace=namespace, mpijob=name).set(since)
 

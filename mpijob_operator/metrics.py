@@ -110,29 +110,29 @@ def has_launcher(actions: Iterable[dict[str, Any]], status: dict[str, Any] | Non
     return bool(launcher) and any(launcher.get(k) for k in ("active", "succeeded", "failed"))
 
 
-def waiting_since(status: dict[str, Any] | None, phase_api: bool = False) -> float | None:
-    """Since when (Unix seconds) the job has waited to run, None when it is not waiting or the status cannot say.
+def waiting(status: dict[str, Any] | None, phase_api: bool = False) -> tuple[bool, float | None]:
+    """Whether the job waits to run, and since when (Unix seconds; None when its status cannot say).
 
     kubeflow.org: `Created` True and none of Running, Succeeded, Failed, Suspended True; since the later of `Created`'s
     and (a resumed job) `Suspended`'s lastTransitionTime. The APIs whose state is a phase (`phase_api`: T9k, bdap):
     phase `Pending`, since the earliest lastTransitionTime of their conditions, or None when they have none (the
     caller's first sight)."""
     if not isinstance(status, dict):
-        return None
+        return False, None
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
     times = {kind: _time(c.get("lastTransitionTime")) for kind, c in conditions.items()}
     if phase_api:
         if status.get("phase") != "Pending":
-            return None
+            return False, None
         known = [t.timestamp() for t in times.values() if t is not None]
-        return min(known) if known else None
+        return True, (min(known) if known else None)
     created = conditions.get(C.CREATED)
     if not created or created.get("status") != "True" or times.get(C.CREATED) is None:
-        return None
+        return False, None
     if any(conditions.get(kind, {}).get("status") == "True" for kind in _NOT_WAITING):
-        return None
+        return False, None
     since = [times[C.CREATED]] + ([times[C.SUSPENDED]] if times.get(C.SUSPENDED) else [])
-    return max(since).timestamp()
+    return True, max(since).timestamp()
 
 
 def _time(text: Any) -> Any:
@@ -140,10 +140,3 @@ def _time(text: Any) -> Any:
         return parse_time(text) if isinstance(text, str) else None
     except ValueError:  # a status someone else wrote: no time rather than no operator
         return None
-
-
-def is_waiting(status: dict[str, Any] | None, phase_api: bool = False) -> bool:
-    """The job waits to run (see waiting_since), whether or not its status says since when."""
-    if phase_api:
-        return isinstance(status, dict) and status.get("phase") == "Pending"
-    return waiting_since(status) is not None

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from tests.debian import deb_program
 from tests.e2e.conftest import (
     BUILT_IMAGES,
     MANIFESTS,
@@ -176,18 +177,11 @@ def install_and_check(api: client.ApiClient, tmp_path, image: str, pull_policy: 
         core.delete_namespace(watch)
 
 
-def registry_binary() -> str:
-    """The CNCF distribution registry from Debian's docker-registry package (2.8), unpacked into the cache once:
-    nothing to compile (building distribution v3 from the Go module proxy cost a cold run about 190 CPU-seconds)."""
-    proc = subprocess.run(["bash", str(ROOT / "hack/deb-unpack.sh"), "docker-registry", "docker-registry"],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"hack/deb-unpack.sh docker-registry: {proc.stderr}"
-    return proc.stdout.strip() + "/docker-registry"
-
-
 def test_image_pushed_to_a_registry_is_pulled_by_the_kubelet(api: client.ApiClient, tmp_path,
                                                             operator_archive: tuple[str, str]) -> None:
-    binary = registry_binary()
+    # Debian's docker-registry (distribution 2.8): nothing to compile (building distribution v3 from the Go module
+    # proxy cost a cold run about 190 CPU-seconds).
+    binary = deb_program("docker-registry", "docker-registry")
     assert shutil.which("skopeo"), "skopeo (Debian's, installed by hack/node/packages.sh) is needed to push"
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

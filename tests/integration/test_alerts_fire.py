@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.debian import deb_program
 from tests.integration._fixtures.cluster import wait_for
 from tests.integration._fixtures.operator import OperatorProcess, create_mpijob, new_mpijob
 
@@ -58,9 +59,7 @@ def _free_port() -> int:
 
 @pytest.fixture
 def prometheus(running_operator: OperatorProcess, namespace: str, tmp_path: pathlib.Path) -> Iterator[Prometheus]:
-    fetched = subprocess.run(["bash", str(ROOT / "hack/deb-unpack.sh"), "prometheus", "prometheus", "promtool"], capture_output=True, text=True,
-                             timeout=600)
-    assert fetched.returncode == 0, f"hack/deb-unpack.sh: {fetched.stderr}"
+    binary = deb_program("prometheus", "prometheus", "promtool")
     rules = yaml.safe_load(RULES.read_text())
     now = next(dict(r) for g in rules["groups"] for r in g["rules"] if r["alert"] == "MPIOperatorReconcileErrors")
     now.update(alert=NOW, **{"for": "0s"})
@@ -74,7 +73,7 @@ def prometheus(running_operator: OperatorProcess, namespace: str, tmp_path: path
             {"targets": [f"127.0.0.1:{running_operator.port}"], "labels": {"namespace": namespace}}]}],
     }))
     log = (tmp_path / "prometheus.log").open("wb")
-    proc = subprocess.Popen([fetched.stdout.strip() + "/prometheus", f"--config.file={tmp_path / 'prometheus.yml'}",
+    proc = subprocess.Popen([binary, f"--config.file={tmp_path / 'prometheus.yml'}",
                              f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
                             stdout=log, stderr=subprocess.STDOUT)
     server = Prometheus(f"http://127.0.0.1:{port}")

@@ -10,6 +10,8 @@ import subprocess
 
 import pytest
 
+from tests.debian import deb_program
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RULES = ROOT / "roles/operator/files/prometheus-rules.yml"
 TESTS = ROOT / "tests/alerts/prometheus-rules.test.yml"
@@ -17,9 +19,7 @@ TESTS = ROOT / "tests/alerts/prometheus-rules.test.yml"
 
 @pytest.fixture(scope="module")
 def promtool() -> str:
-    proc = subprocess.run(["bash", str(ROOT / "hack/deb-unpack.sh"), "prometheus", "prometheus", "promtool"], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"hack/deb-unpack.sh: {proc.stderr}"
-    return proc.stdout.strip() + "/promtool"
+    return deb_program("prometheus", "promtool", "prometheus")
 
 
 def test_promtool_accepts_the_rules_file(promtool: str) -> None:
