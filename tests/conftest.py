@@ -34,6 +34,10 @@ def pytest_itemcollected(item):
 # `pytest -n N --dist loadgroup --no-loadscope-reorder` (hack/test.sh) the workers take work in this order, so the
 # longest chains start first and the short independent tests fill the other workers around them.
 LONGEST_FIRST = ("installs", "e2e", "e2e-elastic", "kubeflow-peer")
+# The background build each group waits for (hack/test.sh): on a fresh machine the cluster tiers start while these
+# still build, and hack/test.sh names them in MPI_TEST_BUILDING; such a group then goes after two thirds of the
+# ungrouped tests instead of blocking a worker from the start.
+NEEDS_BUILD = {"e2e": "horovod", "e2e-elastic": "horovod", "kubeflow-peer": "kubeflow-peer"}
 
 
 def _group(item: pytest.Item) -> str | None:
@@ -41,14 +45,24 @@ def _group(item: pytest.Item) -> str | None:
     return (mark.kwargs.get("name") or (mark.args[0] if mark.args else None)) if mark else None
 
 
-def pytest_collection_modifyitems(session, config, items):
-    """Groups longest first (above). The image-archive tests run last: they import the operator's image content under
-    other names, and in a full run the next in-cluster install on the real node then got ErrImageNeverPull for the
-    build's own tag (containerd 1.6's CRI; not root-caused yet), so nothing that installs from the build runs after
-    them (hack/test.sh runs them in its serial phase, after every parallel one)."""
-    def key(item: pytest.Item) -> tuple[bool, int]:
+def suite_order(items: list[pytest.Item], building: set[str]) -> list[pytest.Item]:
+    """The groups longest first, then the ungrouped tests, those groups whose build is still going after two thirds of
+    those, and the image-archive tests last. The image-archive tests import the operator's image content under other
+    names, and in a full run the next in-cluster install on the real node then got ErrImageNeverPull for the build's
+    own tag (containerd 1.6's CRI; not root-caused yet), so nothing that installs from the build runs after them
+    (hack/test.sh runs them in its serial phase, after every parallel one)."""
+    def rank(item: pytest.Item) -> int:
         group = _group(item)
-        rank = LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
-        return item.nodeid.startswith("tests/e2e/test_image_archive.py"), rank
+        return LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
 
-    items.sort(key=key)
+    last = [i for i in items if i.nodeid.startswith("tests/e2e/test_image_archive.py")]
+    rest = sorted((i for i in items if i not in last), key=rank)
+    waiting = [i for i in rest if NEEDS_BUILD.get(_group(i) or "") in building]
+    ready = [i for i in rest if i not in waiting]
+    ungrouped = [i for i in ready if rank(i) == len(LONGEST_FIRST)]
+    cut = len(ready) - len(ungrouped) // 3
+    return ready[:cut] + waiting + ready[cut:] + last
+
+
+def pytest_collection_modifyitems(session, config, items):
+    items[:] = suite_order(items, set(os.environ.get("MPI_TEST_BUILDING", "").split()))

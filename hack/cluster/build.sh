@@ -2,11 +2,13 @@
 # Build the local cluster's binaries from the Go module proxy into $CACHE/bin, each only when its recipe changed.
 # Usage: build.sh [component...]   (default: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok;
 #        also kubelet, kube-proxy, kubeadm)
+#        build.sh --with component...   the default ones and these
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 DEFAULT_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
 wanted=("$@")
+if [ "${1:-}" = --with ]; then wanted=("${DEFAULT_COMPONENTS[@]}" "${@:2}"); fi
 [ ${#wanted[@]} -gt 0 ] || wanted=("${DEFAULT_COMPONENTS[@]}")
 
 # component -> wrapper module directory and Go package.
@@ -78,24 +80,36 @@ for c in "${wanted[@]}"; do
 done
 [ ${#todo[@]} -gt 0 ] || { log "binaries up to date in $BIN"; exit 0; }
 
-total=$(now_ms)
-for m in kube kubeadm etcd kwok; do
-  [ -n "${todo[$m]:-}" ] || continue
-  read -ra comps <<<"${todo[$m]}"
+# build_module MODULE COMPONENT...: one go build per module: its packages compile once and the commands link in
+# parallel. No DWARF from the compiler: the link's -s -w drops it anyway (the same binaries; etcd's cold build:
+# 165 CPU-s instead of 188).
+build_module() {
+  local m=$1 out start pkgs=() c; shift
   out=$(mktemp -d "$BIN/.build.XXXXXX")
   start=$(now_ms)
-  log "building${todo[$m]} ($m module) ..."
-  pkgs=()
-  for c in "${comps[@]}"; do pkgs+=("$(package_of "$c")"); done
-  # One go build per module: its packages compile once and the commands link in parallel. No DWARF from the
-  # compiler: the link's -s -w drops it anyway (the same binaries; etcd's cold build: 165 CPU-s instead of 188).
+  log "building $* ($m module) ..."
+  for c in "$@"; do pkgs+=("$(package_of "$c")"); done
   (cd "$CLUSTER_DIR/go/$m" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -buildvcs=false -trimpath \
-    -gcflags=all=-dwarf=false -ldflags="$(ldflags_of "${comps[0]}")" -o "$out/" "${pkgs[@]}") || { rm -rf "$out"; die "build of${todo[$m]} failed"; }
-  for c in "${comps[@]}"; do
+    -gcflags=all=-dwarf=false -ldflags="$(ldflags_of "$1")" -o "$out/" "${pkgs[@]}") || { rm -rf "$out"; die "build of $* failed"; }
+  for c in "$@"; do
     mv -f "$out/$c" "$BIN/$c"
     recipe_of "$c" >"$BIN/.stamps/$c"
   done
   rm -rf "$out"
-  log "built${todo[$m]} in $(since "$start") s"
+  log "built $* in $(since "$start") s"
+}
+
+# The modules at once: one go build leaves a core idle while it links or waits on a long package, and on a cold
+# machine the cluster waits for the last of them.
+total=$(now_ms)
+pids=()
+for m in kube kubeadm etcd kwok; do
+  [ -n "${todo[$m]:-}" ] || continue
+  read -ra comps <<<"${todo[$m]}"
+  build_module "$m" "${comps[@]}" &
+  pids+=($!)
 done
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+[ "$failed" = 0 ] || die "a build failed (above)"
 log "build finished in $(since "$total") s"

@@ -13,7 +13,15 @@ done
 cluster_lock
 
 tb=$(now_ms)
-bash "$CLUSTER_DIR/build.sh"
+# When the real node will come up, its binaries build beside the control plane's: the kubelet in the same go build
+# as the other Kubernetes commands (their packages compile once), CoreDNS and crictl at the same time.
+if bash "$CLUSTER_DIR/../node/up.sh" --wanted; then
+  bash "$CLUSTER_DIR/../node/up.sh" --build & node_build=$!
+  bash "$CLUSTER_DIR/build.sh" --with kubelet
+  wait "$node_build" || die "the real node's binaries did not build (above)"
+else
+  bash "$CLUSTER_DIR/build.sh"
+fi
 build_s=$(since "$tb")
 
 # The simulated nodes: kwok-node-<i>, untainted, so pods land here unless they ask for another node.

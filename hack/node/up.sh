@@ -4,10 +4,15 @@
 # $MPI_REAL_NODE_NAME (default mpi-real-node), tainted mpi.operator/real-node=true:NoSchedule.
 # MPI_CLUSTER_REAL_NODE: auto (default: only when this machine can run containers), 1 (must), 0 (never).
 # Idempotent: what already runs is left running. Needs root and the control plane (hack/cluster/up.sh).
+# hack/cluster/up.sh also calls it as `up.sh --wanted` (exit 0 when the node will come up, silently) and
+# `up.sh --build` (CoreDNS and crictl only, beside the control plane's build; it builds the kubelet itself then).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+action=${1:-up}
+case $action in up | --wanted | --build) ;; *) die "usage: hack/node/up.sh [--wanted | --build]" ;; esac
 mode=${MPI_CLUSTER_REAL_NODE:-auto}
 case $mode in 0|1|auto) ;; *) die "MPI_CLUSTER_REAL_NODE must be auto, 1 or 0 (got '$mode')" ;; esac
+if [ "$action" = --wanted ]; then [ "$mode" != 0 ] && [ -z "$(unfit_reason)" ]; exit; fi
 [ "$mode" != 0 ] || { nlog "MPI_CLUSTER_REAL_NODE=0: no real node"; exit 0; }
 started=$(now_ms)
 
@@ -17,20 +22,16 @@ if [ -n "$reason" ]; then
   nlog "no real node on this machine ($reason); set MPI_CLUSTER_REAL_NODE=0 to silence this"
   exit 0
 fi
-apiserver_ready || die "the API server is not up: run hack/cluster/up.sh first"
-
-bash "$NODE_DIR/packages.sh"
 
 # Binaries: the kubelet from the cluster's own build (same version as the control plane), CoreDNS (the plugins the
 # Corefile uses: hack/node/go/coredns) and crictl from the Go module proxy.
-[ -x "$BIN/kubelet" ] || bash "$NODE_DIR/../cluster/build.sh" kubelet
 go_install() {
   local name=$1 pkg=$2 version=$3 stamp=$BIN/.stamps/$1
   [ -x "$BIN/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$pkg@$version" ] && return 0
   nlog "building $name $version from the Go module proxy"
   mkdir -p "$BIN/.stamps"
   # Pure Go, -trimpath and no DWARF like every other Go build here: the standard library compiles once for all.
-  GOBIN=$BIN CGO_ENABLED=0 GOFLAGS="-trimpath -gcflags=all=-dwarf=false" nice go install -ldflags="-s -w" "$pkg@$version" \
+  GOBIN=$BIN CGO_ENABLED=0 GOFLAGS="-trimpath -gcflags=all=-dwarf=false" go install -ldflags="-s -w" "$pkg@$version" \
     || die "go install $pkg@$version failed"
   echo "$pkg@$version" >"$stamp"
 }
@@ -42,13 +43,20 @@ build_coredns() {
   [ -x "$BIN/coredns" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$recipe" ] && return 0
   nlog "building coredns $COREDNS_VERSION (the plugins of its Corefiles: hack/node/go/coredns) from the Go module proxy"
   mkdir -p "$BIN/.stamps"
-  (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly nice go build -buildvcs=false -trimpath -gcflags=all=-dwarf=false \
+  (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -buildvcs=false -trimpath -gcflags=all=-dwarf=false \
     -ldflags="-s -w" \
     -o "$BIN/coredns" .) || die "build of coredns failed"
   echo "$recipe" >"$stamp"
 }
-build_coredns
+# CoreDNS and crictl at once: on a cold machine the node waits for them (hack/cluster/up.sh builds them beside the
+# control plane's Go build).
+build_coredns & coredns_pid=$!
 go_install crictl sigs.k8s.io/cri-tools/cmd/crictl "$CRI_TOOLS_VERSION"
+wait "$coredns_pid" || die "build of coredns failed"
+[ "$action" != --build ] || exit 0
+apiserver_ready || die "the API server is not up: run hack/cluster/up.sh first"
+bash "$NODE_DIR/packages.sh"
+[ -x "$BIN/kubelet" ] || bash "$NODE_DIR/../cluster/build.sh" kubelet
 
 # render TEMPLATE OUT: fill @NAME@ placeholders from the shell variables of the same name.
 render() {
