@@ -5,7 +5,7 @@
 # MPI_CLUSTER_REAL_NODE: auto (default: only when this machine can run containers), 1 (must), 0 (never).
 # Idempotent: what already runs is left running. Needs root and the control plane (hack/cluster/up.sh).
 # hack/cluster/up.sh also calls it as `up.sh --wanted` (exit 0 when the node will come up, silently) and
-# `up.sh --build` (CoreDNS and crictl only, beside the control plane's build; it builds the kubelet itself then).
+# `up.sh --build` (CoreDNS and crictl only, beside the control plane's build, which makes the kubelet then).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 action=${1:-up}
@@ -22,6 +22,7 @@ if [ -n "$reason" ]; then
   nlog "no real node on this machine ($reason); set MPI_CLUSTER_REAL_NODE=0 to silence this"
   exit 0
 fi
+[ "$action" = --build ] || apiserver_ready || die "the API server is not up: run hack/cluster/up.sh first"
 
 # Binaries: the kubelet from the cluster's own build (same version as the control plane), CoreDNS (the plugins the
 # Corefile uses: hack/node/go/coredns) and crictl from the Go module proxy.
@@ -54,7 +55,6 @@ build_coredns & coredns_pid=$!
 go_install crictl sigs.k8s.io/cri-tools/cmd/crictl "$CRI_TOOLS_VERSION"
 wait "$coredns_pid" || die "build of coredns failed"
 [ "$action" != --build ] || exit 0
-apiserver_ready || die "the API server is not up: run hack/cluster/up.sh first"
 bash "$NODE_DIR/packages.sh"
 [ -x "$BIN/kubelet" ] || bash "$NODE_DIR/../cluster/build.sh" kubelet
 
