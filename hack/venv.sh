@@ -33,12 +33,14 @@ if [ "${1:-}" = "--python" ]; then
   if [ ! -f "$pvenv/.stamp" ] || [ "$(cat "$pvenv/.stamp")" != "$want" ]; then
     rm -rf "$pvenv"
     "$interp" -m venv "$pvenv"
-    "$pvenv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements-unit.txt"
+    # No byte-compiling at install: Python compiles what a test imports, once, on first import (the unit tier's
+    # Python 3.13 venv: 19 CPU-seconds instead of 40 on a cold machine, where the run is CPU-bound).
+    "$pvenv/bin/pip" install -q --no-compile --disable-pip-version-check -r "$root/requirements-unit.txt"
     if [ -n "$controller" ]; then
-      "$pvenv/bin/pip" install -q --disable-pip-version-check "$core"
+      "$pvenv/bin/pip" install -q --no-compile --disable-pip-version-check "$core"
     else
       # As on a managed host: ansible-core's module_utils run on older Pythons than its controller does.
-      "$pvenv/bin/pip" install -q --disable-pip-version-check --no-deps --ignore-requires-python "$core"
+      "$pvenv/bin/pip" install -q --no-compile --disable-pip-version-check --no-deps --ignore-requires-python "$core"
     fi
     echo "$want" > "$pvenv/.stamp"
   fi
@@ -53,7 +55,7 @@ want=$( { "$py" -V; cat "$root/requirements.txt" "$root/requirements-test.txt" "
 make_venv() {
   if [ ! -f "$1/.stamp" ] || [ "$(cat "$1/.stamp")" != "$want" ]; then
     [ -x "$1/bin/python" ] || "$py" -m venv "$1"
-    "$1/bin/pip" install -q --disable-pip-version-check -r "$root/requirements-test.txt"
+    "$1/bin/pip" install -q --no-compile --disable-pip-version-check -r "$root/requirements-test.txt"
     echo "$want" > "$1/.stamp"
   fi
 }

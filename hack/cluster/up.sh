@@ -14,7 +14,7 @@ cluster_lock
 
 tb=$(now_ms)
 # When the real node will come up, its binaries build beside the control plane's: the kubelet in the same go build
-# as the other Kubernetes commands (their packages compile once), CoreDNS and crictl at the same time.
+# as the other Kubernetes commands (their packages compile once), CoreDNS at the same time.
 if bash "$CLUSTER_DIR/../node/up.sh" --wanted; then
   bash "$CLUSTER_DIR/../node/up.sh" --build & node_build=$!
   bash "$CLUSTER_DIR/build.sh" --with kubelet

@@ -62,10 +62,10 @@ import_image() {
 # Labels the build just imported with the time, then removes what nothing can use any more (prune.py: earlier builds of
 # $1, nameless images). Not for the pause image: running pod sandboxes use it without a container record.
 prune_earlier_builds() {
-  local repo=$1 keep=$2 crictl=$cache/bin/crictl
+  local repo=$1 keep=$2
   ctr -n "$ctr_ns" images label "$repo:$keep" "mpi.operator/imported=$(date +%s)" >/dev/null 2>&1 || true
-  [ -x "$crictl" ] && [ "${repo##*/}" != pause ] || return 0
-  python3 "$images_dir/prune.py" --repo "$repo" --keep "$keep" --crictl "$crictl" 2>&1 | grep -v level=warning >&2 || true
+  [ "${repo##*/}" != pause ] || return 0
+  python3 "$images_dir/prune.py" --repo "$repo" --keep "$keep" >&2 || true
 }
 
 # Puts kubernetes.core into the operator's build context (build/collections/, as the Containerfile expects), from the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Takes the real node down: the Node object (its pods go with it), the kubelet, every pod sandbox (so CNI
-# releases IPs and network namespaces), CoreDNS, containerd, leftover mounts, the bridge and the DNAT table.
+# Takes the real node down: the Node object (its pods go with it), the kubelet, every container and pod sandbox,
+# CoreDNS, containerd, leftover mounts, network namespaces and IPs, the bridge and the DNAT table.
 # Imported images stay in containerd's store and the image cache. Safe to run when nothing is up.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -21,12 +21,19 @@ if apiserver_ready && kubectl_admin get node "$NODE_NAME" >/dev/null 2>&1; then
   kubectl_admin delete node "$NODE_NAME" --wait=false >/dev/null
 fi
 stop_daemon kubelet
-if [ -n "$(daemon_pid containerd)" ] && [ -x "$BIN/crictl" ]; then
-  crictl_node rmp --all --force >/dev/null 2>&1 || nlog "crictl rmp failed; removing what is left by hand"
+# Every container and pod sandbox (containerd keeps their shims running when it stops): killed and removed with
+# containerd's own ctr. Their network namespaces, mounts and IPs go below, by hand.
+if [ -n "$(daemon_pid containerd)" ]; then
+  # A pod's containers share their sandbox's shim: deleting the sandbox's task first ends the others' connection
+  # ("ttrpc: closed"), so the tasks are deleted one by one, errors aside, and what is left is named.
+  for id in $(ctr_node tasks ls -q 2>/dev/null); do ctr_node tasks rm -f "$id" >/dev/null 2>&1 || true; done
+  left=$(ctr_node tasks ls -q 2>/dev/null | tr '\n' ' ') || true
+  [ -z "${left// /}" ] || nlog "tasks left running in containerd: $left"
+  mapfile -t ids < <(ctr_node containers ls -q 2>/dev/null || true)
+  [ "${#ids[@]}" = 0 ] || ctr_node containers rm "${ids[@]}" >/dev/null 2>&1 || nlog "could not remove every container"
 fi
 stop_daemon coredns
 stop_daemon containerd
-# Sandboxes removed through CRI leave nothing; this is for a crashed containerd or kubelet.
 awk '{print $2}' /proc/mounts | { grep -E "^($KUBELET_ROOT/|/run/containerd/|/run/netns/cni-)" || true; } | sort -r |
   while read -r mnt; do umount -l "$mnt" 2>/dev/null || true; done
 for ns in /run/netns/cni-*; do [ ! -e "$ns" ] || ip netns delete "${ns##*/}" 2>/dev/null || true; done

@@ -53,7 +53,7 @@ stop_daemon() {
   rm -f "$PIDS/node-$name.pid"
 }
 
-crictl_node() { "$BIN/crictl" --runtime-endpoint "unix://$CONTAINERD_SOCK" --image-endpoint "unix://$CONTAINERD_SOCK" "$@"; }
+ctr_node() { ctr -a "$CONTAINERD_SOCK" -n k8s.io "$@"; }
 
 # Why this machine cannot run the node, or nothing.
 unfit_reason() {

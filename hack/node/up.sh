@@ -5,7 +5,7 @@
 # MPI_CLUSTER_REAL_NODE: auto (default: only when this machine can run containers), 1 (must), 0 (never).
 # Idempotent: what already runs is left running. Needs root and the control plane (hack/cluster/up.sh).
 # hack/cluster/up.sh also calls it as `up.sh --wanted` (exit 0 when the node will come up, silently) and
-# `up.sh --build` (CoreDNS and crictl only, beside the control plane's build, which makes the kubelet then).
+# `up.sh --build` (CoreDNS only, beside the control plane's build, which makes the kubelet then).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 action=${1:-up}
@@ -24,18 +24,9 @@ if [ -n "$reason" ]; then
 fi
 [ "$action" = --build ] || apiserver_ready || die "the API server is not up: run hack/cluster/up.sh first"
 
-# Binaries: the kubelet from the cluster's own build (same version as the control plane), CoreDNS (the plugins the
-# Corefile uses: hack/node/go/coredns) and crictl from the Go module proxy.
-go_install() {
-  local name=$1 pkg=$2 version=$3 stamp=$BIN/.stamps/$1
-  [ -x "$BIN/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$pkg@$version" ] && return 0
-  nlog "building $name $version from the Go module proxy"
-  mkdir -p "$BIN/.stamps"
-  # Pure Go, -trimpath and no DWARF like every other Go build here: the standard library compiles once for all.
-  GOBIN=$BIN CGO_ENABLED=0 GOFLAGS="-trimpath -gcflags=all=-dwarf=false" go install -ldflags="-s -w" "$pkg@$version" \
-    || die "go install $pkg@$version failed"
-  echo "$pkg@$version" >"$stamp"
-}
+# Binaries: the kubelet from the cluster's own build (same version as the control plane) and CoreDNS (the plugins the
+# Corefile uses: hack/node/go/coredns) from the Go module proxy. containerd's own ctr lists and removes images and
+# containers for the scripts (no crictl: its build was about 140 CPU-seconds of a cold run).
 build_coredns() {
   local mod=$NODE_DIR/go/coredns stamp=$BIN/.stamps/coredns recipe
   grep -q "^require github.com/coredns/coredns $COREDNS_VERSION\$" "$mod/go.mod" \
@@ -49,11 +40,8 @@ build_coredns() {
     -o "$BIN/coredns" .) || die "build of coredns failed"
   echo "$recipe" >"$stamp"
 }
-# CoreDNS and crictl at once: on a cold machine the node waits for them (hack/cluster/up.sh builds them beside the
-# control plane's Go build).
-build_coredns & coredns_pid=$!
-go_install crictl sigs.k8s.io/cri-tools/cmd/crictl "$CRI_TOOLS_VERSION"
-wait "$coredns_pid" || die "build of coredns failed"
+# On a cold machine the node waits for CoreDNS (hack/cluster/up.sh builds it beside the control plane's Go build).
+build_coredns
 [ "$action" != --build ] || exit 0
 bash "$NODE_DIR/packages.sh"
 [ -x "$BIN/kubelet" ] || bash "$NODE_DIR/../cluster/build.sh" kubelet

@@ -1,5 +1,5 @@
 """hack/images/prune.py on the real node's containerd: what an import leaves behind goes, nothing else.
-Four tiny images (the pause image's layer under four distinct configs) named as build.sh names builds."""
+Five tiny images (the pause image's layer under five distinct configs) named as build.sh names builds."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from tests.e2e.conftest import CACHE, ROOT
 pytestmark = [pytest.mark.realnode, pytest.mark.xdist_group("e2e")]
 
 SOCK = os.environ.get("MPI_CONTAINERD_SOCK", "/run/containerd/containerd.sock")
-CRICTL = CACHE / "bin/crictl"
 
 
 def ctr(*args: str, stdin: bytes | None = None) -> str:
@@ -53,32 +52,50 @@ def names() -> set[str]:
     return set(ctr("images", "ls", "-q").split())
 
 
-@pytest.mark.skipif(not CRICTL.exists() or not os.path.exists(SOCK), reason="needs the real node's containerd")
+def listed() -> list[tuple[str, str]]:
+    """(name, manifest digest) of every image name (`ctr images ls`: REF TYPE DIGEST ...)."""
+    return [(f[0], f[2]) for f in (line.split() for line in ctr("images", "ls").splitlines()[1:]) if len(f) > 2]
+
+
+def digests() -> set[str]:
+    return {d for _, d in listed()}
+
+
+@pytest.mark.skipif(not os.path.exists(SOCK), reason="needs the real node's containerd")
 def test_prune_removes_earlier_unused_builds_and_keeps_the_rest() -> None:
     repo = f"localhost/mpi-prune-test-{uuid.uuid4().hex[:6]}"
-    old, current, recent, shared = (f"{repo}:{c * 16}" for c in "abcd")
-    images = {"old": [old], "current": [current], "recent": [recent], "shared": [shared, f"{repo}:local"]}
+    old, current, recent, shared, in_use = (f"{repo}:{c * 16}" for c in "abcde")
+    images = {"old": [old], "current": [current], "recent": [recent], "shared": [shared, f"{repo}:local"],
+              "in-use": [in_use]}
     long_ago = str(int(time.time()) - 7200)
+    container = f"prune-test-{uuid.uuid4().hex[:6]}"
     try:
         for salt, refs in images.items():
             ctr("images", "import", "-", stdin=distinct_image(refs, f"{salt}-{repo}"))
-        for ref in (old, shared):
+        for ref in (old, shared, in_use):
             ctr("images", "label", ref, f"mpi.operator/imported={long_ago}")
         ctr("images", "label", recent, f"mpi.operator/imported={int(time.time())}")
+        # A container made from an earlier build (of any state: this one never ran) keeps it.
+        ctr("containers", "create", in_use, container)
+        [old_digest] = {d for name, d in listed() if name == old}
 
         proc = subprocess.run([sys.executable, str(ROOT / "hack/images/prune.py"), "--repo", repo, "--keep", "b" * 16,
-                               "--crictl", str(CRICTL)], capture_output=True, text=True, timeout=300)
+                               "--address", SOCK], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         left = names()
         assert old not in left, proc.stderr  # an earlier build, imported 2 h ago, no container: removed
         assert current in left  # the build just imported
         assert recent in left  # imported minutes ago: maybe another checkout's, about to run
         assert {shared, f"{repo}:local"} <= left  # one of its names is not an earlier build's
+        assert in_use in left, proc.stderr  # a container was made from it
         assert f"removed {old}" in proc.stderr
-    finally:  # these images are the test's own: crictl rmi takes them with every name, the CRI's own included
-        listed = subprocess.run([str(CRICTL), "-r", f"unix://{SOCK}", "images", "-o", "json"], capture_output=True,
-                                text=True, timeout=120).stdout
-        for image in json.loads(listed)["images"]:
-            if any(tag.startswith(repo) for tag in image["repoTags"]):
-                subprocess.run([str(CRICTL), "-r", f"unix://{SOCK}", "--timeout", "120s", "rmi", image["id"]],
-                               capture_output=True, timeout=180)
+        # Every name of the removed image went with its tag: the CRI's sha256:<ID> and repo@digest ones too.
+        assert old_digest not in digests(), proc.stderr
+    finally:  # these images are the test's own: every name of theirs goes, the CRI's own (sha256:<ID>) included
+        subprocess.run(["ctr", "-a", SOCK, "-n", "k8s.io", "containers", "rm", container], capture_output=True,
+                       timeout=120)
+        ours = {d for name, d in listed() if name.startswith(repo)}
+        mine = [name for name, d in listed() if d in ours]
+        if mine:
+            subprocess.run(["ctr", "-a", SOCK, "-n", "k8s.io", "images", "rm", *mine], capture_output=True,
+                           timeout=180)
