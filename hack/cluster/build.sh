@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the local cluster's binaries from the Go module proxy into $CACHE/bin, each only when its recipe changed.
 # Usage: build.sh [component...]   (default: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok;
-#        also kubelet, kube-proxy, kubeadm)
+#        also kubelet, kube-proxy, kubeadm, coredns)
 #        build.sh --with component...   the default ones and these
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -15,16 +15,17 @@ if [ "${1:-}" = --with ]; then wanted=("${DEFAULT_COMPONENTS[@]}" "${@:2}"); fi
 module_of() {
   case $1 in
     etcd) echo etcd ;;
-    kwok) echo kwok ;;
+    kwok | coredns) echo infra ;;
     kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy) echo kube ;;
     kubeadm) echo kubeadm ;;
-    *) die "unknown component '$1' (known: ${DEFAULT_COMPONENTS[*]} kubelet kube-proxy kubeadm)" ;;
+    *) die "unknown component '$1' (known: ${DEFAULT_COMPONENTS[*]} kubelet kube-proxy kubeadm coredns)" ;;
   esac
 }
 package_of() {
   case $1 in
     etcd) echo . ;;
     kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
+    coredns) echo ./coredns ;;
     *) echo "k8s.io/kubernetes/cmd/$1" ;;
   esac
 }
@@ -38,7 +39,8 @@ ldflags_of() {
         flags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
         flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
       done ;;
-    kwok) flags+=" -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}" ;;
+    # (CoreDNS links with these too: -X of a package a binary does not have is ignored.)
+    infra) flags+=" -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}" ;;
   esac
   echo "$flags"
 }
@@ -49,7 +51,8 @@ check_pins() {
   requires "$mod/kube/go.mod" k8s.io/kubernetes "$KUBE_VERSION"
   requires "$mod/kubeadm/go.mod" k8s.io/kubernetes "$KUBE_VERSION"
   requires "$mod/etcd/go.mod" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
-  requires "$mod/kwok/go.mod" sigs.k8s.io/kwok "$KWOK_VERSION"
+  requires "$mod/infra/go.mod" sigs.k8s.io/kwok "$KWOK_VERSION"
+  requires "$mod/infra/go.mod" github.com/coredns/coredns "$COREDNS_VERSION"
   if cat "$mod"/kube/go.mod "$mod"/kubeadm/go.mod | grep "=> k8s.io/" | grep -qv " $KUBE_STAGING_VERSION\$"; then
     die "hack/cluster/go/kube{,adm}/go.mod: a k8s.io staging replace is not at $KUBE_STAGING_VERSION (versions.env)"
   fi
@@ -62,7 +65,7 @@ requires() {
 # Hash of everything that decides a component's binary: versions, module files, this script, the Go toolchain.
 recipe_of() {
   local dir=$CLUSTER_DIR/go/$(module_of "$1")
-  { echo "$1"; go env GOVERSION; cat "$CLUSTER_DIR/versions.env" "$dir"/go.mod "$dir"/go.sum "$0"; cat "$dir"/*.go 2>/dev/null || true; } | sha256sum | cut -d' ' -f1
+  { echo "$1"; go env GOVERSION; cat "$CLUSTER_DIR/versions.env" "$dir"/go.mod "$dir"/go.sum "$0"; cat "$dir"/*.go "$dir"/*/*.go 2>/dev/null || true; } | sha256sum | cut -d' ' -f1
 }
 
 command -v go >/dev/null || die "Go is required to build the cluster binaries (see docs/local-cluster.md)"
@@ -103,7 +106,7 @@ build_module() {
 # machine the cluster waits for the last of them.
 total=$(now_ms)
 pids=()
-for m in kube kubeadm etcd kwok; do
+for m in kube kubeadm etcd infra; do
   [ -n "${todo[$m]:-}" ] || continue
   read -ra comps <<<"${todo[$m]}"
   build_module "$m" "${comps[@]}" &

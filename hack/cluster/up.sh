@@ -13,12 +13,10 @@ done
 cluster_lock
 
 tb=$(now_ms)
-# When the real node will come up, its binaries build beside the control plane's: the kubelet in the same go build
-# as the other Kubernetes commands (their packages compile once), CoreDNS at the same time.
+# When the real node will come up, its binaries build with the control plane's: the kubelet in the same go build as
+# the other Kubernetes commands, CoreDNS in kwok's (their packages compile once).
 if bash "$CLUSTER_DIR/../node/up.sh" --wanted; then
-  bash "$CLUSTER_DIR/../node/up.sh" --build & node_build=$!
-  bash "$CLUSTER_DIR/build.sh" --with kubelet
-  wait "$node_build" || die "the real node's binaries did not build (above)"
+  bash "$CLUSTER_DIR/build.sh" --with kubelet coredns
 else
   bash "$CLUSTER_DIR/build.sh"
 fi

@@ -18,10 +18,9 @@ ensure_kind
 # kind mounts /lib/modules into every node; a kernel built without modules (as here) leaves the host without one.
 [ -d /lib/modules ] || { mkdir -p /lib/modules; log "created an empty /lib/modules (kind mounts it into its nodes)"; }
 
-# Kubernetes binaries (cached by their recipe); CoreDNS comes with the local cluster's real node (hack/node).
+# Kubernetes binaries and CoreDNS (cached by their recipe; the local cluster's when it has built them).
 nice bash "$root_dir/hack/cluster/build.sh" kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet \
-  kubectl kubeadm etcd
-[ -x "$bin/coredns" ] || die "no $bin/coredns: run make cluster-up first (hack/node builds it)"
+  kubectl kubeadm etcd coredns
 coredns_version=v$("$bin/coredns" -version | sed -n 's/^CoreDNS-//p')
 
 # Images from the project's builder: Debian 12, pause, kind's base (hack/images/build.sh), then the node's images

@@ -3,8 +3,6 @@
 NODE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../cluster/lib.sh
 source "$NODE_DIR/../cluster/lib.sh"
-# shellcheck source=versions.env
-source "$NODE_DIR/versions.env"
 NODE_NAME=${MPI_REAL_NODE_NAME:-mpi-real-node}
 NODE_STATE=$STATE/node
 # The taint and label that keep kwok's tests off this node and let e2e pods choose it.

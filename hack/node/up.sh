@@ -4,12 +4,12 @@
 # $MPI_REAL_NODE_NAME (default mpi-real-node), tainted mpi.operator/real-node=true:NoSchedule.
 # MPI_CLUSTER_REAL_NODE: auto (default: only when this machine can run containers), 1 (must), 0 (never).
 # Idempotent: what already runs is left running. Needs root and the control plane (hack/cluster/up.sh).
-# hack/cluster/up.sh also calls it as `up.sh --wanted` (exit 0 when the node will come up, silently) and
-# `up.sh --build` (CoreDNS only, beside the control plane's build, which makes the kubelet then).
+# hack/cluster/up.sh also calls it as `up.sh --wanted` (exit 0 when the node will come up, silently): it then builds
+# the node's binaries (the kubelet, CoreDNS) in its own build, beside the control plane's.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 action=${1:-up}
-case $action in up | --wanted | --build) ;; *) die "usage: hack/node/up.sh [--wanted | --build]" ;; esac
+case $action in up | --wanted) ;; *) die "usage: hack/node/up.sh [--wanted]" ;; esac
 mode=${MPI_CLUSTER_REAL_NODE:-auto}
 case $mode in 0|1|auto) ;; *) die "MPI_CLUSTER_REAL_NODE must be auto, 1 or 0 (got '$mode')" ;; esac
 if [ "$action" = --wanted ]; then [ "$mode" != 0 ] && [ -z "$(unfit_reason)" ]; exit; fi
@@ -22,29 +22,13 @@ if [ -n "$reason" ]; then
   nlog "no real node on this machine ($reason); set MPI_CLUSTER_REAL_NODE=0 to silence this"
   exit 0
 fi
-[ "$action" = --build ] || apiserver_ready || die "the API server is not up: run hack/cluster/up.sh first"
+apiserver_ready || die "the API server is not up: run hack/cluster/up.sh first"
 
-# Binaries: the kubelet from the cluster's own build (same version as the control plane) and CoreDNS (the plugins the
-# Corefile uses: hack/node/go/coredns) from the Go module proxy. containerd's own ctr lists and removes images and
-# containers for the scripts (no crictl: its build was about 140 CPU-seconds of a cold run).
-build_coredns() {
-  local mod=$NODE_DIR/go/coredns stamp=$BIN/.stamps/coredns recipe
-  grep -q "^require github.com/coredns/coredns $COREDNS_VERSION\$" "$mod/go.mod" \
-    || die "hack/node/go/coredns/go.mod does not require github.com/coredns/coredns $COREDNS_VERSION (versions.env)"
-  recipe=$({ go env GOVERSION; cat "$mod/go.mod" "$mod/go.sum" "$mod/main.go"; } | sha256sum | cut -d' ' -f1)
-  [ -x "$BIN/coredns" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$recipe" ] && return 0
-  nlog "building coredns $COREDNS_VERSION (the plugins of its Corefiles: hack/node/go/coredns) from the Go module proxy"
-  mkdir -p "$BIN/.stamps"
-  (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -buildvcs=false -trimpath -gcflags=all=-dwarf=false \
-    -ldflags="-s -w" \
-    -o "$BIN/coredns" .) || die "build of coredns failed"
-  echo "$recipe" >"$stamp"
-}
-# On a cold machine the node waits for CoreDNS (hack/cluster/up.sh builds it beside the control plane's Go build).
-build_coredns
-[ "$action" != --build ] || exit 0
+# Binaries: the kubelet and CoreDNS (the plugins its Corefiles use) from hack/cluster/build.sh, which hack/cluster/up.sh
+# has built them with (seconds when they are up to date). containerd's own ctr lists and removes images and containers
+# for the scripts (no crictl: its build was about 140 CPU-seconds of a cold run).
+bash "$NODE_DIR/../cluster/build.sh" kubelet coredns
 bash "$NODE_DIR/packages.sh"
-[ -x "$BIN/kubelet" ] || bash "$NODE_DIR/../cluster/build.sh" kubelet
 
 # render TEMPLATE OUT: fill @NAME@ placeholders from the shell variables of the same name.
 render() {

@@ -188,6 +188,7 @@ def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.needs_build("horovod")
 def test_seed_002_horovodrun_over_kubectl_exec_and_kubectl_logs_of_the_launcher(bdap: ApiJobs) -> None:
     """Seed 002's example: the workers run `sleep infinity` (no sshd); the launcher starts only once both are Ready
     (their readiness probe waits 30 s), and its unchanged `horovodrun -np 2 --hostfile
