@@ -140,7 +140,7 @@ phase2_pid=
 start_phase2() {
   [ "$tier" = all ] || return 0
   phase2_start=$SECONDS
-  { run_pytest pure-runner "(pure or runner) and not beside_serial" -n 2 --dist loadgroup "$@"
+  { run_pytest pure-runner "pure or runner" -n 2 --dist loadgroup "$@"
     echo "$((SECONDS - phase2_start))" >"$results/pure-runner.seconds"; } >"$results/pure-runner.log" 2>&1 &
   phase2_pid=$!
 }
@@ -194,21 +194,7 @@ if [ "$cluster_tiers" = 1 ]; then
   else
     run_pytest cluster "($tiers) and not serial" -p no:xdist "$@"
   fi
-  # Beside the serial tests, which keep one core about 60-70 % busy: the pure and runner tiers' tests marked
-  # beside_serial (ansible-test sanity: about 200 CPU-seconds on a cold machine, 75 warm), taken from the busy parallel
-  # phase to where the machine idles (cold run of 1cde411: 45-75 % busy in its last ten minutes).
-  beside_pid=
-  if [ "$tier" = all ]; then
-    run_pytest beside-serial "(pure or runner) and beside_serial" -p no:xdist "$@" >"$results/beside-serial.log" 2>&1 &
-    beside_pid=$!
-  fi
   run_pytest serial "($tiers) and serial" -p no:xdist "$@"
-  if [ -n "$beside_pid" ]; then
-    start=$SECONDS
-    wait "$beside_pid" || true
-    cat "$results/beside-serial.log"
-    timings+=("beside-serial-wait $((SECONDS - start))")
-  fi
 fi
 print_phase2
 

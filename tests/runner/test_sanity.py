@@ -10,7 +10,6 @@ from ._support import ROOT, tool_env
 
 
 @pytest.mark.slow
-@pytest.mark.beside_serial
 def test_ansible_test_sanity_passes() -> None:
     proc = subprocess.run(["bash", str(ROOT / "hack/sanity.sh")], cwd=ROOT, capture_output=True, text=True,
                           check=False, timeout=1800, env=tool_env())
