@@ -27,8 +27,8 @@ if [ -n "$(daemon_pid containerd)" ]; then
   # A pod's containers share their sandbox's shim: deleting the sandbox's task first ends the others' connection
   # ("ttrpc: closed"), so the tasks are deleted one by one, errors aside, and what is left is named.
   for id in $(ctr_node tasks ls -q 2>/dev/null); do ctr_node tasks rm -f "$id" >/dev/null 2>&1 || true; done
-  left=$(ctr_node tasks ls -q 2>/dev/null | tr '\n' ' ') || true
-  [ -z "${left// /}" ] || nlog "tasks left running in containerd: $left"
+  left=$(ctr_node tasks ls -q 2>/dev/null | xargs) || true
+  [ -z "$left" ] || nlog "tasks left running in containerd: $left"
   mapfile -t ids < <(ctr_node containers ls -q 2>/dev/null || true)
   [ "${#ids[@]}" = 0 ] || ctr_node containers rm "${ids[@]}" >/dev/null 2>&1 || nlog "could not remove every container"
 fi
