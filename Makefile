@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-cluster test-realnode lint run cluster-up cluster-down kubeconfig bench e2e peer-e2e kind-up kind-down
+.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-cluster test-realnode lint sanity-all run cluster-up cluster-down kubeconfig bench e2e peer-e2e kind-up kind-down
 
 venv:
 	@bash hack/venv.sh
@@ -61,6 +61,9 @@ test: venv
 
 lint: venv
 	bash hack/lint.sh
+
+sanity-all: venv
+	bash hack/sanity-all.sh
 
 run: venv
 	bash hack/run.sh

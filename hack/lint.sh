@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make lint: ansible-lint (production profile), ruff, yamllint, `ansible-doc` for every module, and
+# make lint: ansible-lint (production profile), ruff, yamllint, antsibull-changelog's checks, `ansible-doc` for every module, and
 # ansible-test sanity on the built collection (hack/sanity.sh).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,6 +14,9 @@ for d in plugins tests hack mpijob_operator; do [ -d "$d" ] && py_dirs+=("$d"); 
 step ruff ruff check "${py_dirs[@]}"
 step yamllint yamllint -s .
 step ansible-lint ansible-lint --offline -q --nocolor
+# The changelog fragments and the released changelog (CHANGELOG.rst is made from them by `antsibull-changelog release`).
+step changelog antsibull-changelog lint
+step changelog-yaml antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
 # Every module must document itself well enough for ansible-doc to render it.
 modules=()
 for f in plugins/modules/*.py; do [ -e "$f" ] && modules+=("mpi.operator.$(basename "$f" .py)"); done

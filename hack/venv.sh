@@ -93,20 +93,8 @@ with zipfile.ZipFile(whl) as z:
 PY
   rm -rf "$tmp"
 fi
-# ansible-test downloads get-pip.py from a host this machine cannot reach: its cache gets a stand-in that
-# bootstraps pip with ensurepip (hack/ansible-test/get_pip.py). A real cached script is left alone.
-for pip_version in $("$venv/bin/python" - <<'PY'
-import re, pathlib, ansible_test
-src = pathlib.Path(ansible_test.__file__).parent / "_internal/python_requirements.py"
-print(" ".join(sorted(set(re.findall(r"pip='([0-9.]+)'", src.read_text())))))
-PY
-); do
-  cached=$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py
-  if [ ! -f "$cached" ] || grep -q "Offline stand-in" "$cached"; then
-    mkdir -p "$(dirname "$cached")"
-    cmp -s "$root/hack/ansible-test/get_pip.py" "$cached" || cp "$root/hack/ansible-test/get_pip.py" "$cached"
-  fi
-done
+# ansible-test's get-pip.py, which it would download from a host this machine cannot reach: a stand-in.
+bash "$root/hack/ansible-test/stand-ins.sh" "$venv/bin/python"
 cols=$root/.collections/ansible_collections
 mkdir -p "$cols/mpi" "$cols/kubernetes"
 # Only when they point elsewhere: `ln -sfn` unlinks before it links, and a concurrent ansible run (another test

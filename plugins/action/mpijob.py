@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Controller side of mpi.operator.mpijob, as kubernetes.core.k8s's action plugin does it: `src` and `kubeconfig`
 are looked up in the role's and playbook's files/ on a local connection, and `template` is rendered here with the
-task's variables and handed to the module as a YAML `definition`."""
+task's variables and handed to the module as a YAML `definition`. A relative `src` found nowhere else is looked up
+in this collection last, so that its examples (`examples/v2beta1/pi.yaml`) run from the installed collection."""
 from __future__ import annotations
 
 import os
@@ -17,6 +18,9 @@ try:  # ansible-core 2.19+: file contents are templated only when marked trusted
     from ansible.template import trust_as_template
 except ImportError:  # ansible-core 2.17, 2.18
     trust_as_template = None
+
+# This collection's root (plugins/action/mpijob.py is two folders below it), where its examples/ are.
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The Jinja2 settings a template dict may carry, as kubernetes.core.k8s's `template` takes them.
 TEMPLATE_SETTINGS = ("variable_start_string", "variable_end_string", "block_start_string", "block_end_string",
@@ -55,6 +59,8 @@ class ActionModule(ActionBase):
         try:
             found = self._find_needle("files", path)
         except AnsibleError:
+            if not os.path.exists(path) and os.path.exists(os.path.join(COLLECTION_ROOT, path)):
+                return os.path.join(COLLECTION_ROOT, path)  # e.g. examples/v2beta1/pi.yaml of the installed collection
             return path  # the module reports a missing file, naming the option
         return self._loader.get_real_file(found, decrypt=True)  # a vaulted file is decrypted to a temporary copy
 

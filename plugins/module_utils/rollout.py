@@ -31,7 +31,12 @@ ADVICE = {
                      f"mpi_operator_affinity, mpi_operator_resources and mpi_operator_priority_class_name: "
                      f"{DOCS}#diagnostics",
     "timeout": f"the operator did not become ready in time; its log and events above may say why: {DOCS}#diagnostics",
+    "simulated": f"pin the operator to a node that runs containers with mpi_operator_node_selector and "
+                 f"mpi_operator_tolerations (on this project's local cluster: -e @examples/local/install-real-node.yml, "
+                 f"the real node): {DOCS}#diagnostics",
 }
+# kwok marks the nodes it simulates with this annotation: their pods are reported Running and nothing runs.
+SIMULATED_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 
 
 @dataclass
@@ -131,10 +136,32 @@ def pod_problem(pod: dict, now: float) -> Verdict | None:
     return None
 
 
-def verdict(deployment: dict | None, pods: list[dict], events: list[dict], now: float) -> Verdict:
-    """Ready when rolled out; failed as soon as any of its live pods shows a cause that waiting will not cure."""
+def on_simulated_node(pods: list[dict], nodes: dict[str, dict]) -> Verdict | None:
+    """A live pod placed on a node that only simulates pods (kwok's): it would look Running and do nothing. `nodes`
+    maps node names to the nodes read (a node not in it is not judged)."""
+    for pod in pods:
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        node = nodes.get(spec.get("nodeName") or "")
+        if meta.get("deletionTimestamp") or node is None:
+            continue
+        annotations = (node.get("metadata") or {}).get("annotations") or {}
+        if SIMULATED_NODE_ANNOTATION in annotations:
+            return Verdict("failed", f"pod {meta.get('name')} was scheduled to {spec['nodeName']}, a simulated node "
+                                     f"({SIMULATED_NODE_ANNOTATION}={annotations[SIMULATED_NODE_ANNOTATION]}: its "
+                                     f"pods are reported Running and nothing runs)", pod=meta.get("name"),
+                           advice=ADVICE["simulated"])
+    return None
+
+
+def verdict(deployment: dict | None, pods: list[dict], events: list[dict], now: float,
+            nodes: dict[str, dict] | None = None) -> Verdict:
+    """Ready when rolled out; failed as soon as any of its live pods shows a cause that waiting will not cure, or
+    sits on a simulated node (`nodes`: the nodes of the pods, by name, where they could be read)."""
     if deployment is None:
         return Verdict("waiting", "the Deployment does not exist yet")
+    simulated = on_simulated_node(pods, nodes or {})
+    if simulated is not None:
+        return simulated
     if rolled_out(deployment):
         return Verdict("ready", "rolled out")
     live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]

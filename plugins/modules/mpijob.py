@@ -57,7 +57,9 @@ options:
     description:
       - Path of a YAML file holding one MPIJob (other documents in it are ignored).
       - On a local connection a relative path is looked up as M(kubernetes.core.k8s) looks it up (the role's
-        C(files/), the playbook's C(files/), then the playbook's directory); otherwise it is read on the remote host.
+        C(files/), the playbook's C(files/), then the playbook's directory), then relative to the current directory,
+        and last in this collection, so that its examples run from the installed collection
+        (for example C(examples/v2beta1/pi.yaml)); otherwise it is read on the remote host.
     type: path
   template:
     description:

@@ -15,6 +15,9 @@ description:
   - Fails as soon as a pod shows a cause that waiting will not cure (the image cannot be pulled, the container keeps
     exiting, the pod cannot be scheduled, the container cannot be created), with the reason, the pod's events, the
     tail of its log and what to do. Otherwise fails after O(timeout) seconds with the same details.
+  - Also fails when a pod was scheduled to a node that only simulates pods (a kwok node, annotated
+    C(kwok.x-k8s.io/node)), as such a pod is reported Running and nothing runs. Nodes that cannot be read (no RBAC to
+    get nodes) are not judged.
   - Used by the C(mpi.operator.operator) role; never changes anything.
 extends_documentation_fragment:
   - mpi.operator.auth
@@ -36,6 +39,10 @@ options:
     description: Seconds between two looks.
     type: float
     default: 2
+  allow_simulated_nodes:
+    description: Accept pods on nodes that only simulate pods (kwok's), for test clusters.
+    type: bool
+    default: false
   log_lines:
     description: Lines of the failing container's log shown in the message.
     type: int
@@ -97,6 +104,7 @@ def argspec() -> dict:
         timeout=dict(type="int", default=300),
         poll=dict(type="float", default=2.0),
         log_lines=dict(type="int", default=20),
+        allow_simulated_nodes=dict(type="bool", default=False),
     )
     spec.update({k: dict(v) for k, v in AUTH_ARG_SPEC.items()})
     return spec
@@ -113,6 +121,19 @@ def look(rest, namespace: str, name: str) -> tuple[dict | None, list[dict], list
     events = rest.request("GET", collection("v1", "Event", namespace),
                           query={"fieldSelector": "involvedObject.kind=Pod"}).get("items") or []
     return deployment, pods, events
+
+
+def read_nodes(rest, pods: list[dict], nodes: dict[str, dict]) -> None:
+    """Adds the nodes the pods run on to `nodes` (each read once; one that cannot be read is left out)."""
+    for pod in pods:
+        name = (pod.get("spec") or {}).get("nodeName")
+        if not name or name in nodes:
+            continue
+        try:
+            node = rest.get(f"/api/v1/nodes/{quote(name)}")
+        except ApiError:  # e.g. no RBAC to get nodes: the node is not judged
+            node = None
+        nodes[name] = node or {}
 
 
 def log_tail(rest, namespace: str, verdict: R.Verdict, lines: int) -> str:
@@ -133,10 +154,13 @@ def log_tail(rest, namespace: str, verdict: R.Verdict, lines: int) -> str:
 def task(module, rest: Rest) -> dict:
     p = module.params
     start = time.monotonic()
+    nodes: dict[str, dict] = {}
     try:
         while True:
             deployment, pods, events = look(rest, p["namespace"], p["name"])
-            verdict = R.verdict(deployment, pods, events, time.time())
+            if not p["allow_simulated_nodes"]:
+                read_nodes(rest, pods, nodes)
+            verdict = R.verdict(deployment, pods, events, time.time(), nodes)
             if verdict.state != "waiting":
                 break
             if time.monotonic() - start >= p["timeout"]:

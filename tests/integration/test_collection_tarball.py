@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
 from collections.abc import Callable
 
 import pytest
@@ -75,10 +77,10 @@ def test_the_tarball_holds_what_users_need_and_no_dev_tooling(user: UserMachine)
     installed = user.collections / "ansible_collections/mpi/operator"
     for needed in ("meta/runtime.yml", "plugins/modules/mpijob.py", "plugins/action/mpijob.py", "roles/crds",
                    "playbooks/install.yml", "examples/v2beta1/pi.yaml", "tests/sanity", "LICENSE",
-                   "meta/execution-environment.yml"):
+                   "meta/execution-environment.yml", "CHANGELOG.rst", "changelogs/changelog.yaml"):
         assert (installed / needed).exists(), needed
     for dev in ("hack", "Makefile", "molecule", "tests/unit", "tests/integration", ".ansible-lint", "ansible.cfg",
-                "requirements-test.txt"):
+                "requirements-test.txt", "requirements-unit.txt"):
         assert not (installed / dev).exists(), dev
     manifest = json.loads((installed / "MANIFEST.json").read_text())["collection_info"]
     assert manifest["dependencies"] == {"kubernetes.core": ">=6.0.0,<7.0.0"}
@@ -165,6 +167,15 @@ def test_submit_playbook_from_the_tarball(user: UserMachine, kubeconfig: str, na
     assert "[DEPRECATION WARNING]" not in proc.stdout + proc.stderr
     found = kubectl("get", "mpijobs.kubeflow.org", "-n", namespace, "submitted", "-o", "name")
     assert found.returncode == 0, found.stderr
+    # The collection's own example, named as the README names it, from a directory that does not hold it: found in
+    # the installed collection (previewed: --check applies nothing).
+    assert not (user.base / "examples").exists()
+    proc = user.run("ansible-playbook", "mpi.operator.submit", "-e", "mpijob_src=examples/v2beta1/pi.yaml", "-e",
+                    f"mpijob_namespace={namespace}", "-e", "mpijob_wait=false", "-e", f"mpijob_kubeconfig={kubeconfig}",
+                    "--check")
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert "changed=1" in proc.stdout, proc.stdout[-3000:]
+    assert kubectl("get", "mpijobs.kubeflow.org", "-n", namespace, "pi", "-o", "name").returncode != 0
 
 
 @pytest.mark.xdist_group("installs")
@@ -179,3 +190,51 @@ def test_install_and_uninstall_playbooks_from_the_tarball(user: UserMachine, kub
     for playbook in ("mpi.operator.install", "mpi.operator.uninstall"):
         proc = user.run("ansible-playbook", playbook, "-e", f"@{vars_file}", timeout=900)
         assert proc.returncode == 0, f"{playbook}:\n{proc.stdout[-6000:]}{proc.stderr[-3000:]}"
+
+
+@pytest.mark.slow
+def test_image_playbook_builds_a_working_operator_image_from_the_installed_collection(
+    user: UserMachine, tmp_path: pathlib.Path
+) -> None:
+    """mpi.operator.image with podman, as a user with the tarball runs it: the Containerfile and kubernetes.core come
+    from the installed collections, pip goes to PyPI (through this machine's TLS-intercepting proxy: the CA option),
+    the archive is written, and the image runs the operator. The base image is the project's own Python image (no
+    registry here), loaded into podman as a user's engine would pull it."""
+    if os.geteuid() != 0:
+        pytest.skip("installs podman and its configuration (hack/kind/lib.sh): needs root")
+    setup = subprocess.run(["bash", "-c", 'source hack/kind/lib.sh && ensure_podman && '
+                            'hack/images/build.sh --no-import --print python'],
+                           cwd=ROOT, capture_output=True, text=True, check=False, timeout=1200)
+    assert setup.returncode == 0, setup.stdout[-3000:] + setup.stderr[-3000:]
+    base_ref, base_tar, _key = setup.stdout.split()[-3:]
+    loaded = subprocess.run(["podman", "load", "-q", "-i", base_tar], capture_output=True, text=True, check=False)
+    assert loaded.returncode == 0, loaded.stderr
+    image = "localhost/mpi-operator-tarball-test:0.1.0"
+    archive = tmp_path / "image.tar"
+    proc = user.run("ansible-playbook", "mpi.operator.image", "-e", "mpi_operator_image_engine=podman",
+                    "-e", "mpi_operator_image_repository=localhost/mpi-operator-tarball-test",
+                    "-e", f"mpi_operator_image_base={base_ref}",
+                    "-e", "mpi_operator_image_ca_bundle=/etc/ssl/certs/ca-certificates.crt",
+                    "-e", f"mpi_operator_image_archive={archive}", timeout=1500)
+    try:
+        assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+        assert f"Built {image} with podman." in proc.stdout
+        assert "-e mpi_operator_image_repository=localhost/mpi-operator-tarball-test -e mpi_operator_image_tag=0.1.0" in (
+            " ".join(proc.stdout.split()))
+        # kubernetes.core came from the user's collections path (Galaxy is not reachable here: the build would fail).
+        ran = subprocess.run(["podman", "run", "--rm", "--entrypoint", "ansible-galaxy", image, "collection", "list"],
+                             capture_output=True, text=True, check=False, timeout=120)
+        assert ran.returncode == 0, ran.stderr
+        assert re.search(r"kubernetes\.core\s+6\.", ran.stdout) and re.search(r"mpi\.operator\s+0\.1\.0", ran.stdout), ran.stdout
+        helped = subprocess.run(["podman", "run", "--rm", image, "--help"], capture_output=True, text=True,
+                                check=False, timeout=120)
+        assert helped.returncode == 0 and "--namespace" in helped.stdout, helped.stdout + helped.stderr
+        with tarfile.open(archive) as tar:
+            manifest = json.load(tar.extractfile("manifest.json"))
+        assert manifest[0]["RepoTags"] == [image], manifest
+        # The CA file was for the build only.
+        probe = subprocess.run(["podman", "run", "--rm", "--entrypoint", "ls", image, "/tmp"], capture_output=True,
+                               text=True, check=False, timeout=120)
+        assert "ca-bundle" not in probe.stdout
+    finally:
+        subprocess.run(["podman", "rmi", "-f", image], capture_output=True, check=False)

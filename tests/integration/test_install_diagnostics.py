@@ -125,9 +125,19 @@ def probe_results(kubectl: Kubectl, pod: dict[str, Any], probe: str) -> dict[str
 @pytest.mark.cluster
 @pytest.mark.slow
 @pytest.mark.xdist_group("installs")
-def test_unschedulable_fails_fast_naming_the_scheduler_message(
+def test_a_simulated_node_then_unschedulable_fail_fast_naming_why(
     playbook: Playbook, uninstalled: None, operator_crd: None
 ) -> None:
+    # On a kwok node (the test cluster's placement) without saying that is meant: the pod is reported Running and
+    # would never reconcile anything, so the install fails naming the node and how to pin a real one.
+    run, took = timed(playbook, {"mpi_operator_allow_simulated_nodes": False})
+    assert run.returncode != 0, run.output[-3000:]
+    assert "The operator did not start" in run.output and "a simulated node (kwok.x-k8s.io/node=fake" in run.output, \
+        run.output[-3000:]
+    assert "mpi_operator_node_selector" in run.output and "examples/local/install-real-node.yml" in run.output
+    assert took < FAIL_FAST_S, f"took {took:.0f}s"
+
+    # Then a node selector no node matches (the pod on the kwok node stays, accepted again by the test's vars).
     run, took = timed(playbook, {"mpi_operator_node_selector": {"mpi.operator/no-such-node": "true"}})
     assert run.returncode != 0, run.output[-3000:]
     assert "The operator did not start" in run.output and "cannot be scheduled" in run.output, run.output[-3000:]

@@ -88,6 +88,7 @@ def local_cluster_vars(kubeconfig: str) -> dict[str, Any]:
         "mpi_operator_namespace_name": INSTALL_NAMESPACE,
         "mpi_operator_tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
         "mpi_operator_node_selector": {"type": "kwok"},
+        "mpi_operator_allow_simulated_nodes": True,
         "mpi_operator_wait_timeout": 120,
     }
 

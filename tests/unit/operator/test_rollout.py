@@ -110,3 +110,23 @@ def test_timeout_names_the_unready_pod_and_its_events():
     assert v.state == "failed" and v.pod == "slow" and v.container == "mpi-operator"
     assert v.summary.startswith("not ready after 300s (0 of 1 replicas available); pod slow: containers with unready")
     assert v.events == ["Warning Unhealthy: Readiness probe failed: HTTP 503"]
+
+
+def test_a_pod_on_a_simulated_node_fails_even_when_rolled_out():
+    """kwok reports a pod Running on its nodes and runs nothing: an operator there would never reconcile."""
+    on_kwok = pod(ready=True)
+    on_kwok["spec"] = {"nodeName": "kwok-node-0"}
+    nodes = {"kwok-node-0": {"metadata": {"name": "kwok-node-0", "annotations": {"kwok.x-k8s.io/node": "fake"}}}}
+    v = R.verdict(deployment(available=1), [on_kwok], [], NOW, nodes)
+    assert v.state == "failed" and v.pod == "mpi-operator-abc"
+    assert "scheduled to kwok-node-0, a simulated node (kwok.x-k8s.io/node=fake" in v.summary
+    msg = v.message()
+    assert "mpi_operator_node_selector" in msg and "examples/local/install-real-node.yml" in msg
+    # A real node, an unread node (no RBAC) and a pod being deleted are not judged.
+    real = {"kwok-node-0": {"metadata": {"name": "kwok-node-0", "annotations": {"node.alpha.kubernetes.io/ttl": "0"}}}}
+    assert R.verdict(deployment(available=1), [on_kwok], [], NOW, real).state == "ready"
+    assert R.verdict(deployment(available=1), [on_kwok], [], NOW, {"kwok-node-0": {}}).state == "ready"
+    assert R.verdict(deployment(available=1), [on_kwok], [], NOW).state == "ready"
+    leaving = pod(ready=True, deleting=True)
+    leaving["spec"] = {"nodeName": "kwok-node-0"}
+    assert R.verdict(deployment(available=1), [leaving], [], NOW, nodes).state == "ready"
