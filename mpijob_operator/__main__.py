@@ -170,7 +170,10 @@ class Operator:
         self.metrics.is_leader.set(0)
         if self.cfg.leader_elect:
             lock = LeaseLock(self.api, self.cfg.lock_namespace, LEASE_NAME)
-            self.elector = LeaderElector(lock, self.cfg.identity, Timing(), self.start_leading, self.lost_lease)
+            timing = Timing(lease_duration=self.cfg.leader_elect_lease_duration,
+                            renew_deadline=self.cfg.leader_elect_renew_deadline,
+                            retry_period=self.cfg.leader_elect_retry_period)
+            self.elector = LeaderElector(lock, self.cfg.identity, timing, self.start_leading, self.lost_lease)
             threading.Thread(target=self.elector.run, name="leader-election", daemon=True).start()
             log.info("waiting for the lease", extra={"lease": f"{self.cfg.lock_namespace}/{LEASE_NAME}",
                                                      "identity": self.cfg.identity})

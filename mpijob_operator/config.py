@@ -44,6 +44,10 @@ class Config:
     kubectl_delivery_image: str = ""  # batch.test.bdap.com launchers: an image that copies kubectl into /opt/kube
     warm_runs: bool = True
     warm_run_timeout: int = 300
+    # Leader election, in seconds (leader.Timing): a follower's wait, a leader's renew deadline, how often both try.
+    leader_elect_lease_duration: float = 15.0
+    leader_elect_renew_deadline: float = 5.0
+    leader_elect_retry_period: float = 2.0
     temporary_work_dir: bool = False  # made for this process: removed at exit
 
 
@@ -99,6 +103,11 @@ def parser() -> GoFlags:
            help="port of /healthz and /readyz (default: the monitoring port); 0 = off")
     p.flag("lock-namespace", default="mpi-operator", help="namespace of the leader-election Lease")
     p.switch("leader-elect", True, "elect one active replica through a Lease (default: on; --no-leader-elect)")
+    p.flag("leader-elect-lease-duration", type=float, default=15.0,
+           help="seconds a follower waits after the last renewal it saw before it takes the Lease")
+    p.flag("leader-elect-renew-deadline", type=float, default=5.0,
+           help="seconds the leader may fail to renew before it steps down")
+    p.flag("leader-elect-retry-period", type=float, default=2.0, help="seconds between two tries to acquire or renew")
     p.flag("log-level", default="info", choices=LOG_LEVELS)
     p.flag("log-format", default="text", choices=("text", "json"), help="logfmt text or JSON lines")
     p.flag("cluster-domain", default="", help="DNS suffix of hostfile entries (e.g. cluster.local)")
@@ -152,6 +161,10 @@ def parse(argv: list[str] | None = None) -> Config:
         errors.append("--warm-run-timeout must be at least 1")
     if a.rotate_artifacts < 1:
         errors.append("--rotate-artifacts must be at least 1")
+    if not a.leader_elect_lease_duration > a.leader_elect_renew_deadline > a.leader_elect_retry_period > 0:
+        errors.append("--leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0 "
+                      f"(got {a.leader_elect_lease_duration:g}, {a.leader_elect_renew_deadline:g}, "
+                      f"{a.leader_elect_retry_period:g})")
     apis = tuple(dict.fromkeys(g.strip() for g in a.apis.split(",") if g.strip()))
     unknown = [g for g in apis if by_group(g) is None]
     if not apis or unknown:
@@ -189,5 +202,8 @@ def parse(argv: list[str] | None = None) -> Config:
         kubectl_delivery_image=a.kubectl_delivery_image,
         warm_runs=a.warm_runs,
         warm_run_timeout=a.warm_run_timeout,
+        leader_elect_lease_duration=a.leader_elect_lease_duration,
+        leader_elect_renew_deadline=a.leader_elect_renew_deadline,
+        leader_elect_retry_period=a.leader_elect_retry_period,
         temporary_work_dir=not a.work_dir and not in_cluster(),
     )

@@ -91,16 +91,27 @@ def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_m
     view = get_json(kubectl, "clusterrole", "view")
     assert view is not None and any("mpijobs" in r.get("resources", []) for r in view.get("rules", []))
 
-    # 2. One watched namespace (with gang scheduling): a Role there, and the ClusterRole is removed.
-    scoped = {"mpi_operator_watch_namespace": namespace, "mpi_operator_gang_scheduling": "volcano"}
+    # 2. One watched namespace (with gang scheduling): a Role there, and the ClusterRole is removed. With the chart's
+    # service account and disruption budget values: the ServiceAccount renamed (the old one pruned), a PDB.
+    scoped = {"mpi_operator_watch_namespace": namespace, "mpi_operator_gang_scheduling": "volcano",
+              "mpi_operator_service_account_name": "mpi-operator-scoped",
+              "mpi_operator_service_account_annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/x"},
+              "mpi_operator_pod_disruption_budget": {"maxUnavailable": 1}}
     playbook("install.yml", extra_vars=scoped).expect_ok()
     playbook("install.yml", extra_vars=scoped).expect_unchanged()
     role = get_json(kubectl, "role", "mpi-operator", "-n", namespace)
     assert role is not None and any("podgroups" in r["resources"] for r in role["rules"])
     assert get_json(kubectl, "clusterrole", CLUSTER_ROLE) is None
     assert get_json(kubectl, "clusterrole", PRIORITYCLASSES_ROLE) is not None
+    assert get_json(kubectl, "serviceaccount", "mpi-operator", "-n", INSTALL_NAMESPACE) is None
+    account = get_json(kubectl, "serviceaccount", "mpi-operator-scoped", "-n", INSTALL_NAMESPACE)
+    assert account is not None and account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"] == "arn:aws:iam::1:role/x"
+    pdb = get_json(kubectl, "poddisruptionbudget", "mpi-operator", "-n", INSTALL_NAMESPACE)
+    assert pdb is not None and pdb["spec"]["maxUnavailable"] == 1
+    sa = f"--as=system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator-scoped"
     assert kubectl("auth", "can-i", "create", "pods", "-n", namespace, sa).stdout.strip() == "yes"
     assert kubectl("auth", "can-i", "create", "pods", "-n", "default", sa).stdout.strip() == "no"
+    assert kubectl("auth", "can-i", "update", "leases", "-n", INSTALL_NAMESPACE, sa).stdout.strip() == "yes"
     args = get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE)["spec"]["template"]["spec"][
         "containers"
     ][0]["args"]
@@ -123,6 +134,8 @@ def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_m
     assert f"The namespace {INSTALL_NAMESPACE} is kept: it holds 1 MPIJob(s)." in removed.output
     assert get_json(kubectl, "namespace", INSTALL_NAMESPACE) is not None
     assert get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE) is None
+    assert get_json(kubectl, "poddisruptionbudget", "mpi-operator", "-n", INSTALL_NAMESPACE) is None
+    assert get_json(kubectl, "serviceaccount", "mpi-operator-scoped", "-n", INSTALL_NAMESPACE) is None
     # Without it, the next uninstall removes the namespace this collection created.
     gone = kubectl("delete", "-n", INSTALL_NAMESPACE, "mpijobs.kubeflow.org", "openmpi-helloworld", "--wait=true")
     assert gone.returncode == 0, gone.stderr

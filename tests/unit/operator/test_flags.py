@@ -100,3 +100,16 @@ def test_kubectl_delivery_image_is_given_to_the_module(kc):
     runner = BatchRunner(cfg.work_dir, slot=0, kubectl_delivery_image=cfg.kubectl_delivery_image)
     assert runner.base_args["kubectl_delivery_image"] == "localhost/kubectl:1"
     assert "kubectl_delivery_image" not in BatchRunner(cfg.work_dir, slot=1).base_args
+
+
+def test_leader_election_timings(kc, capsys):
+    cfg = config.parse(["--kubeconfig", kc])
+    assert (cfg.leader_elect_lease_duration, cfg.leader_elect_renew_deadline, cfg.leader_elect_retry_period) == (
+        15.0, 5.0, 2.0)
+    cfg = config.parse(["--kubeconfig", kc, "--leader-elect-lease-duration=60", "-leader-elect-renew-deadline=40",
+                        "--leader-elect-retry-period", "10"])
+    assert (cfg.leader_elect_lease_duration, cfg.leader_elect_renew_deadline, cfg.leader_elect_retry_period) == (
+        60.0, 40.0, 10.0)
+    with pytest.raises(SystemExit):
+        config.parse(["--kubeconfig", kc, "--leader-elect-lease-duration=5", "--leader-elect-renew-deadline=10"])
+    assert "--leader-elect-lease-duration > --leader-elect-renew-deadline" in capsys.readouterr().err

@@ -13,19 +13,27 @@ from ansible.template import Templar
 ROLE = pathlib.Path(__file__).resolve().parents[3] / "roles/operator"
 
 
-def render(**overrides: Any) -> dict:
-    variables: dict[str, Any] = {}
+def render_all(template: str = "deployment.yaml.j2", **overrides: Any) -> list[dict]:
+    """The objects one of the role's templates renders, with its defaults and vars and `overrides`."""
+    variables: dict[str, Any] = {"mpi_operator_apis": ["kubeflow.org"]}
     variables.update(yaml.safe_load((ROLE / "defaults/main.yml").read_text()))
-    variables.update(yaml.safe_load((ROLE / "vars/main.yml").read_text()))
-    variables.update(overrides)
-    source = (ROLE / "templates/deployment.yaml.j2").read_text()
-    try:  # ansible-core 2.19+ renders only trusted templates
+    role_vars = yaml.safe_load((ROLE / "vars/main.yml").read_text())
+    source = (ROLE / "templates" / template).read_text()
+    try:  # ansible-core 2.19+ renders only trusted templates (the role's vars are templates too, as Ansible reads them)
         from ansible.template import trust_as_template
 
         source = trust_as_template(source)
+        role_vars = {k: trust_as_template(v) if isinstance(v, str) else v for k, v in role_vars.items()}
     except ImportError:
         pass
-    return yaml.safe_load(Templar(loader=DataLoader(), variables=variables).template(source))
+    variables.update(role_vars)
+    variables.update(overrides)
+    return [d for d in yaml.safe_load_all(Templar(loader=DataLoader(), variables=variables).template(source)) if d]
+
+
+def render(**overrides: Any) -> dict:
+    (deployment,) = render_all("deployment.yaml.j2", **overrides)
+    return deployment
 
 
 def pod_spec(d: dict) -> dict:
@@ -170,3 +178,67 @@ def test_startup_timeout_sets_the_startup_probe_budget():
     live = container(render())["livenessProbe"]
     # a starved process answering slowly is not dead: about 90 s of failures before a restart
     assert live["timeoutSeconds"] >= 5 and live["periodSeconds"] * live["failureThreshold"] >= 60
+
+
+def test_probe_timings_merge_and_keep_their_endpoints():
+    c = container(render(mpi_operator_liveness_probe={"periodSeconds": 30, "failureThreshold": 10,
+                                                      "httpGet": {"path": "/elsewhere"}},
+                         mpi_operator_readiness_probe={"initialDelaySeconds": 3},
+                         mpi_operator_startup_probe={"periodSeconds": 10}))
+    assert c["livenessProbe"] == {"periodSeconds": 30, "timeoutSeconds": 10, "failureThreshold": 10,
+                                  "httpGet": {"path": "/healthz", "port": "health"}}
+    assert c["readinessProbe"]["initialDelaySeconds"] == 3 and c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert c["startupProbe"]["periodSeconds"] == 10
+
+
+def test_env_from_topology_spread_and_extra_volumes():
+    env_from = [{"configMapRef": {"name": "proxy"}}, {"secretRef": {"name": "tokens", "optional": True}}]
+    spread = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+               "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "mpi-operator"}}}]
+    volumes = [{"name": "ca", "configMap": {"name": "corp-ca"}}]
+    mounts = [{"name": "ca", "mountPath": "/etc/ssl/corp", "readOnly": True}]
+    d = render(mpi_operator_extra_env_from=env_from, mpi_operator_topology_spread_constraints=spread,
+               mpi_operator_extra_volumes=volumes, mpi_operator_extra_volume_mounts=mounts)
+    assert container(d)["envFrom"] == env_from and pod_spec(d)["topologySpreadConstraints"] == spread
+    assert pod_spec(d)["volumes"][-1] == volumes[0] and container(d)["volumeMounts"][-1] == mounts[0]
+    assert [v["name"] for v in pod_spec(d)["volumes"]][:2] == ["tmp", "runner"]
+    plain = render()
+    assert "envFrom" not in container(plain) and "topologySpreadConstraints" not in pod_spec(plain)
+
+
+def test_service_account_name_annotations_and_create():
+    irsa = {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/mpi-operator"}
+    named = {"mpi_operator_service_account_name": "mpi-ops", "mpi_operator_service_account_annotations": irsa}
+    assert pod_spec(render(**named))["serviceAccountName"] == "mpi-ops"
+    objects = {o["kind"]: o for o in render_all("operator-namespace.yaml.j2", **named)}
+    assert objects["ServiceAccount"]["metadata"]["name"] == "mpi-ops"
+    assert objects["ServiceAccount"]["metadata"]["annotations"] == irsa
+    assert objects["RoleBinding"]["subjects"][0]["name"] == "mpi-ops"
+    rbac = render_all("rbac.yaml.j2", **named)
+    assert {s["name"] for o in rbac for s in o.get("subjects", [])} == {"mpi-ops"}
+    kinds = [o["kind"] for o in render_all("operator-namespace.yaml.j2", mpi_operator_service_account_create=False)]
+    assert "ServiceAccount" not in kinds and "RoleBinding" in kinds
+    assert "annotations" not in {o["kind"]: o for o in render_all("operator-namespace.yaml.j2")}["ServiceAccount"]["metadata"]
+
+
+def test_pod_disruption_budget_selects_the_operators_pods():
+    assert "PodDisruptionBudget" not in [o["kind"] for o in render_all("operator-namespace.yaml.j2")]
+    objects = {o["kind"]: o for o in render_all("operator-namespace.yaml.j2",
+                                                mpi_operator_pod_disruption_budget={"minAvailable": 1})}
+    pdb = objects["PodDisruptionBudget"]
+    assert pdb["apiVersion"] == "policy/v1" and pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == render()["spec"]["selector"]["matchLabels"]
+    assert pdb["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "mpi.operator"  # pruned and removed by it
+
+
+def test_leader_election_timings_are_flags():
+    args = container(render(mpi_operator_leader_elect_lease_duration=60, mpi_operator_leader_elect_renew_deadline=40,
+                            mpi_operator_leader_elect_retry_period=10))["args"]
+    assert {"--leader-elect-lease-duration=60", "--leader-elect-renew-deadline=40",
+            "--leader-elect-retry-period=10"} <= set(args)
+
+
+def test_rbac_create_false_leaves_out_the_leader_election_role():
+    kinds = [o["kind"] for o in render_all("operator-namespace.yaml.j2", mpi_operator_rbac_create=False)]
+    assert kinds == ["ServiceAccount"]
+    assert [o["kind"] for o in render_all("operator-namespace.yaml.j2")] == ["ServiceAccount", "Role", "RoleBinding"]
