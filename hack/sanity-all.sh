@@ -12,22 +12,14 @@ bash "$root/hack/venv.sh" >/dev/null
 pythons=(3.9 3.10 3.11 3.12 3.13)
 pinned=$(sed -n 's/^ansible-core==//p' "$root/requirements.txt")
 
-die() { echo "hack/sanity-all.sh: $*" >&2; exit 2; }
-# interpreter X.Y: pyenv's own binary (its shims may point at another version), else one on PATH.
-interpreter() {
-  local c
-  for c in "$HOME"/.pyenv/versions/"$1".*/bin/python"$1" "$(command -v "python$1" || true)"; do
-    if [ -x "$c" ] && "$c" -c 'import ensurepip, venv' 2>/dev/null; then echo "$c"; return; fi
-  done
-  return 1
-}
+interpreter() { bash "$root/hack/venv.sh" --interpreter "$1"; }
 
 # ansible-test finds a Python by its name (pythonX.Y) on PATH: one folder naming each real interpreter.
 work=${TMPDIR:-/tmp}/mpi-operator-sanity-all-$(echo "$root" | sha256sum | cut -c1-12)
 rm -rf "$work"
 mkdir -p "$work/bin" "$work/build"
 for v in "${pythons[@]}"; do
-  i=$(interpreter "$v") || die "no working python$v on this machine (pyenv install $v)"
+  i=$(interpreter "$v")
   ln -s "$i" "$work/bin/python$v"
 done
 "$root/.venv/bin/ansible-galaxy" collection build --output-path "$work/build" "$root" >/dev/null

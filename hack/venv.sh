@@ -3,18 +3,28 @@
 # collection (as a symlink) and kubernetes.core (taken from the `ansible` wheel: no Galaxy here).
 #   hack/venv.sh --python X.Y   a small venv for the unit tier on Python X.Y (prints its python), cached
 #   hack/venv.sh --python X.Y --ansible-core SPEC   the same with that ansible-core as a controller (its own deps)
+#   hack/venv.sh --interpreter X.Y   prints a working python X.Y of this machine (pyenv's own binary first)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}
 
+# interpreter X.Y: pyenv's shims may point at a version that does not run: the interpreter itself, checked to run.
+interpreter() {
+  local candidate
+  for candidate in "$HOME"/.pyenv/versions/"$1".*/bin/python"$1" "$(command -v "python$1" || true)"; do
+    if [ -x "$candidate" ] && "$candidate" -c 'import ensurepip, venv' 2>/dev/null; then echo "$candidate"; return; fi
+  done
+  echo "hack/venv.sh: no working python$1 on this machine" >&2
+  exit 3
+}
+if [ "${1:-}" = "--interpreter" ]; then
+  interpreter "${2:?usage: hack/venv.sh --interpreter X.Y}"
+  exit 0
+fi
+
 if [ "${1:-}" = "--python" ]; then
   ver=${2:?usage: hack/venv.sh --python X.Y}
-  # pyenv's shims may point at a version that does not run: take the interpreter itself, and check it runs.
-  interp=
-  for candidate in "$HOME"/.pyenv/versions/"$ver".*/bin/python"$ver" "$(command -v "python$ver" || true)"; do
-    if [ -x "$candidate" ] && "$candidate" -c 'import ensurepip, venv' 2>/dev/null; then interp=$candidate; break; fi
-  done
-  [ -n "$interp" ] || { echo "hack/venv.sh: no working python$ver on this machine" >&2; exit 3; }
+  interp=$(interpreter "$ver")
   # Under .venv's real path: .venv links to a venv in the cache that every clone shares, and pip writes the venv's
   # path into its scripts' #! lines (made through one clone's link, they would break when that clone goes).
   pythons=$(cd "$root/.venv" 2>/dev/null && pwd -P)/pythons || pythons=$root/.venv/pythons

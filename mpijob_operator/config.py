@@ -14,6 +14,8 @@ from typing import Any
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import REGISTRY, by_group
 
+from .leader import Timing
+
 IN_CLUSTER_WORK_DIR = "/var/run/mpi-operator"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -45,9 +47,9 @@ class Config:
     warm_runs: bool = True
     warm_run_timeout: int = 300
     # Leader election, in seconds (leader.Timing): a follower's wait, a leader's renew deadline, how often both try.
-    leader_elect_lease_duration: float = 15.0
-    leader_elect_renew_deadline: float = 5.0
-    leader_elect_retry_period: float = 2.0
+    leader_elect_lease_duration: float = Timing.lease_duration
+    leader_elect_renew_deadline: float = Timing.renew_deadline
+    leader_elect_retry_period: float = Timing.retry_period
     temporary_work_dir: bool = False  # made for this process: removed at exit
 
 
@@ -103,11 +105,12 @@ def parser() -> GoFlags:
            help="port of /healthz and /readyz (default: the monitoring port); 0 = off")
     p.flag("lock-namespace", default="mpi-operator", help="namespace of the leader-election Lease")
     p.switch("leader-elect", True, "elect one active replica through a Lease (default: on; --no-leader-elect)")
-    p.flag("leader-elect-lease-duration", type=float, default=15.0,
+    p.flag("leader-elect-lease-duration", type=float, default=Timing.lease_duration,
            help="seconds a follower waits after the last renewal it saw before it takes the Lease")
-    p.flag("leader-elect-renew-deadline", type=float, default=5.0,
+    p.flag("leader-elect-renew-deadline", type=float, default=Timing.renew_deadline,
            help="seconds the leader may fail to renew before it steps down")
-    p.flag("leader-elect-retry-period", type=float, default=2.0, help="seconds between two tries to acquire or renew")
+    p.flag("leader-elect-retry-period", type=float, default=Timing.retry_period,
+           help="seconds between two tries to acquire or renew")
     p.flag("log-level", default="info", choices=LOG_LEVELS)
     p.flag("log-format", default="text", choices=("text", "json"), help="logfmt text or JSON lines")
     p.flag("cluster-domain", default="", help="DNS suffix of hostfile entries (e.g. cluster.local)")
