@@ -4,6 +4,7 @@
 them, no I/O (plugins/modules/k8s_objects.py reads and writes them; this decides what to write and what it changed)."""
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -108,3 +109,48 @@ def established(crd: dict | None) -> bool:
     """Whether a CustomResourceDefinition's kind is served: its Established condition is True."""
     conditions = ((crd or {}).get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+# A label or annotation key: an optional DNS-subdomain prefix and "/", then a name of at most 63 characters.
+_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?" + _NAME + "$")
+_LABEL_VALUE = re.compile("^(" + _NAME + ")?$")
+
+
+def invalid_metadata(option: str, values: dict, label_values: bool) -> list[str]:
+    """What is wrong with the keys (and, for labels, the values) of a labels or annotations option, each named."""
+    errors = []
+    for key, value in values.items():
+        where = f"{option}[{key!r}]"
+        if not _KEY.match(str(key)) or len(str(key).rpartition("/")[0]) > 253:
+            errors.append(f"{where}: not a valid key (an optional DNS-subdomain prefix and '/', then at most 63 "
+                          f"letters, digits, '-', '_' or '.', beginning and ending with a letter or digit)")
+        elif not isinstance(value, str):
+            errors.append(f"{where}: the value must be a string, got {type(value).__name__} {value!r} (quote it)")
+        elif label_values and not _LABEL_VALUE.match(value):
+            errors.append(f"{where}: {value!r} is not a valid label value (at most 63 letters, digits, '-', '_' or "
+                          f"'.', beginning and ending with a letter or digit, or empty)")
+    return errors
+
+
+def with_common_metadata(obj: dict, labels: dict, annotations: dict) -> dict:
+    """The object with labels and annotations added to its metadata, and the labels to its pod template's (a
+    Deployment's, a Job's): the object's own keys win, so no selector or removal label is ever overridden."""
+    if not labels and not annotations:
+        return obj
+    out = dict(obj)
+    out["metadata"] = _merged(obj.get("metadata") or {}, labels, annotations)
+    template = (obj.get("spec") or {}).get("template")
+    if labels and isinstance(template, dict):
+        pods = dict(template, metadata=_merged(template.get("metadata") or {}, labels, {}))
+        out["spec"] = dict(obj["spec"], template=pods)
+    return out
+
+
+def _merged(meta: dict, labels: dict, annotations: dict) -> dict:
+    out = dict(meta)
+    if labels:
+        out["labels"] = {**labels, **(meta.get("labels") or {})}
+    if annotations:
+        out["annotations"] = {**annotations, **(meta.get("annotations") or {})}
+    return out

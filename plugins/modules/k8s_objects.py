@@ -55,6 +55,17 @@ options:
           another installer made is ever found.
         type: str
         required: true
+  common_labels:
+    description:
+      - Labels added to every object of O(definitions) and to the pod template of each that has one (a Deployment's);
+        an object's own labels win over them (Helm charts call these C(commonLabels)).
+    type: dict
+    default: {}
+  common_annotations:
+    description:
+      - Annotations added to every object of O(definitions) (not to pod templates); an object's own win over them.
+    type: dict
+    default: {}
   field_manager:
     description: The field manager of the applies.
     type: str
@@ -154,6 +165,8 @@ def argspec() -> dict:
         state=dict(type="str", choices=["present", "absent"], default="present"),
         definitions=dict(type="list", elements="dict", default=[]),
         prune=dict(type="list", elements="dict", default=[], options=prune),
+        common_labels=dict(type="dict", default={}),
+        common_annotations=dict(type="dict", default={}),
         field_manager=dict(type="str", default="mpi.operator"),
         force_conflicts=dict(type="bool", default=False),
         wait=dict(type="bool", default=False),
@@ -218,9 +231,11 @@ def wait_until(rest: Rest, paths: list[tuple[str, dict]], done, timeout: int, no
 
 def task(module, rest: Rest) -> dict:
     p, check = module.params, module.check_mode
-    errors = O.invalid(p["definitions"])
+    errors = (O.invalid(p["definitions"]) + O.invalid_metadata("common_labels", p["common_labels"], True)
+              + O.invalid_metadata("common_annotations", p["common_annotations"], False))
     if errors:
         raise SubmitError("; ".join(errors))
+    definitions = [O.with_common_metadata(obj, p["common_labels"], p["common_annotations"]) for obj in p["definitions"]]
     kinds = Kinds(rest)
     report: list[dict] = []
     diffs: list[dict] = []
@@ -239,7 +254,7 @@ def task(module, rest: Rest) -> dict:
         if was is not None:
             deleted.append((where, obj))
 
-    for obj in p["definitions"]:
+    for obj in definitions:
         if p["state"] == "present":
             before, after = apply(rest, kinds, obj, p, check)
             if obj.get("kind") == "CustomResourceDefinition" and not O.established(after):
@@ -248,7 +263,7 @@ def task(module, rest: Rest) -> dict:
                    before, after)
         else:
             remove(obj, kinds.path(obj))
-    keep = p["definitions"] if p["state"] == "present" else []
+    keep = definitions if p["state"] == "present" else []
     for rule in p["prune"]:
         found = kinds.find(rule["api_version"], rule["kind"])
         if found is None:

@@ -36,6 +36,24 @@ def get_json(kubectl: Kubectl, *args: str) -> dict[str, Any] | None:
     return json.loads(proc.stdout)
 
 
+def user_owned_copies(kubectl: Kubectl, roles: list[tuple[str, str, str]]) -> list[list[str]]:
+    """Copies each Role or ClusterRole and its binding as "yours-<name>", as a user who manages the RBAC would make
+    them (none of the role's labels); returns, for each, the arguments that delete both."""
+    refs = []
+    for kind, name, namespace in roles:
+        where = ["-n", namespace] if namespace else []
+        role, binding = get_json(kubectl, kind, name, *where), get_json(kubectl, kind + "binding", name, *where)
+        assert role is not None and binding is not None, (kind, name)
+        meta = {"name": "yours-" + name, **({"namespace": namespace} if namespace else {})}
+        copies = [{"apiVersion": role["apiVersion"], "kind": role["kind"], "metadata": meta, "rules": role["rules"]},
+                  {"apiVersion": binding["apiVersion"], "kind": binding["kind"], "metadata": meta,
+                   "roleRef": {**binding["roleRef"], "name": meta["name"]}, "subjects": binding["subjects"]}]
+        applied = kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": copies}))
+        assert applied.returncode == 0, applied.stderr
+        refs.append([*where, f"{kind}/yours-{name}", f"{kind}binding/yours-{name}"])
+    return refs
+
+
 @pytest.mark.cluster
 @pytest.mark.slow
 @pytest.mark.serial  # asserts the CRD's resourceVersion: no other test may write it meanwhile
@@ -96,9 +114,25 @@ def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_m
     scoped = {"mpi_operator_watch_namespace": namespace, "mpi_operator_gang_scheduling": "volcano",
               "mpi_operator_service_account_name": "mpi-operator-scoped",
               "mpi_operator_service_account_annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/x"},
-              "mpi_operator_pod_disruption_budget": {"maxUnavailable": 1}}
+              "mpi_operator_pod_disruption_budget": {"maxUnavailable": 1},
+              "mpi_operator_common_labels": {"example.com/team": "ml"},
+              "mpi_operator_common_annotations": {"example.com/owner": "platform"}}
     playbook("install.yml", extra_vars=scoped).expect_ok()
     playbook("install.yml", extra_vars=scoped).expect_unchanged()
+    # commonLabels / commonAnnotations on every object made (the namespace existed already: it is left as it is),
+    # the labels on the operator's pods too; the selectors stay the role's.
+    made = [("crd", "mpijobs.kubeflow.org"), ("clusterrole", PRIORITYCLASSES_ROLE),
+            ("role", "mpi-operator", "-n", namespace), ("rolebinding", "mpi-operator", "-n", namespace),
+            *[(kind, name, "-n", INSTALL_NAMESPACE) for kind, name in (
+                ("role", "mpi-operator-leader-election"), ("serviceaccount", "mpi-operator-scoped"),
+                ("poddisruptionbudget", "mpi-operator"), ("deployment", "mpi-operator"))]]
+    for ref in made:
+        meta = (get_json(kubectl, *ref) or {}).get("metadata", {})
+        assert meta.get("labels", {}).get("example.com/team") == "ml", ref
+        assert meta.get("annotations", {}).get("example.com/owner") == "platform", ref
+    operator = get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE)["spec"]
+    assert operator["template"]["metadata"]["labels"]["example.com/team"] == "ml"
+    assert "example.com/team" not in operator["selector"]["matchLabels"]
     role = get_json(kubectl, "role", "mpi-operator", "-n", namespace)
     assert role is not None and any("podgroups" in r["resources"] for r in role["rules"])
     assert get_json(kubectl, "clusterrole", CLUSTER_ROLE) is None
@@ -116,6 +150,27 @@ def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_m
         "containers"
     ][0]["args"]
     assert f"--namespace={namespace}" in args and "--gang-scheduling=volcano" in args
+
+    # rbac.create / crd.create false: the user brings the RBAC (here: copies of the role's, under their own names and
+    # without its labels) and the CRD. The role's RBAC is removed, the user's kept; the CRD is not written; the
+    # operator, bound by the user's grants, still rolls out.
+    owned = [("role", "mpi-operator", namespace), ("role", "mpi-operator-leader-election", INSTALL_NAMESPACE),
+             ("clusterrole", PRIORITYCLASSES_ROLE, "")]
+    yours = user_owned_copies(kubectl, owned)
+    crd_version = get_json(kubectl, "crd", "mpijobs.kubeflow.org")["metadata"]["resourceVersion"]
+    bare = {**scoped, "mpi_operator_rbac_create": False, "mpi_operator_crd_create": False}
+    playbook("install.yml", extra_vars=bare).expect_ok()
+    playbook("install.yml", extra_vars=bare).expect_unchanged()
+    for kind, name, where in [(k + suffix, n, w) for k, n, w in owned for suffix in ("", "binding")]:
+        scope = ["-n", where] if where else []
+        assert get_json(kubectl, kind, name, *scope) is None, (kind, name)
+        assert get_json(kubectl, kind, "yours-" + name, *scope) is not None, (kind, name)
+    assert get_json(kubectl, "crd", "mpijobs.kubeflow.org")["metadata"]["resourceVersion"] == crd_version
+    assert kubectl("auth", "can-i", "create", "pods", "-n", namespace, sa).stdout.strip() == "yes"
+    playbook("install.yml", extra_vars=scoped).expect_ok()
+    for ref in yours:
+        deleted = kubectl("delete", *ref)
+        assert deleted.returncode == 0, deleted.stderr
 
     # 3. Uninstall. Asked to remove the CRD while it holds a job: refused, naming the job, and nothing is removed
     # (the flag given as `-e mpi_operator_remove_crds=true` gives it: a string).

@@ -28,7 +28,9 @@ def render_all(template: str = "deployment.yaml.j2", **overrides: Any) -> list[d
         pass
     variables.update(role_vars)
     variables.update(overrides)
-    return [d for d in yaml.safe_load_all(Templar(loader=DataLoader(), variables=variables).template(source)) if d]
+    documents = list(yaml.safe_load_all(Templar(loader=DataLoader(), variables=variables).template(source)))
+    assert None not in documents, f"{template} renders an empty document with {overrides}"  # the role reads them all
+    return documents
 
 
 def render(**overrides: Any) -> dict:
@@ -242,3 +244,10 @@ def test_rbac_create_false_leaves_out_the_leader_election_role():
     kinds = [o["kind"] for o in render_all("operator-namespace.yaml.j2", mpi_operator_rbac_create=False)]
     assert kinds == ["ServiceAccount"]
     assert [o["kind"] for o in render_all("operator-namespace.yaml.j2")] == ["ServiceAccount", "Role", "RoleBinding"]
+    # Every combination renders only objects (an empty document between them failed the install).
+    for sa in (True, False):
+        for rbac in (True, False):
+            rendered = render_all("operator-namespace.yaml.j2", mpi_operator_service_account_create=sa,
+                                  mpi_operator_rbac_create=rbac, mpi_operator_pod_disruption_budget={"minAvailable": 1})
+            assert [o["kind"] for o in rendered] == (["ServiceAccount"] if sa else []) + (
+                ["Role", "RoleBinding"] if rbac else []) + ["PodDisruptionBudget"]

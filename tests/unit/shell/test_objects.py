@@ -66,3 +66,32 @@ def test_a_crd_is_established_only_with_its_condition_true() -> None:
     assert O.established(crd(("NamesAccepted", "True"), ("Established", "True")))
     assert not O.established(crd(("NamesAccepted", "True"), ("Established", "False")))
     assert not O.established(crd()) and not O.established(None) and not O.established({"status": None})
+
+
+def test_common_labels_and_annotations_reach_every_object_and_pod_template_but_never_win() -> None:
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "op", "labels": {"app": "op", "team": "own"}},
+                  "spec": {"selector": {"matchLabels": {"app": "op"}},
+                           "template": {"metadata": {"labels": {"app": "op"}, "annotations": {"a": "1"}}}}}
+    out = O.with_common_metadata(deployment, {"team": "ml", "env": "prod"}, {"owner": "platform"})
+    assert out["metadata"]["labels"] == {"team": "own", "env": "prod", "app": "op"}  # the object's own win
+    assert out["metadata"]["annotations"] == {"owner": "platform"}
+    assert out["spec"]["template"]["metadata"] == {"labels": {"team": "ml", "env": "prod", "app": "op"},
+                                                   "annotations": {"a": "1"}}  # labels only, on pods
+    assert out["spec"]["selector"] == {"matchLabels": {"app": "op"}}
+    assert deployment["metadata"]["labels"] == {"app": "op", "team": "own"}  # the input is left as it was
+    assert O.with_common_metadata(role("a"), {}, {}) == role("a")
+    assert O.with_common_metadata(role("a"), {"x": "y"}, {})["metadata"]["labels"] == {"x": "y"}
+
+
+def test_common_metadata_keys_and_label_values_are_checked_naming_each() -> None:
+    assert O.invalid_metadata("common_labels", {"example.com/team": "ml", "a": "", "b_c.d": "x-1"}, True) == []
+    errors = O.invalid_metadata("common_labels", {"bad key": "x", "team": "has space", "n": 3, "-x": "y",
+                                                  "a/b/c": "z", ("p" * 254) + "/n": "v"}, True)
+    assert [e.split(":")[0] for e in errors] == [
+        "common_labels['bad key']", "common_labels['team']", "common_labels['n']", "common_labels['-x']",
+        "common_labels['a/b/c']", f"common_labels['{'p' * 254}/n']"]
+    assert "quote it" in errors[2] and "not a valid label value" in errors[1]
+    # Annotation values are free text; their keys are checked alike.
+    assert O.invalid_metadata("common_annotations", {"note": "any text at all, over 63 chars " * 3}, False) == []
+    assert O.invalid_metadata("common_annotations", {"no/te/s": "x"}, False)[0].startswith("common_annotations['no/te/s']")
