@@ -43,7 +43,8 @@ cluster-status:
 	@bash hack/cluster/status.sh
 
 # The test tiers, each alone (hack/test.sh): pure (tests/unit, seconds), runner (real ansible-runner/-playbook/-test
-# processes, no cluster), cluster (the API server), realnode (the real kubelet + containerd node).
+# processes, no cluster), cluster (the API server), realnode (the real kubelet + containerd node), kueue (a real
+# Kueue in front of the operator: alone, never beside the others; not part of `make test`).
 test-unit: venv
 	$(PY) -m pytest tests/unit -q
 
@@ -55,6 +56,9 @@ test-cluster: venv
 
 test-realnode: venv
 	bash hack/test.sh realnode
+
+test-kueue: venv
+	bash hack/test.sh kueue
 
 test: venv
 	bash hack/test.sh

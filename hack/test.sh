@@ -5,6 +5,8 @@
 #   runner    tests/runner       ansible-runner/-playbook/-test, bash processes; no cluster   make test-runner
 #   cluster   tests/integration  an API server (the local kwok cluster, or $KUBECONFIG)       make test-cluster
 #   realnode  tests/e2e + tests marked realnode: the real kubelet + containerd node            make test-realnode
+#   kueue     tests/kueue        a real Kueue (hack/kueue/up.sh) in front of the operator; one process, and only
+#                                when asked: Kueue's webhooks see every MPIJob and Job created  make test-kueue
 #
 # How a full run spends its time (docs/testing.md has the measured numbers):
 #   1. the Debian packages the node and the image builds need (seconds when installed);
@@ -23,8 +25,9 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
 tier=all
-case "${1:-}" in pure | runner | cluster | realnode) tier=$1; shift ;; esac
-declare -A select=([pure]="pure" [runner]="runner" [cluster]="cluster and not realnode" [realnode]="realnode")
+case "${1:-}" in pure | runner | cluster | realnode | kueue) tier=$1; shift ;; esac
+declare -A select=([pure]="pure" [runner]="runner" [cluster]="cluster and not realnode" [realnode]="realnode"
+                   [kueue]="kueue")
 # 3 by default on this project's 2-core machines: one process keeps one core only 55-59 % busy (ansible-playbook
 # runs are one Python process, and much of the rest waits on pods, timers and paced training); 2 workers left the
 # machine 55-70 % busy after the pure and runner tiers ended, 3 keep it 95-100 % busy and took the phase from about
@@ -85,7 +88,10 @@ build() {
        exec nice bash hack/images/build.sh --no-import horovod' 2>"$results/image-horovod.log" || true) &
     echo $! >"$results/building.horovod"
   fi
-  if [ "$tier" != realnode ]; then
+  if [ "$tier" = kueue ]; then
+    (step "Kueue" nice bash hack/kueue/build.sh 2>"$results/kueue-build.log" || true) &
+  fi
+  if [ "$tier" = all ] || [ "$tier" = cluster ]; then
     (step "Kubeflow peer" nice bash hack/kubeflow.sh 2>"$results/kubeflow.log" || true) &
     echo $! >"$results/building.kubeflow-peer"
   fi
@@ -108,7 +114,7 @@ renice_tree() {
 }
 
 cluster_tiers=0
-case $tier in all | cluster | realnode) cluster_tiers=1 ;; esac
+case $tier in all | cluster | realnode | kueue) cluster_tiers=1 ;; esac
 build_pid=
 if [ "$cluster_tiers" = 1 ]; then
   # A reachable $KUBECONFIG of the user's own is used as it is (the fixtures decide the same).
@@ -189,12 +195,16 @@ fi
 if [ "$cluster_tiers" = 1 ]; then
   tiers="cluster or realnode"
   [ "$tier" = all ] || tiers=${select[$tier]}
-  if [ "$workers" -gt 1 ]; then
-    run_pytest parallel "($tiers) and not serial" -n "$workers" --dist loadgroup --no-loadscope-reorder "$@"
+  if [ "$tier" = kueue ]; then
+    run_pytest kueue "$tiers" -p no:xdist "$@"
   else
-    run_pytest cluster "($tiers) and not serial" -p no:xdist "$@"
+    if [ "$workers" -gt 1 ]; then
+      run_pytest parallel "($tiers) and not serial" -n "$workers" --dist loadgroup --no-loadscope-reorder "$@"
+    else
+      run_pytest cluster "($tiers) and not serial" -p no:xdist "$@"
+    fi
+    run_pytest serial "($tiers) and serial" -p no:xdist "$@"
   fi
-  run_pytest serial "($tiers) and serial" -p no:xdist "$@"
 fi
 print_phase2
 

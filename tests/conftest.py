@@ -20,7 +20,7 @@ os.environ.setdefault("ANSIBLE_CONFIG", os.path.join(ROOT, "ansible.cfg"))
 # The tiers, by what a test needs: each folder is one tier and its tests get the tier's marker. A test that needs more
 # than its folder's tier says so with its own marker (a cluster test that needs the real node: realnode) and runs
 # with that tier. hack/test.sh TIER (`make test-TIER`) selects one tier alone.
-TIERS = {"unit": "pure", "runner": "runner", "integration": "cluster", "e2e": "realnode"}
+TIERS = {"unit": "pure", "runner": "runner", "integration": "cluster", "e2e": "realnode", "kueue": "kueue"}
 TESTS = pathlib.Path(__file__).resolve().parent
 
 

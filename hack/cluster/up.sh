@@ -103,7 +103,8 @@ start_apiserver() {
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
     --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC \
-    --enable-admission-plugins=NodeRestriction --allow-privileged=true --enable-bootstrap-token-auth=true
+    --enable-admission-plugins=NodeRestriction --allow-privileged=true --enable-bootstrap-token-auth=true \
+    $APISERVER_ROUTING
 }
 start_controller_manager() {
   start kube-controller-manager --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
@@ -141,9 +142,12 @@ healthy() {
   done
 }
 
-# What a running component was started from: changed binaries mean a fresh cluster, changed stages a new kwok.
+# There is no kube-proxy: the API server reaches a webhook's or an APIService's Service at its endpoints (Kueue's
+# webhooks, on the real node: hack/kueue/up.sh).
+APISERVER_ROUTING=--enable-aggregator-routing=true
+# What a running component was started from: changed binaries or flags mean a fresh cluster, changed stages a new kwok.
 control_plane_recipe() {
-  { cat "$BIN"/.stamps/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}; echo "GOGC=$GOGC_CONTROL_PLANE GOMEMLIMIT=$GOMEMLIMIT_CONTROL_PLANE"; } | sha256sum | cut -c1-16
+  { cat "$BIN"/.stamps/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}; echo "GOGC=$GOGC_CONTROL_PLANE GOMEMLIMIT=$GOMEMLIMIT_CONTROL_PLANE $APISERVER_ROUTING"; } | sha256sum | cut -c1-16
 }
 kwok_recipe() { cat "$BIN/.stamps/kwok" "$CLUSTER_DIR"/kwok/*.yaml | sha256sum | cut -c1-16; }
 recorded() { cat "$STATE/$1.recipe" 2>/dev/null || true; }

@@ -53,7 +53,8 @@ class ActionModule(ActionBase):
         def report(job: dict, waited: float) -> None:
             nonlocal rounds
             rounds += 1
-            line = S.summary(job, datetime.now(timezone.utc))["progress"]
+            workload = jobs.workload(job) if S.queued(job) else None  # why Kueue keeps it waiting
+            line = S.summary(job, datetime.now(timezone.utc), workload)["progress"]
             display.display(f"MPIJob progress: {line} (waited {int(waited)}s of {args['wait_timeout']:g}s)")
 
         try:

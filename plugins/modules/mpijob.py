@@ -113,6 +113,16 @@ options:
     description:
       - Short form. Labels of the MPIJob.
     type: dict
+  queue_name:
+    description:
+      - The Kueue LocalQueue to submit the job to (its C(kueue.x-k8s.io/queue-name) label), with a manifest or the
+        short form. Kueue then suspends the job until it admits it; O(wait) waits until it finished, and the progress
+        lines say why it is still queued (docs/kueue.md).
+    type: str
+  priority_class:
+    description:
+      - The Kueue WorkloadPriorityClass of the job (its C(kueue.x-k8s.io/priority-class) label); with O(queue_name).
+    type: str
   clean_pod_policy:
     description:
       - Short form. Which pods to delete when the job finishes; V(Running) when not given.
@@ -326,6 +336,14 @@ summary:
     finished:
       description: Whether the job Succeeded or Failed.
       type: bool
+    queue:
+      description: The Kueue LocalQueue of the job (its C(kueue.x-k8s.io/queue-name) label); empty when none.
+      type: str
+    queued:
+      description:
+        - For a job that waits for Kueue (in a queue, suspended, not finished), why it waits, from its Workload's
+          conditions, for example C(QuotaReserved Pending - couldn't assign flavors ...); empty otherwise.
+      type: str
     progress:
       description: One line for humans.
       type: str
@@ -406,6 +424,8 @@ def argspec() -> dict:
         mpi_implementation=dict(type="str", choices=list(C.MPI_IMPLEMENTATIONS)),
         env=dict(type="dict"),
         labels=dict(type="dict"),
+        queue_name=dict(type="str"),
+        priority_class=dict(type="str"),
         clean_pod_policy=dict(type="str", choices=list(C.CLEAN_POD_POLICIES)),
         suspend=dict(type="bool"),
         force_conflicts=dict(type="bool", default=False),

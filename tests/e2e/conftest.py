@@ -237,7 +237,8 @@ class Jobs:
         pin_local_images(job, BUILT_IMAGES)
         version = job["apiVersion"].split("/")[1]
         name = f"{job['metadata']['name']}-{uuid.uuid4().hex[:5]}"
-        job["metadata"] = {"name": name, "namespace": self.namespace}
+        labels = job["metadata"].get("labels")  # a queue's, say (tests/kueue)
+        job["metadata"] = {"name": name, "namespace": self.namespace, **({"labels": labels} if labels else {})}
         self.custom.create_namespaced_custom_object(GROUP, version, self.namespace, "mpijobs", job)
         self.created.append((version, name))
         return version, name

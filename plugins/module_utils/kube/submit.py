@@ -122,7 +122,8 @@ class Jobs:
         current: dict | None = job
         while not done(current):
             if time.monotonic() >= deadline:
-                last = S.summary(current, datetime.now(timezone.utc))["progress"] if current else "gone"
+                workload = self.workload(current) if S.queued(current) else None
+                last = S.summary(current, datetime.now(timezone.utc), workload)["progress"] if current else "gone"
                 raise JobError(f"timed out after {timeout:g}s waiting for MPIJob {S.ref(job)} {what}; now: {last}",
                                result=current)
             time.sleep(min(sleep, max(0.0, deadline - time.monotonic())))
@@ -131,6 +132,17 @@ class Jobs:
             except (ApiError, Unreachable):
                 continue  # a blip of the API server is not the end of the wait; the deadline is
         return current
+
+    def workload(self, job: dict) -> dict | None:
+        """The Kueue Workload of a job (found by its job-uid label), or None: none yet, no Kueue, or not readable
+        (a progress line is not worth failing a wait for)."""
+        meta = job["metadata"]
+        try:
+            found = self.rest.list(C.KUEUE_WORKLOADS.format(namespace=quote(meta["namespace"])),
+                                   f"{C.KUEUE_JOB_UID_LABEL}={meta['uid']}")
+        except (ApiError, Unreachable):
+            return None
+        return found[0] if found else None
 
     def wait_for(self, job: dict, target: str, timeout: float, sleep: float,
                  report: Callable[[dict, float], None] | None = None) -> dict:

@@ -91,6 +91,13 @@ RESTART_POLICIES = ("Never", "OnFailure")
 MANAGED_BY_US = "kubeflow.org/mpi-operator"
 MANAGED_BY_VALUES = (MANAGED_BY_US, "kueue.x-k8s.io/multikueue")
 
+# Kueue (docs/kueue.md): the labels that put a job in a LocalQueue and give it a WorkloadPriorityClass, and the one
+# that names the job a Workload belongs to.
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+KUEUE_WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/workloads"
+
 # Gang scheduling.
 VOLCANO = "volcano"
 VOLCANO_PODGROUP_API = "scheduling.volcano.sh/v1beta1"

@@ -24,6 +24,8 @@ PAUSED = "Paused"
 WAIT_TARGETS = {C.SUCCEEDED: FINISHED, C.RUNNING: (C.RUNNING, *FINISHED), C.SUSPENDED: (C.SUSPENDED, PAUSED)}
 SHORT_FORM_KEYS = ("image", "command", "slots_per_worker", "resources", "launcher_resources", "mpi_implementation",
                    "labels", "env", "clean_pod_policy")
+# Options that are labels of the job, with a manifest as with the short form.
+LABEL_OPTIONS = (("queue_name", C.KUEUE_QUEUE_LABEL), ("priority_class", C.KUEUE_PRIORITY_LABEL))
 LAUNCHER_CONTAINER = "mpi-launcher"
 WORKER_CONTAINER = "mpi-worker"
 # Fields the server owns: they never count as a difference between what is and what would be.
@@ -66,6 +68,13 @@ def short_form_manifest(params: dict) -> dict:
     if params.get("labels"):
         metadata["labels"] = dict(params["labels"])
     return {"apiVersion": C.API_VERSION, "kind": C.KIND, "metadata": metadata, "spec": spec}
+
+
+def _label_options(params: dict, meta: dict) -> None:
+    """queue_name and priority_class as the job's Kueue labels (over the manifest's)."""
+    for option, label in LABEL_OPTIONS:
+        if params.get(option):
+            meta["labels"] = {**(meta.get("labels") or {}), label: params[option]}
 
 
 def _command(value: Any) -> list[str]:
@@ -132,7 +141,11 @@ def desired_manifest(params: dict, definition: dict | None) -> dict | None:
     elif params.get("image") or params.get("command"):
         manifest = short_form_manifest(params)
     else:
+        if any(params.get(pair[0]) for pair in LABEL_OPTIONS):
+            raise SubmitError("queue_name and priority_class label a job as it is submitted: give definition, src or "
+                              "the short form with them")
         return None
+    _label_options(params, manifest["metadata"])
     validate(manifest)
     return manifest
 
@@ -204,6 +217,34 @@ def is_suspended(job: dict) -> bool:
     return bool(_get(job, path)) if path else False
 
 
+def queue_name(job: dict | None) -> str:
+    """The Kueue LocalQueue the job was submitted to ("" when none)."""
+    return ((job or {}).get("metadata") or {}).get("labels", {}).get(C.KUEUE_QUEUE_LABEL, "")
+
+
+def queued(job: dict | None) -> bool:
+    """Whether the job waits for Kueue: in a queue, suspended (Kueue suspends it until admitted) and not finished."""
+    return bool(job and queue_name(job) and is_suspended(job) and job_phase(job) not in FINISHED)
+
+
+def queue_state(workload: dict | None) -> str:
+    """Why a queued job waits, from its Kueue Workload's conditions (None: Kueue made none for it, or cannot be read)."""
+    if workload is None:
+        return "no Kueue Workload for it yet (is Kueue running with the kubeflow.org/mpijob integration?)"
+    if (workload.get("spec") or {}).get("active") is False:
+        return "its Workload is deactivated (spec.active: false)"
+    conditions = {c.get("type"): c for c in (workload.get("status") or {}).get("conditions") or []}
+    for ctype in ("Evicted", "QuotaReserved"):
+        cond = conditions.get(ctype) or {}
+        if cond.get("status") == ("True" if ctype == "Evicted" else "False"):
+            return f"{ctype} {cond.get('reason', '')}: {cond.get('message', '')}".rstrip(": ")
+    if (conditions.get("Admitted") or {}).get("status") == "True":
+        return "admitted, starting"
+    if (conditions.get("QuotaReserved") or {}).get("status") == "True":
+        return "quota reserved, waiting for its admission checks"
+    return "pending"
+
+
 def ref(job: dict) -> str:
     meta = job.get("metadata") or {}
     return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
@@ -234,8 +275,9 @@ def job_phase(job: dict) -> str:
     return api_for(job).phase(job.get("status"))
 
 
-def summary(job: dict, now: datetime) -> dict:
-    """The status of one job as users ask about it: phase, workers running, why, and for how long."""
+def summary(job: dict, now: datetime, workload: dict | None = None) -> dict:
+    """The status of one job as users ask about it: phase, workers running, why, and for how long; for a job queued
+    by Kueue, why it waits (from its `workload`)."""
     status = job.get("status") or {}
     phase = job_phase(job)
     cond = get_condition(status, phase) or {}
@@ -257,6 +299,8 @@ def summary(job: dict, now: datetime) -> dict:
         "completion_time": status.get("completionTime"),
         "elapsed_seconds": max(elapsed, 0),
         "finished": phase in FINISHED,
+        "queue": queue_name(job),
+        "queued": queue_state(workload) if queued(job) else "",
     }
     result["progress"] = progress_line(result)
     return result
@@ -267,16 +311,19 @@ def progress_line(s: dict) -> str:
     if s["workers_failed"]:
         line += f", {s['workers_failed']} failed"
     line += f", {s['elapsed_seconds']}s elapsed"
-    if s["phase"] in (C.FAILED, C.SUSPENDED, PAUSED) or (s["phase"] == C.CREATED and s["reason"] != C.REASON_CREATED):
+    if s["queued"]:
+        line += f" (queued by Kueue in LocalQueue {s['queue']}: {s['queued']})"
+    elif s["phase"] in (C.FAILED, C.SUSPENDED, PAUSED) or (s["phase"] == C.CREATED and s["reason"] != C.REASON_CREATED):
         line += f" ({s['reason']}: {s['message']})"
     return line
 
 
 def wait_target(wait_for: str | None, job: dict | None) -> str:
-    """What a wait waits for: `wait_for`, else Suspended for a suspended job (it would never finish), else Succeeded."""
+    """What a wait waits for: `wait_for`, else Suspended for a suspended job (it would never finish), else Succeeded
+    (also for a job in a Kueue queue: Kueue suspends it until it admits it)."""
     if wait_for:
         return wait_for
-    return C.SUSPENDED if job is not None and is_suspended(job) else C.SUCCEEDED
+    return C.SUSPENDED if job is not None and is_suspended(job) and not queue_name(job) else C.SUCCEEDED
 
 
 def reached(job: dict, wait_for: str) -> bool:

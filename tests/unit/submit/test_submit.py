@@ -385,3 +385,48 @@ def test_named_api_version_is_the_storage_version_and_names_the_option():
     assert task.named_api_version({"api_version": "batch.tensorstack.dev/v1beta1"}) == "batch.tensorstack.dev/v1beta1"
     with pytest.raises(S.SubmitError, match=r"api_version: 'x\.io/v1' is not an MPIJob API served here"):
         task.named_api_version({"api_version": "x.io/v1"})
+
+
+def queued_job(suspend=True, conditions=(("Suspended", "True", "MPIJobSuspended", "MPIJob suspended"),)):
+    j = job(suspend=suspend, conditions=conditions)
+    j["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-a"}
+    return j
+
+
+def workload(*conditions, active=True):
+    return {"spec": {"active": active},
+            "status": {"conditions": [{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions]}}
+
+
+def test_a_job_queued_by_kueue_is_waited_for_to_the_end_and_its_progress_says_why_it_waits():
+    # Kueue suspends a queued job until it admits it: waiting for "Suspended" would end at once.
+    assert S.wait_target(None, queued_job()) == "Succeeded"
+    pending = workload(("QuotaReserved", "False", "Pending", "couldn't assign flavors to pod set launcher: "
+                        "insufficient unused quota for cpu in flavor rf, 100m more needed"))
+    s = S.summary(queued_job(), NOW, pending)
+    assert (s["queue"], s["phase"]) == ("team-a", "Suspended")
+    assert s["progress"] == ("ns/pi: Suspended, workers 0/2 running, 30s elapsed (queued by Kueue in LocalQueue "
+                             "team-a: QuotaReserved Pending: couldn't assign flavors to pod set launcher: insufficient "
+                             "unused quota for cpu in flavor rf, 100m more needed)")
+    assert S.summary(queued_job(), NOW)["queued"].startswith("no Kueue Workload for it yet")
+    evicted = workload(("QuotaReserved", "False", "Pending", "x"),
+                       ("Evicted", "True", "Preempted", "Preempted to accommodate a workload (UID: u) due to ..."))
+    assert S.queue_state(evicted) == "Evicted Preempted: Preempted to accommodate a workload (UID: u) due to ..."
+    assert S.queue_state(workload(active=False)) == "its Workload is deactivated (spec.active: false)"
+    assert S.queue_state(workload(("QuotaReserved", "True", "QuotaReserved", ""),
+                                  ("Admitted", "True", "Admitted", ""))) == "admitted, starting"
+    assert S.queue_state(workload(("QuotaReserved", "True", "QuotaReserved", ""))).startswith("quota reserved")
+    # Once admitted (running) or finished, the line is the usual one.
+    running = queued_job(suspend=False, conditions=[("Running", "True", "MPIJobRunning", "")])
+    assert S.summary(running, NOW, pending)["queued"] == "" and "Kueue" not in S.summary(running, NOW)["progress"]
+
+
+def test_queue_name_and_priority_class_label_the_job_with_a_manifest_or_the_short_form():
+    labels = {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "high"}
+    short_form = S.desired_manifest(short(queue_name="team-a", priority_class="high", labels={"x": "y"}), None)
+    assert short_form["metadata"]["labels"] == {"x": "y", **labels}
+    manifest = S.short_form_manifest(short())
+    manifest["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "old"}
+    assert S.desired_manifest({"queue_name": "team-a", "priority_class": "high"}, manifest)["metadata"]["labels"] == labels
+    with pytest.raises(S.SubmitError, match="queue_name and priority_class label a job as it is submitted"):
+        S.desired_manifest({"name": "pi", "queue_name": "team-a"}, None)
