@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Removes what hack/kueue/up.sh started: its webhooks first (while they are registered and Kueue is gone, no MPIJob can
-# be created), then its cluster-wide RBAC and its namespace. Kueue's CRDs stay (and with them any queue objects left).
+# be created), then its cluster-wide RBAC and its namespace, and a MultiKueue worker cluster with its Kueue. Kueue's
+# CRDs stay (and with them any queue objects left).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../cluster/lib.sh
@@ -9,3 +10,5 @@ kubectl_admin delete mutatingwebhookconfiguration,validatingwebhookconfiguration
   -l app.kubernetes.io/name=kueue --ignore-not-found >/dev/null
 kubectl_admin delete namespace kueue-system --ignore-not-found --wait=true --timeout=120s >/dev/null
 kubectl_admin delete clusterrole,clusterrolebinding -l app.kubernetes.io/name=kueue --ignore-not-found >/dev/null
+# And a MultiKueue worker, if one was started (hack/kueue/worker.sh).
+bash "$here/worker.sh" down

@@ -29,7 +29,7 @@ from tests.integration._fixtures.operator import (
 # The other tiers' fixtures this tier uses (a conftest's names are what pytest finds), and this tier's own.
 __all__ = ["GROUP", "PRIORITY_LABEL", "QUEUE_LABEL", "Queues", "api", "api_client", "jobs", "kubeconfig", "kueue",
            "namespace", "operator", "operator_crd", "operator_factory", "playbook", "pytest_runtest_makereport",
-           "queues", "running_operator"]
+           "queues", "running_operator", "worker_kubeconfig"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CACHE = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
@@ -53,6 +53,17 @@ def kueue(kubeconfig: str, operator_crd: None) -> Iterator[None]:
     _script("up.sh", kubeconfig)
     yield
     _script("down.sh", kubeconfig)
+
+
+@pytest.fixture(scope="session")
+def worker_kubeconfig(kueue: None) -> Iterator[str]:
+    """A MultiKueue worker (hack/kueue/worker.sh): a second local cluster with the MPIJob CRD and its own Kueue; its
+    kubeconfig. Stopped after the session."""
+    proc = subprocess.run(["bash", str(ROOT / "hack/kueue/worker.sh")], capture_output=True, text=True, timeout=900,
+                          check=False)
+    assert proc.returncode == 0, f"hack/kueue/worker.sh failed:\n{proc.stdout}\n{proc.stderr}"
+    yield proc.stdout.split()[-1]
+    subprocess.run(["bash", str(ROOT / "hack/kueue/worker.sh"), "down"], capture_output=True, timeout=300, check=False)
 
 
 class Queues:
@@ -87,6 +98,11 @@ class Queues:
             "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
                 {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}],
             **spec}})
+        return name
+
+    def cluster_object(self, plural: str, kind: str, name: str, body: dict[str, Any]) -> str:
+        """Any other cluster-scoped Kueue object (MultiKueue's), removed with the rest."""
+        self.create(plural, {"kind": kind, "metadata": {"name": name}, **body})
         return name
 
     def local_queue(self, cluster_queue: str, name: str = "lq") -> str:
