@@ -26,8 +26,10 @@ from typing import Any, ClassVar
 
 import yaml
 
-K8S_VERSION = "v1.35.4"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+# The Kubernetes whose OpenAPI document the CRDs embed: the local cluster's, pinned in one place.
+K8S_VERSION = next(line.split("=", 1)[1].strip() for line in (ROOT / "hack/cluster/versions.env").read_text().splitlines()
+                   if line.startswith("KUBE_VERSION="))
 sys.path.insert(0, str(ROOT / "plugins/module_utils"))
 # The MPIJob's names and enum values, as the collection's core defines them (the operator validates with the same).
 from mpijob import constants as C  # noqa: E402
