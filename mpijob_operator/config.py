@@ -12,12 +12,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_collections.mpi.operator.plugins.module_utils.kube.auth import in_cluster
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import REGISTRY, by_group
 
 from .leader import Timing
 
 IN_CLUSTER_WORK_DIR = "/var/run/mpi-operator"
-SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -132,10 +132,6 @@ def parser() -> GoFlags:
                 "with kubectl exec (batch.test.bdap.com); \"\" = kubectl is in the launcher's image")
     p.flag("watch-timeout", type=int, default=300, help="seconds a watch request stays open before it is resumed")
     return p
-
-
-def in_cluster() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(SERVICE_ACCOUNT_DIR)
 
 
 def identity() -> str:

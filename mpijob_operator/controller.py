@@ -74,9 +74,7 @@ def decide(result: JobResult) -> Decision:
     """What the queue does with a job after its run. Pure."""
     if result.deleted:
         return Decision(forget=True)
-    if result.error and result.retry:
-        return Decision(failed=True)
-    if result.retry:  # the module asks for another pass without an error (e.g. a conflict it expects)
+    if result.retry:  # an error worth retrying, or another pass the module asks for (e.g. a conflict it expects)
         return Decision(failed=True)
     return Decision(requeue_after=result.requeue_after if result.requeue_after is not None
                     and result.requeue_after >= 0 else None, later=result.cleanup_pending)

@@ -111,7 +111,7 @@ def auth(params: dict) -> Auth:
     context, host = _param(params, "context"), _param(params, "host")
     if host and not (kubeconfig or context):
         source = "host"
-    elif kubeconfig or context or os.environ.get("KUBECONFIG") or not _in_cluster():
+    elif kubeconfig or context or os.environ.get("KUBECONFIG") or not in_cluster():
         source = "kubeconfig"
     else:
         source = "in-cluster"
@@ -190,7 +190,9 @@ def _credentials_source(a: Auth, params: dict) -> str:
             + (", nor host" if not a.host else "") + " was given)")
 
 
-def _in_cluster() -> bool:
+def in_cluster() -> bool:
+    """Whether this process runs in a pod with a service account token: the one test, for the modules' credentials
+    and for the operator's defaults (mpijob_operator/config.py)."""
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(
         "/var/run/secrets/kubernetes.io/serviceaccount/token"
     )

@@ -3,6 +3,9 @@
 Differences from Kubeflow (docs/differences.md): PRRTE variables next to the ORTE ones for OpenMPI 5,
 `host:slots` lines in discover_hosts.sh, the worker DNS search path honours the cluster domain, and the
 PodGroup of a WaitForWorkersReady job does not count the launcher (no gang deadlock).
+
+One file (about 500 lines) because the builders share the job's names, labels, owner references and the template
+merge of launcher and workers: it answers in one place "what does Kubeflow create, and named how".
 """
 from __future__ import annotations
 

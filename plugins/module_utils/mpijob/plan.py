@@ -3,6 +3,9 @@
 The order is Kubeflow's sync order: Service, ConfigMap, Secret, PodGroup, workers (deletions highest index first,
 then creations), launcher Job, launcher suspension, cleanup, status, events. A child that exists but is controlled
 by something else stops the plan with an ErrResourceExists event: it is never taken over.
+
+One file (about 500 lines) because the plan is one ordered pass: the sync order, the stop on a foreign owner and the
+status computed from what the pass saw are one piece of logic; the builders of each child are in children.py.
 """
 from __future__ import annotations
 
