@@ -26,10 +26,10 @@ from kubernetes.client.rest import ApiException
 
 from tests.integration._fixtures.install import installs_locked
 from tests.integration._fixtures.kubeflow import KubeflowProcess, kubeflow_operator_binary
+from tests.support.paths import CACHE
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = pathlib.Path(__file__).parent / "manifests"
-CACHE = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
 NODE_NAME = os.environ.get("MPI_REAL_NODE_NAME", "mpi-real-node")
 # Overridable so that two runs on the shared cluster do not install into (and uninstall from) the same namespaces;
 # each pytest-xdist worker that runs e2e tests installs its own operator, into namespaces named after the worker.

@@ -18,11 +18,12 @@ from collections.abc import Callable
 import pytest
 import yaml
 
+from tests.support.paths import CACHE
+
 pytestmark = pytest.mark.cluster
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = pathlib.Path(sys.executable).parent
-CACHE = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
 
 
 def kubernetes_core() -> pathlib.Path:

@@ -15,9 +15,9 @@ import sys
 import pytest
 
 from tests.integration._fixtures.install import ROOT
+from tests.support.paths import CACHE
 
 pytestmark = [pytest.mark.slow]
-CACHE = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
 
 
 def why_no_kind() -> str | None:

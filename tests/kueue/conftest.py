@@ -6,7 +6,6 @@ Fixtures: the cluster's and the operator's (tests/integration/_fixtures), `kueue
 after it) and `queues` (ResourceFlavor, ClusterQueue, LocalQueue and priority classes for one test, removed after)."""
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from tests.integration._fixtures.operator import (
     pytest_runtest_makereport,
     running_operator,
 )
+from tests.support.paths import CACHE
 
 # The other tiers' fixtures this tier uses (a conftest's names are what pytest finds), and this tier's own.
 __all__ = ["GROUP", "PRIORITY_LABEL", "QUEUE_LABEL", "Queues", "api", "api_client", "jobs", "kubeconfig", "kueue",
@@ -32,7 +32,6 @@ __all__ = ["GROUP", "PRIORITY_LABEL", "QUEUE_LABEL", "Queues", "api", "api_clien
            "queues", "running_operator", "worker_kubeconfig"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CACHE = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"

@@ -19,6 +19,8 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from tests.support import paths
+
 _ROOT = pathlib.Path(__file__).resolve().parents[3]
 _UP = _ROOT / "hack" / "cluster" / "up.sh"
 _T = TypeVar("_T")
@@ -40,8 +42,7 @@ def wait_for(predicate: Callable[[], _T], timeout: float, interval: float = 0.2,
 
 def local_kubeconfig_path() -> pathlib.Path:
     """Where hack/cluster/up.sh writes the local cluster's cluster-admin kubeconfig."""
-    cache = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE") or pathlib.Path.home() / ".cache" / "mpi-operator")
-    return cache / "cluster" / "kubeconfig"
+    return paths.cache() / "cluster" / "kubeconfig"
 
 
 def _reachable(kubeconfig: str | None) -> bool:

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import paths
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 MANIFESTS = ROOT / "tests/integration/manifests"
 _RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$", re.MULTILINE)
@@ -60,8 +62,7 @@ class PlaybookRun:
 
 def kubectl_path() -> str:
     """The kubectl built for the local cluster, else one on PATH."""
-    cache = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
-    for candidate in (os.environ.get("KUBECTL"), str(cache / "bin/kubectl"), shutil.which("kubectl")):
+    for candidate in (os.environ.get("KUBECTL"), str(paths.cache() / "bin/kubectl"), shutil.which("kubectl")):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     raise RuntimeError("kubectl not found: run `make cluster-up` (it builds $CACHE/bin/kubectl)")
@@ -146,7 +147,7 @@ def installs_locked() -> Iterator[None]:
         finally:
             _installs_lock_depth -= 1
         return
-    cache = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
+    cache = paths.cache()
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / "install-tests.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
