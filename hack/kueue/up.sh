@@ -6,12 +6,9 @@
 #   hack/kueue/down.sh     removes it again (keeps Kueue's CRDs)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=../node/lib.sh
-source "$here/../node/lib.sh"
-version=${KUEUE_VERSION:-v0.17.0}
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 ref=localhost/kueue:$version
-python=$here/../../.venv/bin/python
-[ -x "$python" ] || python=python3
 log() { printf '[kueue %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 start=$SECONDS
 
@@ -39,17 +36,6 @@ kubectl_admin apply --server-side --force-conflicts -f "$manifests" >/dev/null
 kubectl_admin wait --for=condition=Established crd --all --timeout=60s >/dev/null
 kubectl_admin -n kueue-system rollout status deployment/kueue-controller-manager --timeout=180s >/dev/null
 
-# Ready when the MPIJob webhook answers: a dry-run MPIJob with a queue name comes back suspended.
-probe='{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
-  "metadata": {"name": "kueue-probe", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "probe"}},
-  "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": {"spec": {"containers": [{"name": "l", "image": "x"}]}}}}}}'
-for _ in $(seq 1 120); do
-  if [ "$(echo "$probe" | kubectl_admin create --dry-run=server -f - -o 'jsonpath={.spec.runPolicy.suspend}' 2>/dev/null)" = true ]; then
-    log "Kueue $version ready on $NODE_NAME in $((SECONDS - start)) s (manifests: $manifests)"
-    exit 0
-  fi
-  sleep 1
-done
-log "Kueue's MPIJob webhook does not answer after 120 s; its log:"
-kubectl_admin -n kueue-system logs deployment/kueue-controller-manager --tail=40 >&2 || true
-exit 1
+# Ready when its MPIJob webhook answers.
+kueue_answers kubectl_admin kueue-system kueue-controller-manager
+log "Kueue $version ready on $NODE_NAME in $((SECONDS - start)) s (manifests: $manifests)"

@@ -7,11 +7,8 @@
 #   hack/kueue/worker.sh down     removes the worker's Kueue and stops the worker cluster
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=../node/lib.sh
-source "$here/../node/lib.sh"
-version=${KUEUE_VERSION:-v0.17.0}
-python=$here/../../.venv/bin/python
-[ -x "$python" ] || python=python3
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 log() { printf '[kueue-worker %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 worker_cache=$CACHE/multikueue-worker
 worker_env=(MPI_OPERATOR_CACHE="$worker_cache" MPI_CLUSTER_PORT_OFFSET=200 MPI_CLUSTER_REAL_NODE=0 MPI_CLUSTER_NODES=2)
@@ -53,17 +50,6 @@ kubectl_worker wait --for=condition=Established crd --all --timeout=60s >/dev/nu
 kubectl_admin apply --server-side --force-conflicts -f "$worker_cache/kueue-manager-side.yaml" >/dev/null
 kubectl_admin -n kueue-worker rollout status deployment/kueue-worker --timeout=180s >/dev/null
 
-probe='{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
-  "metadata": {"name": "kueue-probe", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "probe"}},
-  "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": {"spec": {"containers": [{"name": "l", "image": "x"}]}}}}}}'
-for _ in $(seq 1 120); do
-  if [ "$(echo "$probe" | kubectl_worker create --dry-run=server -f - -o 'jsonpath={.spec.runPolicy.suspend}' 2>/dev/null)" = true ]; then
-    log "worker cluster and its Kueue ready in $((SECONDS - start)) s"
-    echo "$worker_kubeconfig"
-    exit 0
-  fi
-  sleep 1
-done
-log "the worker's Kueue does not answer after 120 s; its log:"
-kubectl_admin -n kueue-worker logs deployment/kueue-worker --tail=40 >&2 || true
-exit 1
+kueue_answers kubectl_worker kueue-worker kueue-worker
+log "worker cluster and its Kueue ready in $((SECONDS - start)) s"
+echo "$worker_kubeconfig"
