@@ -53,8 +53,7 @@ class ActionModule(ActionBase):
         def report(job: dict, waited: float) -> None:
             nonlocal rounds
             rounds += 1
-            workload = jobs.workload(job) if S.queued(job) else None  # why Kueue keeps it waiting
-            line = S.summary(job, datetime.now(timezone.utc), workload)["progress"]
+            line = S.summary(job, datetime.now(timezone.utc), jobs.workload(job))["progress"]  # and why Kueue holds it
             display.display(f"MPIJob progress: {line} (waited {int(waited)}s of {args['wait_timeout']:g}s)")
 
         try:

@@ -174,7 +174,7 @@ def describe(jobs: Jobs, job: dict, params: dict, now: datetime) -> dict:
     entry = {
         "mpijob": job,
         "conditions": (job.get("status") or {}).get("conditions") or [],
-        "summary": S.summary(job, now),
+        "summary": S.summary(job, now, jobs.workload(job)),  # a queued job's Workload: why Kueue holds it
     }
     wanted = {"none": None, "tail": params["log_lines"], "all": 0}[params["launcher_log"]]
     # one more request per job: only for a log, or to say how a failed job's launcher ended

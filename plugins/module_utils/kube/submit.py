@@ -122,8 +122,8 @@ class Jobs:
         current: dict | None = job
         while not done(current):
             if time.monotonic() >= deadline:
-                workload = self.workload(current) if S.queued(current) else None
-                last = S.summary(current, datetime.now(timezone.utc), workload)["progress"] if current else "gone"
+                last = (S.summary(current, datetime.now(timezone.utc), self.workload(current))["progress"]
+                        if current else "gone")
                 raise JobError(f"timed out after {timeout:g}s waiting for MPIJob {S.ref(job)} {what}; now: {last}",
                                result=current)
             time.sleep(min(sleep, max(0.0, deadline - time.monotonic())))
@@ -134,15 +134,17 @@ class Jobs:
         return current
 
     def workload(self, job: dict) -> dict | None:
-        """The Kueue Workload of a job (found by its job-uid label), or None: none yet, no Kueue, or not readable
-        (a progress line is not worth failing a wait for)."""
+        """For a job queued by Kueue, its Workload (found by its job-uid label), {} when there is none yet, no Kueue,
+        or it cannot be read (a progress line is not worth failing a wait for); None for any other job."""
+        if not S.queued(job):
+            return None
         meta = job["metadata"]
         try:
             found = self.rest.list(C.KUEUE_WORKLOADS.format(namespace=quote(meta["namespace"])),
                                    f"{C.KUEUE_JOB_UID_LABEL}={meta['uid']}")
         except (ApiError, Unreachable):
-            return None
-        return found[0] if found else None
+            return {}
+        return found[0] if found else {}
 
     def wait_for(self, job: dict, target: str, timeout: float, sleep: float,
                  report: Callable[[dict, float], None] | None = None) -> dict:

@@ -180,7 +180,7 @@ class Run:
             "method": self.method,
             "result": job,
             "conditions": ((job or {}).get("status") or {}).get("conditions") or [],
-            "summary": S.summary(job, datetime.now(timezone.utc)) if job else None,
+            "summary": S.summary(job, datetime.now(timezone.utc), self.jobs.workload(job)) if job else None,
             "launcher": {"pod": "", "exit": "", "log": [], "note": ""},
         }
         if job is not None and out["summary"]["phase"] != S.PENDING:

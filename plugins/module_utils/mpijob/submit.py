@@ -228,8 +228,11 @@ def queued(job: dict | None) -> bool:
 
 
 def queue_state(workload: dict | None) -> str:
-    """Why a queued job waits, from its Kueue Workload's conditions (None: Kueue made none for it, or cannot be read)."""
+    """Why a queued job waits, from its Kueue Workload's conditions: None when the caller did not look for it, {} when
+    it looked and found none (or could not read it)."""
     if workload is None:
+        return "waiting for Kueue to admit it"
+    if not workload:
         return "no Kueue Workload for it yet (is Kueue running with the kubeflow.org/mpijob integration?)"
     if (workload.get("spec") or {}).get("active") is False:
         return "its Workload is deactivated (spec.active: false)"

@@ -73,6 +73,9 @@ class Jobs:
     def launcher(self, job: dict, lines: int | None) -> dict:
         return {"pod": "pi-launcher-x", "exit": "Error, exit code 3", "log": ["boom"], "note": ""}
 
+    def workload(self, job: dict) -> dict | None:
+        return None  # no Kueue here (tests/kueue runs the real one)
+
 
 def test_short_form_creates_the_job_then_the_same_task_changes_nothing() -> None:
     jobs = Jobs()

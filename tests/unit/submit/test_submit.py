@@ -408,7 +408,8 @@ def test_a_job_queued_by_kueue_is_waited_for_to_the_end_and_its_progress_says_wh
     assert s["progress"] == ("ns/pi: Suspended, workers 0/2 running, 30s elapsed (queued by Kueue in LocalQueue "
                              "team-a: QuotaReserved Pending: couldn't assign flavors to pod set launcher: insufficient "
                              "unused quota for cpu in flavor rf, 100m more needed)")
-    assert S.summary(queued_job(), NOW)["queued"].startswith("no Kueue Workload for it yet")
+    assert S.summary(queued_job(), NOW)["queued"] == "waiting for Kueue to admit it"  # its Workload not looked for
+    assert S.summary(queued_job(), NOW, {})["queued"].startswith("no Kueue Workload for it yet")  # looked, none
     evicted = workload(("QuotaReserved", "False", "Pending", "x"),
                        ("Evicted", "True", "Preempted", "Preempted to accommodate a workload (UID: u) due to ..."))
     assert S.queue_state(evicted) == "Evicted Preempted: Preempted to accommodate a workload (UID: u) due to ..."
