@@ -16,18 +16,23 @@ import yaml
 # v0.17.0's webhook panics on every Job created (a 500 for the operator's launcher Jobs). Kueue leaves a Job owned by
 # an MPIJob it manages to that MPIJob's workload. The rest (pods, Deployments, Ray, ...) are not the subject here.
 FRAMEWORKS = ["batch/job", "kubeflow.org/mpijob"]
+CONFIG_KEY = "controller_manager_config.yaml"
+
+
+def configuration(objects: list[dict]) -> tuple[dict, dict]:
+    """Kueue's ConfigMap among its manifests and its configuration, the frameworks set to FRAMEWORKS."""
+    config_map = next(o for o in objects if o["kind"] == "ConfigMap" and CONFIG_KEY in o.get("data", {}))
+    config = yaml.safe_load(config_map["data"][CONFIG_KEY])
+    config["integrations"]["frameworks"] = FRAMEWORKS
+    return config_map, config
 
 
 def patch(objects: list[dict], image: str, node: str, api_server: str) -> list[dict]:
     host, _, port = api_server.rpartition(":")
     # A changed configuration rolls the Deployment (the ConfigMap's name has no hash suffix to do it).
-    config_digest = ""
-    for obj in objects:
-        if obj["kind"] == "ConfigMap" and "controller_manager_config.yaml" in obj.get("data", {}):
-            config = yaml.safe_load(obj["data"]["controller_manager_config.yaml"])
-            config["integrations"]["frameworks"] = FRAMEWORKS
-            obj["data"]["controller_manager_config.yaml"] = yaml.safe_dump(config, sort_keys=False)
-            config_digest = hashlib.sha256(obj["data"]["controller_manager_config.yaml"].encode()).hexdigest()[:16]
+    config_map, config = configuration(objects)
+    config_map["data"][CONFIG_KEY] = yaml.safe_dump(config, sort_keys=False)
+    config_digest = hashlib.sha256(config_map["data"][CONFIG_KEY].encode()).hexdigest()[:16]
     out = []
     for obj in objects:
         kind = obj["kind"]

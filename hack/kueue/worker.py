@@ -19,6 +19,7 @@ import pathlib
 import sys
 
 import yaml
+from manifests import CONFIG_KEY, configuration  # beside this file: the frameworks and config both Kueues run with
 
 NAMESPACE = "kueue-worker"  # on the manager cluster
 WEBHOOK_PORT, HEALTH_PORT, METRICS_PORT = 9444, 8091, 8453  # beside the manager's Kueue, in the same network
@@ -44,8 +45,7 @@ def worker_objects(objects: list[dict], node_ip: str, ca: bytes) -> list[dict]:
 def manager_objects(objects: list[dict], image: str, node: str, kubeconfig: bytes, certs: pathlib.Path) -> list[dict]:
     """Kueue's Deployment and configuration, run for the worker: its certificates given (no internal certificate
     management: its CA goes into the worker's webhooks), other ports, the worker's kubeconfig."""
-    config_map = next(o for o in objects if o["kind"] == "ConfigMap" and "controller_manager_config.yaml" in o["data"])
-    config = yaml.safe_load(config_map["data"]["controller_manager_config.yaml"])
+    config = configuration(objects)[1]
     config.update(
         namespace="kueue-system",
         internalCertManagement={"enable": False},
@@ -56,7 +56,6 @@ def manager_objects(objects: list[dict], image: str, node: str, kubeconfig: byte
         # The visibility API server authenticates its callers with the cluster it runs in: not the worker's.
         featureGates={"VisibilityOnDemand": False},
     )
-    config["integrations"]["frameworks"] = ["batch/job", "kubeflow.org/mpijob"]
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kueue-worker", "namespace": NAMESPACE},
               "data": {name: base64.b64encode(data).decode() for name, data in {
                   "kubeconfig": kubeconfig, "tls.crt": (certs / "tls.crt").read_bytes(),
@@ -79,7 +78,7 @@ def manager_objects(objects: list[dict], image: str, node: str, kubeconfig: byte
                     "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [{
                         "name": "manager", "image": image, "imagePullPolicy": "Never",
-                        "command": ["/manager"], "args": ["--config=/config/controller_manager_config.yaml",
+                        "command": ["/manager"], "args": [f"--config=/config/{CONFIG_KEY}",
                                                           "--zap-log-level=2"],
                         "env": [{"name": "KUBECONFIG", "value": "/kubeconfig/kubeconfig"}],
                         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
@@ -103,7 +102,7 @@ def manager_objects(objects: list[dict], image: str, node: str, kubeconfig: byte
     }
     return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kueue-worker", "namespace": NAMESPACE},
-             "data": {"controller_manager_config.yaml": yaml.safe_dump(config, sort_keys=False)}},
+             "data": {CONFIG_KEY: yaml.safe_dump(config, sort_keys=False)}},
             secret, deployment]
 
 
