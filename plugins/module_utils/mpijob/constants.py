@@ -114,6 +114,8 @@ SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 SUSPENDED = "Suspended"
 CONDITION_TYPES = (CREATED, RUNNING, RESTARTING, SUSPENDED, SUCCEEDED, FAILED)
+# Every API's phase of a job the operator has not seen yet (no condition).
+PENDING = "Pending"
 
 # Condition and event reasons (Kubeflow's, plus ours marked as such).
 REASON_CREATED = "MPIJobCreated"

@@ -18,8 +18,9 @@ from . import children as K
 from . import constants as C
 from . import status as S
 from .apis import Api, api_for
+from .errors import InvalidMPIJob
 from .quantity import parse_quantity
-from .spec import InvalidMPIJob, MPIJob
+from .spec import MPIJob
 
 SSHKeys = Callable[[], "tuple[bytes, bytes]"]
 
@@ -287,7 +288,7 @@ class _Planner:
     def sync_config_map(self, by_index: dict[int, dict]) -> None:
         running = [] if self.job.suspended else [
             _name(p) for i, p in by_index.items()
-            if i < self.job.worker_replicas and S.phase(p) == "Running" and not terminating(p)
+            if i < self.job.worker_replicas and S.pod_phase(p) == "Running" and not terminating(p)
         ]
         want, have = K.config_map(self.job, running, self.opts), self.world.config_map
         if have is None:
@@ -302,7 +303,7 @@ class _Planner:
         """Tells each running launcher pod of a new discover_hosts.sh (C.DISCOVER_HOSTS_ANNOTATION) once the
         ConfigMap has it, so that the kubelet rewrites the file now. Returns how long ago every running launcher
         was told of this one (None: not all yet); no running launcher: infinity (nothing to wait for)."""
-        launchers = [p for p in self.launcher_pods if S.phase(p) == "Running" and not terminating(p)]
+        launchers = [p for p in self.launcher_pods if S.pod_phase(p) == "Running" and not terminating(p)]
         if not launchers:
             return float("inf")
         if ((have or {}).get("data") or {}).get(C.DISCOVER_HOSTS) != discover:
@@ -354,9 +355,9 @@ class _Planner:
         replicas = self.job.worker_replicas
         going = [by_index[i] for i in sorted(by_index, reverse=True) if i >= replicas and not terminating(by_index[i])]
         # A Running one may still be in the launcher's discover_hosts.sh: Horovod must drop it first (notice_hosts).
-        hold = any(S.phase(p) == "Running" for p in going) and not self.hosts_noticed()
+        hold = any(S.pod_phase(p) == "Running" for p in going) and not self.hosts_noticed()
         for pod in going:
-            if not (hold and S.phase(pod) == "Running"):
+            if not (hold and S.pod_phase(pod) == "Running"):
                 self.actions.append(_delete(pod, "Pod", "scale-down", "v1"))
         live = []
         for index in range(replicas):
@@ -469,7 +470,7 @@ class _Planner:
         why = "runPolicy.cleanUpWorkers" if policy == C.CLEAN_WORKERS else f"cleanPodPolicy={policy}"
         if policy in (C.CLEAN_ALL, C.CLEAN_RUNNING, C.CLEAN_WORKERS):
             def doomed(pod: dict) -> bool:
-                return not terminating(pod) and (policy != C.CLEAN_RUNNING or S.phase(pod) in ("Running", "Pending"))
+                return not terminating(pod) and (policy != C.CLEAN_RUNNING or S.pod_phase(pod) in ("Running", "Pending"))
 
             for pod in sorted(self.worker_pods, key=_name):
                 if doomed(pod) and not any(a.action == "delete" and a.name == _name(pod) for a in self.actions):

@@ -1,18 +1,18 @@
-"""MPIJob status from what was observed: conditions, replicaStatuses, startTime, completionTime.
+"""What every API's status stage works with: what was observed (Observed: the launcher, its pods, the workers),
+the events and transitions a reconcile reports, pod and launcher-Job readings, and the condition mechanics.
 
 Condition mechanics are Kubeflow's (`setCondition`): a condition is rewritten only when its status or reason
 changes, the changed condition moves to the end, Running and Restarting exclude each other, and Succeeded/Failed
-turn Running off. `status.phase` (ours, additive) is the one-word state the printer column State shows; it is
-computed from the conditions by `job_phase`, which `mpijob_info` uses too. The clock is an argument.
+turn Running off (T9k keeps its own order: apis/t9k.py). Each API's own status stage is in its module under apis/.
+The clock is an argument.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from . import constants as C
-from .children import worker_index, worker_selector
+from .children import worker_index
 from .spec import MPIJob
 
 
@@ -65,29 +65,6 @@ def is_finished(status: dict) -> bool:
     return is_true(status, C.SUCCEEDED) or is_true(status, C.FAILED)
 
 
-# Phases in the order they are checked: a finished job is finished whatever else its conditions say; the last
-# condition (what Kubeflow's column shows) can be a False one, e.g. Running=False on a suspended job.
-PHASES = (C.FAILED, C.SUCCEEDED, C.SUSPENDED, C.RESTARTING, C.RUNNING, C.CREATED)
-PENDING = "Pending"  # no condition yet: the operator has not seen the job
-
-
-def job_phase(status: dict | None) -> str:
-    """Pending, Created, Running, Restarting, Suspended, Succeeded or Failed: the first phase whose condition is
-    True, in PHASES order."""
-    for phase in PHASES:
-        if is_true(status or {}, phase):
-            return phase
-    return PENDING
-
-
-def with_phase(status: dict) -> dict:
-    """`status` with `phase` set from its conditions (the printer column reads it)."""
-    phase = job_phase(status)
-    if status.get("phase") == phase:
-        return status
-    return {**status, "phase": phase}
-
-
 def set_condition(status: dict, ctype: str, value: str, reason: str, message: str, now: str) -> bool:
     """Kubeflow's setCondition; True when the condition changed."""
     current = get_condition(status, ctype)
@@ -132,7 +109,7 @@ def remove_condition(status: dict, ctype: str, reason: str) -> bool:
 
 # ---- pods and jobs -------------------------------------------------------------------------------------------------
 
-def phase(pod: dict) -> str:
+def pod_phase(pod: dict) -> str:
     return (pod.get("status") or {}).get("phase") or ""
 
 
@@ -171,16 +148,6 @@ def launcher_pod_as_job(pod: dict) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod.get("metadata") or {}, "status": status}
 
 
-def _counts(pods: list[dict], **extra: object) -> dict:
-    """A replicaStatus with zero counts left out, as Go's omitempty does."""
-    counts = {
-        "active": sum(1 for p in pods if phase(p) == "Running"),
-        "succeeded": sum(1 for p in pods if phase(p) == "Succeeded"),
-        "failed": sum(1 for p in pods if phase(p) == "Failed"),
-    }
-    return {**{k: v for k, v in counts.items() if v}, **extra}
-
-
 def failure_detail(pod: dict) -> str:
     st = pod.get("status") or {}
     detail = st.get("reason") or ""
@@ -204,99 +171,7 @@ class Observed:
     deleting: list[dict] = field(default_factory=list)  # pods a suspension (pause) is deleting: gone for the above
 
 
-def created(status: dict, job_ns: str, job_name: str, now: str, events: list[Event]) -> None:
-    if not status.get("conditions"):
-        msg = f"MPIJob {job_ns}/{job_name} is created."
-        set_condition(status, C.CREATED, "True", C.REASON_CREATED, msg, now)
-        events.append(Event("Normal", C.REASON_CREATED, msg))
-
-
-def live_status(job: MPIJob, old: dict, seen: Observed, now: str, events: list[Event]) -> dict:
-    """Kubeflow's updateMPIJobStatus for a job that is not finished, with our fixes."""
-    status = copy.deepcopy(old)
-    ref = f"{job.namespace}/{job.name}"
-    created(status, job.namespace, job.name, now, events)
-    remove_condition(status, C.FAILED, C.REASON_VALIDATION)  # the spec was fixed
-    if not status.get("startTime") and not job.suspended:
-        status["startTime"] = now
-    if job.suspended:
-        if set_condition(status, C.SUSPENDED, "True", C.REASON_SUSPENDED, "MPIJob suspended", now):
-            events.append(Event("Normal", C.REASON_SUSPENDED, "MPIJob suspended"))
-    elif get_condition(status, C.SUSPENDED) is not None and set_condition(
-        status, C.SUSPENDED, "False", C.REASON_RESUMED, "MPIJob resumed", now
-    ):
-        events.append(Event("Normal", C.REASON_RESUMED, "MPIJob resumed"))
-        status["startTime"] = now
-
-    replicas = dict(status.get("replicaStatuses") or {})
-    running_launchers = 0
-    if seen.launcher is not None:
-        running_launchers = sum(1 for p in seen.launcher_pods if phase(p) == "Running")
-        failed = int((seen.launcher.get("status") or {}).get("failed") or 0)
-        launcher_status = {"failed": failed} if failed else {}
-        complete = job_condition(seen.launcher, "Complete")
-        failed_cond = job_condition(seen.launcher, "Failed")
-        if complete is not None:
-            launcher_status["succeeded"] = 1
-            msg = f"MPIJob {ref} successfully completed."
-            if not status.get("completionTime"):
-                status["completionTime"] = (seen.launcher.get("status") or {}).get("completionTime") or now
-            if set_condition(status, C.SUCCEEDED, "True", C.REASON_SUCCEEDED, msg, now):
-                events.append(Event("Normal", C.REASON_SUCCEEDED, msg))
-        elif failed_cond is not None:
-            reason, msg = launcher_failure(ref, failed_cond, seen.launcher_pods)
-            if not status.get("completionTime"):
-                status["completionTime"] = now
-            if set_condition(status, C.FAILED, "True", reason, msg, now):
-                events.append(Event("Warning", reason, msg))
-        elif running_launchers:
-            launcher_status["active"] = running_launchers
-        replicas[C.LAUNCHER] = launcher_status
-
-    workers = seen.workers
-    replicas[C.WORKER] = _counts(workers, selector=worker_selector(job))
-    status["replicaStatuses"] = replicas
-    evicted = [p for p in workers if phase(p) == "Failed" and (p.get("status") or {}).get("reason") == "Evicted"]
-    crashed = [p for p in workers if phase(p) == "Failed" and p not in evicted]
-    if evicted:
-        msg = f"{len(evicted)}/{len(workers)} workers are evicted"
-        if set_condition(status, C.FAILED, "True", C.REASON_EVICTED, msg, now):
-            events.append(Event("Warning", C.REASON_EVICTED, msg))
-        # Kubeflow leaves completionTime unset here, so cleanup never runs (kubeflow/mpi-operator#647).
-        status.setdefault("completionTime", now)
-
-    running = sum(1 for p in workers if phase(p) == "Running")
-    if job.suspended:
-        set_condition(status, C.RUNNING, "False", C.REASON_SUSPENDED, f"MPIJob {ref} is suspended.", now)
-    elif is_finished(status):
-        if get_condition(status, C.RUNNING) is None:
-            stamp = status.get("completionTime") or now
-            status.setdefault("conditions", []).append({
-                "type": C.RUNNING,
-                "status": "False",
-                "reason": C.REASON_RUNNING,
-                "message": f"MPIJob {ref} is finished but Running condition was never set.",
-                "lastUpdateTime": stamp,
-                "lastTransitionTime": stamp,
-            })
-    elif crashed:
-        # Kubeflow only counts failed workers; say which and why (kubeflow/mpi-operator#90).
-        msg = truncate(f"{len(crashed)}/{len(workers)} workers failed: " + ", ".join(failure_detail(p) for p in crashed))
-        cond = get_condition(status, C.RUNNING)
-        if cond is not None and cond.get("status") == "False" and cond.get("reason") == C.REASON_WORKER_FAILED:
-            changed = cond.get("message") != msg and _update_message(status, C.RUNNING, msg, now)
-        else:
-            changed = set_condition(status, C.RUNNING, "False", C.REASON_WORKER_FAILED, msg, now)
-        if changed:
-            events.append(Event("Warning", C.REASON_WORKER_FAILED, msg))
-    elif seen.launcher is not None and running_launchers >= 1 and running == len(workers):
-        msg = f"MPIJob {ref} is running."
-        if set_condition(status, C.RUNNING, "True", C.REASON_RUNNING, msg, now):
-            events.append(Event("Normal", C.REASON_RUNNING, f"MPIJob {ref} is running"))
-    return status
-
-
-def _update_message(status: dict, ctype: str, message: str, now: str) -> bool:
+def update_message(status: dict, ctype: str, message: str, now: str) -> bool:
     cond = get_condition(status, ctype)
     if cond is None:
         raise AssertionError(f"no {ctype} condition to update")
@@ -308,7 +183,7 @@ def launcher_failure(ref: str, cond: dict, launcher_pods: list[dict]) -> tuple[s
     reason = cond.get("reason") or C.REASON_FAILED
     msg = cond.get("message") or f"MPIJob {ref} has failed"
     if reason == "BackoffLimitExceeded":
-        failed = [p for p in launcher_pods if phase(p) == "Failed"]
+        failed = [p for p in launcher_pods if pod_phase(p) == "Failed"]
         if failed:
             last = max(failed, key=lambda p: p["metadata"].get("creationTimestamp") or "")
             st = last.get("status") or {}
@@ -333,29 +208,6 @@ def _terminated(pod_status: dict) -> dict:
         if term:
             return term
     return {}
-
-
-def cleaned_status(job: MPIJob, old: dict) -> dict:
-    """A finished job after its pods were cleaned up: no active workers any more."""
-    status = copy.deepcopy(old)
-    replicas = dict(status.get("replicaStatuses") or {})
-    worker = dict(replicas.get(C.WORKER) or {})
-    worker.pop("active", None)
-    worker["selector"] = worker_selector(job)
-    replicas[C.WORKER] = worker
-    status["replicaStatuses"] = replicas
-    return status
-
-
-def invalid_status(old: dict, message: str, now: str, events: list[Event]) -> dict:
-    """A malformed MPIJob: Failed with reason ValidationError, the message naming the fields."""
-    status = copy.deepcopy(old)
-    cond = get_condition(status, C.FAILED)
-    if cond is None or cond.get("reason") != C.REASON_VALIDATION or cond.get("message") != message:
-        if not set_condition(status, C.FAILED, "True", C.REASON_VALIDATION, message, now):
-            _update_message(status, C.FAILED, message, now)
-        events.append(Event("Warning", C.REASON_VALIDATION, message))
-    return with_phase(status)
 
 
 def ready_workers(workers: list[dict]) -> int:

@@ -10,18 +10,17 @@ from datetime import datetime
 from typing import Any
 
 from . import constants as C
-from . import status as core_status
-from .apis import api_for
+from .apis import api_for, suspended_phases
 from .errors import InvalidMPIJob, SubmitError
 from .status import get_condition, parse_time
 
-PENDING = core_status.PENDING
+PENDING = C.PENDING
 
 FINISHED = (C.SUCCEEDED, C.FAILED)
 # What waiting for each target accepts: waiting for Succeeded is over when the job finished either way.
-# T9k's `Paused` phase is what the other APIs call Suspended.
-PAUSED = "Paused"
-WAIT_TARGETS = {C.SUCCEEDED: FINISHED, C.RUNNING: (C.RUNNING, *FINISHED), C.SUSPENDED: (C.SUSPENDED, PAUSED)}
+# Waiting for Suspended is over at any API's word for it (T9k's is Paused).
+SUSPENDED = suspended_phases()
+WAIT_TARGETS = {C.SUCCEEDED: FINISHED, C.RUNNING: (C.RUNNING, *FINISHED), C.SUSPENDED: SUSPENDED}
 SHORT_FORM_KEYS = ("image", "command", "slots_per_worker", "resources", "launcher_resources", "mpi_implementation",
                    "labels", "env", "clean_pod_policy")
 # Options that are labels of the job, with a manifest as with the short form.
@@ -316,7 +315,7 @@ def progress_line(s: dict) -> str:
     line += f", {s['elapsed_seconds']}s elapsed"
     if s["queued"]:
         line += f" (queued by Kueue in LocalQueue {s['queue']}: {s['queued']})"
-    elif s["phase"] in (C.FAILED, C.SUSPENDED, PAUSED) or (s["phase"] == C.CREATED and s["reason"] != C.REASON_CREATED):
+    elif s["phase"] in (C.FAILED, *SUSPENDED) or (s["phase"] == C.CREATED and s["reason"] != C.REASON_CREATED):
         line += f" ({s['reason']}: {s['message']})"
     return line
 

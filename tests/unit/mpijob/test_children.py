@@ -6,13 +6,13 @@ import base64
 import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob import spec
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
 
 from ._helpers import KEYS, assert_golden, manifest
 
 
 def all_children(obj: dict, opts: K.Options, running: tuple[str, ...] = ()) -> list[dict]:
-    job = spec.parse(obj)
+    job = kubeflow.parse(obj)
     docs = [K.service(job), K.config_map(job, running, opts), K.ssh_secret(job, *KEYS)]
     if (pg := K.pod_group(job, opts, {"high": 1000})) is not None:
         docs.append(pg)
@@ -79,8 +79,8 @@ def test_children_match_golden(case: str) -> None:
 
 
 def test_hostfile_formats_per_implementation() -> None:
-    openmpi = spec.parse(manifest("pi", 2, slotsPerWorker=3))
-    intel = spec.parse(manifest("pi", 2, mpiImplementation="Intel", slotsPerWorker=3))
+    openmpi = kubeflow.parse(manifest("pi", 2, slotsPerWorker=3))
+    intel = kubeflow.parse(manifest("pi", 2, mpiImplementation="Intel", slotsPerWorker=3))
     assert K.hostfile(openmpi, K.Options()).splitlines() == [
         "pi-worker-0.pi.ns.svc slots=3", "pi-worker-1.pi.ns.svc slots=3"]
     assert K.hostfile(intel, K.Options(cluster_domain="example.org")).splitlines() == [
@@ -88,14 +88,14 @@ def test_hostfile_formats_per_implementation() -> None:
 
 
 def test_discover_hosts_lists_running_workers_with_slots_sorted_by_name() -> None:
-    job = spec.parse(manifest("pi", 12, slotsPerWorker=2, runLauncherAsWorker=True))
+    job = kubeflow.parse(manifest("pi", 12, slotsPerWorker=2, runLauncherAsWorker=True))
     script = K.discover_hosts(job, ["pi-worker-2", "pi-worker-10"], K.Options())
     assert script == ("#!/bin/sh\necho pi-launcher.pi.ns.svc:2\necho pi-worker-10.pi.ns.svc:2\n"
                       "echo pi-worker-2.pi.ns.svc:2\n")
 
 
 def test_openmpi_launcher_gets_prrte_equivalents_of_orte_variables_but_keep_fqdn() -> None:
-    env = {e["name"]: e.get("value") for e in K.launcher_env(spec.parse(manifest(slotsPerWorker=4)))}
+    env = {e["name"]: e.get("value") for e in K.launcher_env(kubeflow.parse(manifest(slotsPerWorker=4)))}
     for orte, prrte in (("OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile"),
                         ("OMPI_MCA_orte_set_default_slots", "PRTE_MCA_prte_set_default_slots"),
                         ("OMPI_MCA_plm_rsh_args", "PRTE_MCA_plm_ssh_args")):
@@ -107,14 +107,14 @@ def test_openmpi_launcher_gets_prrte_equivalents_of_orte_variables_but_keep_fqdn
 
 
 def test_ssh_mode_is_0600_only_for_root_path() -> None:
-    root = K.worker_pod(spec.parse(manifest()), 0, K.Options())
-    other = K.worker_pod(spec.parse(manifest(sshAuthMountPath="/home/u/.ssh")), 0, K.Options())
+    root = K.worker_pod(kubeflow.parse(manifest()), 0, K.Options())
+    other = K.worker_pod(kubeflow.parse(manifest(sshAuthMountPath="/home/u/.ssh")), 0, K.Options())
     assert root["spec"]["volumes"][-1]["secret"]["defaultMode"] == 0o600
     assert "defaultMode" not in other["spec"]["volumes"][-1]["secret"]
 
 
 def test_secret_holds_the_given_keys() -> None:
-    secret = K.ssh_secret(spec.parse(manifest()), *KEYS)
+    secret = K.ssh_secret(kubeflow.parse(manifest()), *KEYS)
     assert secret["type"] == "kubernetes.io/ssh-auth"
     assert base64.b64decode(secret["data"]["ssh-privatekey"]) == KEYS[0]
     assert base64.b64decode(secret["data"]["ssh-publickey"]) == KEYS[1]
@@ -123,19 +123,19 @@ def test_secret_holds_the_given_keys() -> None:
 def test_host_network_uses_cluster_first_with_host_net() -> None:
     obj = manifest()
     obj["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["hostNetwork"] = True
-    pod = K.worker_pod(spec.parse(obj), 0, K.Options())
+    pod = K.worker_pod(kubeflow.parse(obj), 0, K.Options())
     assert pod["spec"]["dnsPolicy"] == "ClusterFirstWithHostNet"
 
 
 def test_user_dns_searches_are_kept() -> None:
     obj = manifest()
     obj["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["dnsConfig"] = {"searches": ["corp.example"]}
-    pod = K.worker_pod(spec.parse(obj), 0, K.Options())
+    pod = K.worker_pod(kubeflow.parse(obj), 0, K.Options())
     assert pod["spec"]["dnsConfig"]["searches"] == ["corp.example", "pi.ns.svc.cluster.local"]
 
 
 def test_builders_do_not_mutate_the_model() -> None:
-    job = spec.parse(manifest())
+    job = kubeflow.parse(manifest())
     before = repr(job.worker.template)
     K.worker_pod(job, 0, K.Options(gang_scheduling="volcano"))
     K.launcher_job(job, K.Options(gang_scheduling="volcano"))

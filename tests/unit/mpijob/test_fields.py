@@ -13,6 +13,7 @@ import yaml
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import spec
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
 
 from ._helpers import at, kinds, manifest, plan
 
@@ -22,7 +23,7 @@ CRD = pathlib.Path(__file__).parents[3] / "roles" / "crds" / "files" / "mpijobs.
 def build(obj: dict, opts: K.Options | None = None) -> tuple[spec.MPIJob, dict, dict]:
     """(model, worker-0 pod, launcher Job)."""
     opts = opts or K.Options()
-    job = spec.parse(obj)
+    job = kubeflow.parse(obj)
     worker = K.worker_pod(job, 0, opts) if job.worker_replicas else {}
     return job, worker, K.launcher_job(job, opts)
 
@@ -72,11 +73,11 @@ def test_main_container() -> None:
 
 
 def test_clean_pod_policy_legacy_top_level() -> None:
-    assert spec.parse(manifest(cleanPodPolicy="All")).run_policy.clean_pod_policy == "All"
+    assert kubeflow.parse(manifest(cleanPodPolicy="All")).run_policy.clean_pod_policy == "All"
 
 
 def test_run_policy_clean_pod_policy() -> None:
-    assert spec.parse(manifest(runPolicy={"cleanPodPolicy": "Running"})).run_policy.clean_pod_policy == "Running"
+    assert kubeflow.parse(manifest(runPolicy={"cleanPodPolicy": "Running"})).run_policy.clean_pod_policy == "Running"
     # the effect on pods is covered by test_plan.test_clean_pod_policy_*
 
 
@@ -100,7 +101,7 @@ def test_run_policy_managed_by() -> None:
 def test_scheduling_policy() -> None:
     obj = manifest(runPolicy={"schedulingPolicy": {"minAvailable": 2, "queue": "q", "priorityClass": "pc",
                                                    "minResources": {"cpu": "3"}, "scheduleTimeoutSeconds": 9}})
-    job = spec.parse(obj)
+    job = kubeflow.parse(obj)
     volcano = K.pod_group(job, K.Options(gang_scheduling="volcano"))
     plugins = K.pod_group(job, K.Options(gang_scheduling="sched"))
     assert volcano["spec"] == {"minMember": 2, "queue": "q", "priorityClassName": "pc", "minResources": {"cpu": "3"}}

@@ -10,6 +10,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import childre
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
 
 from ._helpers import at, kinds, manifest, plan, set_phase, with_status, world_after
 
@@ -353,9 +354,7 @@ def test_drift_is_repaired() -> None:
     p = plan(world.mpijob, world, now=at(10))
     assert kinds(p) == [("patch", "Service", "pi"), ("patch", "ConfigMap", "pi-config"), ("patch", "Secret", "pi-ssh")]
     assert p.actions[0].body["spec"]["selector"]["app"] is None  # a merge patch that replaces the selector
-    assert world_after(world, p).service["spec"]["selector"] == K.service(__import__(
-        "ansible_collections.mpi.operator.plugins.module_utils.mpijob.spec", fromlist=["parse"]).parse(
-        world.mpijob))["spec"]["selector"]
+    assert world_after(world, p).service["spec"]["selector"] == K.service(kubeflow.parse(world.mpijob))["spec"]["selector"]
 
 
 def test_malformed_job_gets_a_failed_condition_and_a_warning_naming_the_field() -> None:

@@ -7,19 +7,20 @@ import itertools
 import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob import spec
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
 
 from ._helpers import manifest, plan
 
 
 def errors_of(obj: dict) -> list[str]:
-    with pytest.raises(spec.InvalidMPIJob) as info:
-        spec.parse(obj)
+    with pytest.raises(InvalidMPIJob) as info:
+        kubeflow.parse(obj)
     return [str(e) for e in info.value.errors]
 
 
 def test_defaults_are_kubeflows() -> None:
-    job = spec.parse(manifest())
+    job = kubeflow.parse(manifest())
     assert job.slots_per_worker == 1
     assert job.ssh_auth_mount_path == "/root/.ssh"
     assert job.mpi_implementation == "OpenMPI"
@@ -31,7 +32,7 @@ def test_defaults_are_kubeflows() -> None:
 
 
 def test_model_is_immutable() -> None:
-    job = spec.parse(manifest())
+    job = kubeflow.parse(manifest())
     with pytest.raises(AttributeError):
         job.slots_per_worker = 3  # type: ignore[misc]
 
@@ -41,24 +42,24 @@ def test_worker_spec_without_replicas_is_rejected_in_v2beta1_and_defaults_to_one
     del obj["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
     assert errors_of(obj) == ["spec.mpiReplicaSpecs.Worker.replicas: must be >= 1"]
     obj["apiVersion"] = "kubeflow.org/v1"
-    assert spec.parse(obj).worker_replicas == 1
+    assert kubeflow.parse(obj).worker_replicas == 1
 
 
 def test_missing_worker_spec_means_no_workers() -> None:
-    assert spec.parse(manifest(workers=None, runLauncherAsWorker=True)).worker_replicas == 0
+    assert kubeflow.parse(manifest(workers=None, runLauncherAsWorker=True)).worker_replicas == 0
 
 
 def test_v1_legacy_fields() -> None:
     obj = manifest(cleanPodPolicy="All", mainContainer="mpi")
     obj["apiVersion"] = "kubeflow.org/v1"
-    job = spec.parse(obj)
+    job = kubeflow.parse(obj)
     assert job.run_policy.clean_pod_policy == "All" and job.main_container == "mpi"
     obj["spec"]["runPolicy"] = {"cleanPodPolicy": "Running"}
-    assert spec.parse(obj).run_policy.clean_pod_policy == "Running"  # runPolicy wins
+    assert kubeflow.parse(obj).run_policy.clean_pod_policy == "Running"  # runPolicy wins
 
 
 def test_legacy_fields_are_read_from_v2beta1_too() -> None:
-    assert spec.parse(manifest(cleanPodPolicy="Running")).run_policy.clean_pod_policy == "Running"
+    assert kubeflow.parse(manifest(cleanPodPolicy="Running")).run_policy.clean_pod_policy == "Running"
 
 
 @pytest.mark.parametrize(("mutate", "expected"), [
@@ -167,8 +168,8 @@ def test_reconcile_never_crashes_on_malformed_objects(opts: K.Options) -> None:
     """Any field replaced by any JSON value yields a plan (a Failed condition naming the field at worst)."""
     for _path, obj in malformed(_rich()):
         try:
-            spec.parse(obj)
-        except spec.InvalidMPIJob as exc:
+            kubeflow.parse(obj)
+        except InvalidMPIJob as exc:
             assert all(e.path for e in exc.errors)
         result = plan(obj, opts=opts)
         assert result.status is not None

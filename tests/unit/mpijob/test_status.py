@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
 
 from ._helpers import assert_golden, at, kinds, manifest, plan, set_phase, with_status, world_after
 from .test_plan import finish_launcher, launcher_pod, settle
@@ -48,12 +49,12 @@ def test_phase_is_the_first_true_condition_not_the_last_one() -> None:
     # Kubeflow's column showed the last condition's type: Running for both of these.
     suspended = _conds(("Created", "True"), ("Suspended", "True"), ("Running", "False"))
     finished_unseen = _conds(("Created", "True"), ("Succeeded", "True"), ("Running", "False"))
-    assert (S.job_phase(suspended), S.job_phase(finished_unseen)) == ("Suspended", "Succeeded")
-    assert S.job_phase(_conds(("Running", "True"), ("Failed", "True"))) == "Failed"
-    assert S.job_phase(_conds(("Created", "True"), ("Restarting", "True"))) == "Restarting"
-    assert S.job_phase(_conds(("Created", "True"), ("Running", "False"))) == "Created"
-    assert S.job_phase({}) == S.job_phase(None) == "Pending"
-    assert S.with_phase(suspended)["phase"] == "Suspended" and "phase" not in suspended  # a copy
+    assert (kubeflow.phase(suspended), kubeflow.phase(finished_unseen)) == ("Suspended", "Succeeded")
+    assert kubeflow.phase(_conds(("Running", "True"), ("Failed", "True"))) == "Failed"
+    assert kubeflow.phase(_conds(("Created", "True"), ("Restarting", "True"))) == "Restarting"
+    assert kubeflow.phase(_conds(("Created", "True"), ("Running", "False"))) == "Created"
+    assert kubeflow.phase({}) == kubeflow.phase(None) == "Pending"
+    assert kubeflow.with_phase(suspended)["phase"] == "Suspended" and "phase" not in suspended  # a copy
 
 
 def test_a_finished_job_without_phase_gets_it_written_once() -> None:

@@ -7,7 +7,7 @@ import yaml
 
 from ansible_collections.mpi.operator.plugins.module_utils.kube import task
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import submit as S
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.spec import parse
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis.kubeflow import parse
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 NOW = datetime(2026, 1, 1, 12, 0, 30, tzinfo=timezone.utc)

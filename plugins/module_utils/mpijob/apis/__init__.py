@@ -1,10 +1,21 @@
 """The MPIJob APIs the core serves, by (API group, kind): one parse and one status stage each; children and plan
 are shared (no second reconciler).
 
+The registry is the one source of what the collection serves: hack/crd/gen.py writes each API's CRD from its
+entry (names, versions, printer columns, phases, condition types) and its CRD source hack/crd/<name>.py; the roles
+read it through the lookup mpi.operator.mpijob_apis (the versions they read jobs in, the operator each CRD may come
+from, which APIs' launchers need RBAC); the submission modules take phases from it. Adding an API is its module here,
+its CRD source and its tests.
+
 The contract an API module fulfils (kubeflow.py is the reference; t9k.py, bdap.py follow it): it defines
 `API = Api(...)` with
 
-- `group`, `versions` (served; the first is the storage version), `kind`;
+- `name` (its module's, and its CRD source's: hack/crd/<name>.py), `group`, `versions` (served; the first is the
+  storage version), `kind`; `original`: the operator whose CRD this API's is (preflight names it when it finds that
+  one installed);
+- `phases`: every value `phase` returns (the CRD's enum of status.phase), `suspended_phases` those that mean the job
+  is suspended (or paused); `condition_types`: the types its status.conditions hold; `columns`: its printer columns
+  (name, JSON path), Age after them; `short_names`, `categories`: its CRD's names;
 - `parse(obj) -> spec.MPIJob`: the untrusted object, status included, read into the one model, defaulted and
   validated; raises errors.InvalidMPIJob whose FieldErrors name each bad field by its path in *this* API
   (`spec.worker.replicas`, not Kubeflow's name for it). All of the API's semantics that the shared children and plan
@@ -49,9 +60,15 @@ from ..status import Event, Observed
 
 @dataclass(frozen=True)
 class Api:
+    name: str
     group: str
     versions: tuple[str, ...]
     kind: str
+    original: str
+    phases: tuple[str, ...]
+    suspended_phases: tuple[str, ...]
+    condition_types: tuple[str, ...]
+    columns: tuple[tuple[str, str], ...]
     parse: Callable[[Any], MPIJob]
     live_status: Callable[[MPIJob, dict, Observed, str, list[Event]], dict]
     cleaned_status: Callable[[MPIJob, dict], dict]
@@ -65,6 +82,12 @@ class Api:
     counts: Callable[[dict], dict]
     # The shell reads the launcher's ServiceAccount/Role/RoleBinding of this API's jobs (model launch_agent kubexec)
     launcher_rbac: bool = False
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ("all",)
+
+    @property
+    def crd_name(self) -> str:
+        return f"{C.PLURAL}.{self.group}"
 
     @property
     def api_versions(self) -> tuple[str, ...]:
@@ -117,3 +140,15 @@ def storage_api_version(api_version: str | None) -> str:
 def served_api_versions() -> list[str]:
     """The storage apiVersion of every MPIJob API, kubeflow.org's first."""
     return [kubeflow.API.api_version, *sorted(a.api_version for a in REGISTRY.values() if a is not kubeflow.API)]
+
+
+def suspended_phases() -> tuple[str, ...]:
+    """Every phase of any API that means its job is suspended (kubeflow.org's Suspended, T9k's Paused)."""
+    return tuple(dict.fromkeys(p for a in REGISTRY.values() for p in a.suspended_phases))
+
+
+def describe() -> list[dict]:
+    """Every API as plain data, kubeflow.org's first: what the roles read (lookup mpi.operator.mpijob_apis)."""
+    return [{"name": a.name, "group": a.group, "version": a.versions[0], "api_version": a.api_version,
+             "kind": a.kind, "crd_name": a.crd_name, "original": a.original, "launcher_rbac": a.launcher_rbac}
+            for a in REGISTRY.values()]

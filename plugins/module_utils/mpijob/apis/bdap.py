@@ -3,7 +3,7 @@
 
 parse: the object is read as the kubeflow.org/v2beta1 job it means (one launcher, `numWorkers` workers, the launcher
 created once every worker is Ready, OpenMPI, one slot per worker, pods kept when the job ends) and validated by
-spec.parse, so no rule is written twice; every error is reported under this API's field names.
+kubeflow.parse, so no rule is written twice; every error is reported under this API's field names.
 
 Status: the original operator writes none (its README lists "Add MPIJob Status" as to do). Ours is additive and small
 (docs/apis.md): `phase` (Pending, Running, Succeeded, Failed), `readyWorkers`, `launcher` (the launcher pod's name,
@@ -31,7 +31,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 NUM_WORKERS = "spec.numWorkers"
 LAUNCHER_TEMPLATE = "spec.launcherTemplate"
 WORKER_TEMPLATE = "spec.workerTemplate"
-# Where spec.parse names a field of the translated job -> the field the user wrote (longest prefix first).
+# Where kubeflow.parse names a field of the translated job -> the field the user wrote (longest prefix first).
 _PATHS = (
     (f"spec.mpiReplicaSpecs.{C.LAUNCHER}.restartPolicy", f"{LAUNCHER_TEMPLATE}.spec.restartPolicy"),
     (f"spec.mpiReplicaSpecs.{C.WORKER}.restartPolicy", f"{WORKER_TEMPLATE}.spec.restartPolicy"),
@@ -41,7 +41,7 @@ _PATHS = (
 )
 # The conditions this API's status keeps (the job cannot be suspended, so no Suspended; Restarting is Running=False).
 CONDITIONS = (C.CREATED, C.RUNNING, C.SUCCEEDED, C.FAILED)
-PENDING = "Pending"
+PHASES = (C.PENDING, C.RUNNING, C.SUCCEEDED, C.FAILED)
 
 
 def _restart_policy(template: dict, default: str) -> str:
@@ -106,7 +106,7 @@ def parse(obj: Any) -> _spec.MPIJob:
         if spec.get(key) is None:
             errors.append(_spec.FieldError(path, "required"))
     try:
-        job = _spec.parse(as_kubeflow(top))
+        job = kubeflow.parse(as_kubeflow(top))
     except InvalidMPIJob as exc:
         reported = {e.path for e in errors}
         errors += [_spec.FieldError(_user_path(e.path), e.message) for e in exc.errors
@@ -124,7 +124,7 @@ def job_phase(status: dict | None) -> str:
     for ctype in (C.FAILED, C.SUCCEEDED, C.RUNNING):
         if S.is_true(status or {}, ctype):
             return ctype
-    return PENDING
+    return C.PENDING
 
 
 def with_phase(status: dict) -> dict:
@@ -159,7 +159,7 @@ def _launcher_pod(seen: S.Observed) -> str | None:
 
 
 def live_status(job: _spec.MPIJob, old: dict, seen: S.Observed, now: str, events: list[S.Event]) -> dict:
-    full = S.live_status(job, old, seen, now, events)
+    full = kubeflow.live_status(job, old, seen, now, events)
     return _project(full, _launcher_pod(seen), S.ready_workers(seen.workers), worker_selector(job))
 
 
@@ -168,7 +168,7 @@ def cleaned_status(job: _spec.MPIJob, status: dict) -> dict:
 
 
 def invalid_status(old: dict, message: str, now: str, events: list[S.Event]) -> dict:
-    return _project(S.invalid_status(old, message, now, events))
+    return _project(kubeflow.invalid_status(old, message, now, events))
 
 
 def counts(status: dict) -> dict:
@@ -179,9 +179,15 @@ def counts(status: dict) -> dict:
 
 
 API = Api(
+    name="bdap",
     group=GROUP,
     versions=(VERSION,),
     kind=C.KIND,
+    original=f"the kubebuilder MPI operator of {GROUP}",
+    phases=PHASES,
+    suspended_phases=(),
+    condition_types=CONDITIONS,
+    columns=(("Workers", ".spec.numWorkers"), ("Ready", ".status.readyWorkers"), ("Phase", ".status.phase")),
     parse=parse,
     live_status=live_status,
     cleaned_status=cleaned_status,

@@ -299,7 +299,7 @@ def _task(kind: str, pods: list[dict]) -> dict:
     return {
         "type": kind,
         "restartCount": restarts,
-        "status": [{"phase": S.phase(p) or "Pending", "name": p["metadata"]["name"], "uid": _uid(p), "containers": []}
+        "status": [{"phase": S.pod_phase(p) or "Pending", "name": p["metadata"]["name"], "uid": _uid(p), "containers": []}
                    for p in existing],
     }
 
@@ -314,7 +314,7 @@ def _aggregate(pods: list[dict], deleting: list[dict], launcher_coming: bool) ->
         elif (pod.get("metadata") or {}).get("deletionTimestamp"):
             key = "deleted"
         else:
-            key = (S.phase(pod) or "Pending").lower()
+            key = (S.pod_phase(pod) or "Pending").lower()
         counts[key if key in counts else "unknown"] += 1
     return counts
 
@@ -332,8 +332,8 @@ def live_status(job: MPIJob, old: dict, seen: S.Observed, now: str, events: list
     pods = launcher_pods + workers
     complete = S.job_condition(seen.launcher, "Complete")
     failed = S.job_condition(seen.launcher, "Failed")
-    evicted = [p for p in workers if S.phase(p) == "Failed" and (p.get("status") or {}).get("reason") == "Evicted"]
-    broken = [p for p in pods if S.phase(p) == "Failed" and p not in evicted]
+    evicted = [p for p in workers if S.pod_phase(p) == "Failed" and (p.get("status") or {}).get("reason") == "Evicted"]
+    broken = [p for p in pods if S.pod_phase(p) == "Failed" and p not in evicted]
 
     def finish(ctype: str, reason: str, message: str) -> None:
         if _set(status, ctype, "True", reason, message, now):
@@ -366,13 +366,13 @@ def live_status(job: MPIJob, old: dict, seen: S.Observed, now: str, events: list
                 events.append(S.Event("Warning", "ReplicaFailed", f"{ref}: {msg}"))
             if S.get_condition(status, RUNNING) is not None:
                 _set(status, RUNNING, "False", "ReplicaFailed", msg, now)
-        elif (any(S.phase(p) == "Running" for p in launcher_pods) and len(workers) == job.worker_replicas
-              and all(S.phase(p) == "Running" for p in workers)):
+        elif (any(S.pod_phase(p) == "Running" for p in launcher_pods) and len(workers) == job.worker_replicas
+              and all(S.pod_phase(p) == "Running" for p in workers)):
             msg = "All pods are running normally."
             if _set(status, RUNNING, "True", "Running", msg, now):
                 events.append(S.Event("Normal", "Running", f"{ref} is running"))
             _set(status, REPLICA_FAILURE, "False", "Running", msg, now)
-    unknown = any(S.phase(p) == "Unknown" for p in pods)
+    unknown = any(S.pod_phase(p) == "Unknown" for p in pods)
     status["phase"] = "Unknown" if unknown and not finished(status) else phase(status)
     live_launcher = any(_uid(p) and not (p.get("metadata") or {}).get("deletionTimestamp") for p in launcher_pods)
     launcher_coming = seen.launcher is not None and complete is None and failed is None and not live_launcher
@@ -453,9 +453,16 @@ def counts(status: dict) -> dict:
 
 
 API = Api(
+    name="t9k",
     group=GROUP,
     versions=(VERSION,),
     kind=C.KIND,
+    original="the T9k MPI operator",
+    phases=PHASES,
+    suspended_phases=(PAUSED,),
+    condition_types=CONDITION_TYPES,
+    columns=(("Phase", ".status.phase"), ("Workers", ".spec.worker.replicas")),
+    categories=("all", "t9k"),
     parse=parse,
     live_status=live_status,
     cleaned_status=cleaned_status,
