@@ -43,7 +43,7 @@ class Config:
     identity: str
     watch_timeout: int
     apis: tuple[str, ...] = ("kubeflow.org",)  # the MPIJob API groups reconciled (the install's mpi_operator_apis)
-    kubectl_delivery_image: str = ""  # batch.test.bdap.com launchers: an image that copies kubectl into /opt/kube
+    kubectl_delivery_image: str = ""  # kubectl exec launchers (launcher_rbac APIs): an image copying kubectl to /opt/kube
     warm_runs: bool = True
     warm_run_timeout: int = 300
     # Leader election, in seconds (leader.Timing): a follower's wait, a leader's renew deadline, how often both try.
@@ -121,15 +121,16 @@ def parser() -> GoFlags:
     p.flag("runner-timeout", type=int, default=300, help="seconds before a stuck run is killed")
     p.flag("rotate-artifacts", type=int, default=3, help="runner artifact dirs kept per runner slot")
     p.flag("apis", default="kubeflow.org",
-           help="comma-separated MPIJob API groups to reconcile: kubeflow.org, batch.tensorstack.dev (T9k), "
-                "batch.test.bdap.com (default: kubeflow.org)")
+           help="comma-separated MPIJob API groups to reconcile, of " + ", ".join(a.group for a in REGISTRY.values())
+                + " (default: kubeflow.org)")
     p.switch("warm-runs", True, "keep one ansible-runner run started ahead of need, serving the batches of every "
              "worker (default: on; --no-warm-runs: each batch in a run of its own)")
     p.flag("warm-run-timeout", type=int, default=300,
            help="seconds a warm run serves batches before it is replaced")
     p.flag("kubectl-delivery-image", default="",
            help="image whose entrypoint copies kubectl into the directory it is given, for launchers that start MPI "
-                "with kubectl exec (batch.test.bdap.com); \"\" = kubectl is in the launcher's image")
+                "with kubectl exec (" + ", ".join(a.group for a in REGISTRY.values() if a.launcher_rbac)
+                + "); \"\" = kubectl is in the launcher's image")
     p.flag("watch-timeout", type=int, default=300, help="seconds a watch request stays open before it is resumed")
     return p
 

@@ -85,7 +85,7 @@ options:
     default: ""
   kubectl_delivery_image:
     description:
-      - For jobs whose launcher starts MPI with C(kubectl exec) (C(batch.test.bdap.com/v1)), an image whose entrypoint
+      - For jobs whose launcher starts MPI with C(kubectl exec) (docs/apis.md), an image whose entrypoint
         copies C(kubectl) into the directory its argument names (as the original operator's kubectl-delivery image
         did); the launcher runs C(/opt/kube/kubectl). Empty means C(kubectl) is in the launcher's own image.
     type: str

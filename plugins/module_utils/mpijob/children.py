@@ -371,8 +371,8 @@ def _use_kubexec(job: MPIJob, spec: dict, container: dict, items: list[dict], op
 
 
 def launcher_pod(job: MPIJob, opts: Options) -> dict:
-    """Plain Pod `<job>-launcher` (MPIJob.launcher_pod): `kubectl logs <job>-launcher` works, as with the operator
-    of batch.test.bdap.com."""
+    """Plain Pod `<job>-launcher` (MPIJob.launcher_pod): `kubectl logs <job>-launcher` works, as with the kubebuilder
+    operator (apis/bdap.py)."""
     template = launcher_pod_template(job, opts)
     meta = {"name": launcher_name(job), "namespace": job.namespace, **template["metadata"]}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}

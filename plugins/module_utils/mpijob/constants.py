@@ -49,8 +49,8 @@ CONFIG_MOUNT_PATH = "/etc/mpi"
 HOSTFILE = "hostfile"
 DISCOVER_HOSTS = "discover_hosts.sh"
 HOSTFILE_PATH = f"{CONFIG_MOUNT_PATH}/{HOSTFILE}"
-# How the launcher starts MPI's daemons on the workers: ssh (Kubeflow), or `kubectl exec` (batch.test.bdap.com's
-# operator: its workers need no sshd), through the ConfigMap's kubexec.sh and a per-job ServiceAccount.
+# How the launcher starts MPI's daemons on the workers: ssh (Kubeflow), or `kubectl exec` (the kubebuilder
+# operator's, apis/bdap.py: its workers need no sshd), through the ConfigMap's kubexec.sh and a per-job ServiceAccount.
 LAUNCH_SSH, LAUNCH_KUBEXEC = "ssh", "kubexec"
 KUBEXEC = "kubexec.sh"
 KUBEXEC_PATH = f"{CONFIG_MOUNT_PATH}/{KUBEXEC}"

@@ -74,9 +74,9 @@ class MPIJob:
     owner_api_version: str = C.API_VERSION  # the children's controller reference
     pause_deletes_launcher: bool = False  # suspended: no launcher Job at all (T9k pause), not a suspended one
     notices: tuple[str, ...] = ()  # fields accepted but not (fully) applied here: a Warning event each, once
-    roll_workers: bool = False  # a changed worker template replaces the workers one by one (batch.test.bdap.com)
-    launcher_pod: bool = False  # the launcher is a bare Pod <job>-launcher, not a Job (batch.test.bdap.com)
-    launch_agent: str = C.LAUNCH_SSH  # C.LAUNCH_KUBEXEC: daemons started by `kubectl exec` (batch.test.bdap.com)
+    roll_workers: bool = False  # a changed worker template replaces the workers one by one (apis/bdap.py)
+    launcher_pod: bool = False  # the launcher is a bare Pod <job>-launcher, not a Job (apis/bdap.py)
+    launch_agent: str = C.LAUNCH_SSH  # C.LAUNCH_KUBEXEC: daemons started by `kubectl exec` (apis/bdap.py)
 
     @property
     def worker_replicas(self) -> int:

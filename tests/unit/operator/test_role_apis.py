@@ -10,26 +10,35 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import REGISTRY
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 ROLES = ROOT / "roles"
 APIS = ["kubeflow.org", "batch.tensorstack.dev", "batch.test.bdap.com"]
+SERVED = {a.group: a for a in REGISTRY.values()}
+
+
+def templar(role: str, **overrides: Any) -> Templar:
+    """Ansible's templar with the role's defaults, vars and `overrides`, as the role's tasks see them."""
+    variables: dict[str, Any] = {}
+    variables.update(yaml.safe_load((ROLES / role / "defaults/main.yml").read_text()))
+    variables.update(yaml.safe_load((ROLES / role / "vars/main.yml").read_text()))
+    variables.update(overrides)
+    variables = {k: trusted(v) if isinstance(v, str) else v for k, v in variables.items()}
+    return Templar(loader=DataLoader(), variables=variables)
+
+
+def trusted(source: str) -> Any:
+    try:  # ansible-core 2.19+ renders only trusted templates: the role's files are, as when the role runs
+        from ansible.template import trust_as_template
+    except ImportError:
+        return source
+    return trust_as_template(source)
 
 
 def render_rbac(**overrides: Any) -> list[dict]:
-    role = ROLES / "operator"
-    variables: dict[str, Any] = {}
-    variables.update(yaml.safe_load((role / "defaults/main.yml").read_text()))
-    variables.update(yaml.safe_load((role / "vars/main.yml").read_text()))
-    variables.update(overrides)
-    source = (role / "templates/rbac.yaml.j2").read_text()
-    try:  # ansible-core 2.19+ renders only trusted templates: the role's files are, as when the role runs
-        from ansible.template import trust_as_template
-
-        source = trust_as_template(source)
-        variables = {k: trust_as_template(v) if isinstance(v, str) else v for k, v in variables.items()}
-    except ImportError:
-        pass
-    return [d for d in yaml.safe_load_all(Templar(loader=DataLoader(), variables=variables).template(source)) if d]
+    source = trusted((ROLES / "operator/templates/rbac.yaml.j2").read_text())
+    return [d for d in yaml.safe_load_all(templar("operator", **overrides).template(source)) if d]
 
 
 def mpijob_groups(rules: list[dict]) -> set[str]:
@@ -91,31 +100,53 @@ def test_one_api_without_kubeflow_org_names_no_kubeflow_org_rule() -> None:
     assert all(mpijob_groups(rules) == {"batch.tensorstack.dev"} for rules in aggregated(docs).values())
 
 
+def test_the_registry_serves_the_three_apis_kubeflow_org_first() -> None:
+    assert list(SERVED) == APIS
+
+
 @pytest.mark.parametrize("role", ["crds", "preflight", "operator"])
-def test_every_role_offers_the_three_apis_with_kubeflow_org_by_default(role: str) -> None:
+def test_every_role_offers_the_registry_apis_with_kubeflow_org_by_default(role: str) -> None:
     defaults = yaml.safe_load((ROLES / role / "defaults/main.yml").read_text())
     assert defaults["mpi_operator_apis"] == ["kubeflow.org"]
     specs = yaml.safe_load((ROLES / role / "meta/argument_specs.yml").read_text())["argument_specs"]
     for entry in specs.values():
         option = entry["options"].get("mpi_operator_apis")
-        if option is not None:
-            assert (option["type"], option["elements"], option["choices"]) == ("list", "str", APIS)
+        if option is not None:  # the registry decides what is served, not a list here
+            assert (option["type"], option["elements"], option.get("choices")) == ("list", "str", None)
+    # ... and every entry point checks the choice against it first
+    for tasks in ("main.yml", "remove.yml"):
+        path = ROLES / role / "tasks" / tasks
+        if path.exists() and "mpi_operator_apis" in path.read_text():
+            first = yaml.safe_load(path.read_text())[0]
+            assert first["ansible.builtin.assert"]["that"] == "_mpi_operator_chosen_apis | length == mpi_operator_apis | length"
+    chosen = templar(role, mpi_operator_apis=["batch.test.bdap.com", "kubeflow.org"])
+    assert [a["group"] for a in chosen.template(trusted("{{ _mpi_operator_chosen_apis }}"))] == [
+        "batch.test.bdap.com", "kubeflow.org"]
+
+
+@pytest.mark.parametrize("role", ["crds", "preflight", "operator"])
+def test_an_api_not_served_fails_naming_the_option_and_what_is_served(role: str) -> None:
+    with pytest.raises(Exception, match=r"mpi_operator_apis: 'mpijobs\.example\.com' is not an MPIJob API served by "
+                       r"mpi\.operator \(served: kubeflow\.org, batch\.tensorstack\.dev, batch\.test\.bdap\.com\)"):
+        templar(role, mpi_operator_apis=["kubeflow.org", "mpijobs.example.com"]).template(
+            trusted("{{ _mpi_operator_chosen_apis }}"))
 
 
 @pytest.mark.parametrize("group", APIS)
 def test_each_api_has_its_crd_file_version_and_original_owner(group: str) -> None:
     crd = yaml.safe_load((ROLES / "crds/files" / f"mpijobs.{group}.yaml").read_text())
-    assert crd["metadata"]["name"] == f"mpijobs.{group}"
+    assert crd["metadata"]["name"] == f"mpijobs.{group}" == SERVED[group].crd_name
     storage = next(v["name"] for v in crd["spec"]["versions"] if v["storage"])
+    assert [v["name"] for v in crd["spec"]["versions"]] == list(SERVED[group].versions)
     for role in ("crds", "operator"):
-        versions = yaml.safe_load((ROLES / role / "vars/main.yml").read_text())["_mpi_operator_api_versions"]
+        versions = templar(role).template(trusted("{{ _mpi_operator_api_versions }}"))
         assert versions[group] == storage, role
-    owners = yaml.safe_load((ROLES / "preflight/vars/main.yml").read_text())["_mpi_operator_original"]
-    assert owners[group]
+    owners = templar("preflight").template(trusted("{{ _mpi_operator_original }}"))
+    assert owners[group] == SERVED[group].original and owners[group].startswith("the ")
 
 
 def test_crds_role_applies_only_the_chosen_apis() -> None:
-    (task,) = yaml.safe_load((ROLES / "crds/tasks/main.yml").read_text())
+    (task,) = [t for t in yaml.safe_load((ROLES / "crds/tasks/main.yml").read_text()) if "mpi.operator.k8s_objects" in t]
     definitions = task["mpi.operator.k8s_objects"]["definitions"]
     # One task for every chosen API's file, mpijobs.<group>.yaml (tests/integration/test_api_crds.py applies them).
     assert "mpi_operator_apis" in definitions and "'mpijobs.\\1.yaml'" in definitions

@@ -3,7 +3,7 @@
 status stage (Kubeflow's `updateMPIJobStatus`, with our fixes): conditions, replicaStatuses, startTime,
 completionTime, and `status.phase` (ours, additive: the one word the printer column State shows, from the
 conditions). The shared model, the condition mechanics and the children are the core's (spec.py, status.py,
-children.py); batch.test.bdap.com's API reuses this parse and status stage on the job it translates to.
+children.py); the kubebuilder operator's API (bdap.py) reuses this parse and status stage on the job it translates to.
 """
 from __future__ import annotations
 
@@ -75,7 +75,6 @@ def parse(obj: Any) -> MPIJob:
         worker=worker,
         main_container=main_container,
     )
-
 
 
 def _run_policy(r: Reader, spec: dict) -> RunPolicy:
@@ -166,7 +165,6 @@ def replica_spec(r: Reader, value: Any, path: str, default_replicas: int, defaul
     )
 
 
-
 # Phases in the order they are checked: a finished job is finished whatever else its conditions say; the last
 # condition (what Kubeflow's column shows) can be a False one, e.g. Running=False on a suspended job.
 PHASES = (C.FAILED, C.SUCCEEDED, C.SUSPENDED, C.RESTARTING, C.RUNNING, C.CREATED)
@@ -189,7 +187,6 @@ def with_phase(status: dict) -> dict:
     return {**status, "phase": current}
 
 
-
 def _counts(pods: list[dict], **extra: object) -> dict:
     """A replicaStatus with zero counts left out, as Go's omitempty does."""
     counts = {
@@ -198,7 +195,6 @@ def _counts(pods: list[dict], **extra: object) -> dict:
         "failed": sum(1 for p in pods if S.pod_phase(p) == "Failed"),
     }
     return {**{k: v for k, v in counts.items() if v}, **extra}
-
 
 
 def created(status: dict, job_ns: str, job_name: str, now: str, events: list[S.Event]) -> None:
@@ -291,7 +287,6 @@ def live_status(job: MPIJob, old: dict, seen: S.Observed, now: str, events: list
         if S.set_condition(status, C.RUNNING, "True", C.REASON_RUNNING, msg, now):
             events.append(S.Event("Normal", C.REASON_RUNNING, f"MPIJob {ref} is running"))
     return status
-
 
 
 def cleaned_status(job: MPIJob, old: dict) -> dict:
