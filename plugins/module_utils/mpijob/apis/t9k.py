@@ -1,5 +1,8 @@
 """batch.tensorstack.dev/v1beta1 MPIJob (seed 003, T9k): read into the one model, and T9k's own status.
 
+One file (about 370 lines of code), as every API's is: it is one API's contract (apis/__init__.py), its parse and its
+status stage sharing the API's field names, condition types and phases; split, each half would import the other's.
+
 The user writes the worker template and `worker.cmd`; the operator builds the rest (seed 003):
 - workers: the template with the `mpi-worker` container running `<ssh.sshdPath> -De` (its command and args are
   ignored, as T9k documents);
