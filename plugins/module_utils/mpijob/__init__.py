@@ -1,7 +1,7 @@
 """The MPIJob core: pure Python, no I/O, no Ansible imports.
 
-spec (parse, default, validate) -> children (desired objects) -> status (from what was observed)
--> plan (ordered actions that turn observed into desired). The shell (module_utils/kube/) reads and writes.
-apis/ is the registry of the MPIJob APIs served: each has its own parse and status stage (kubeflow.org's are spec.py
-and status.py); children and plan are shared.
+parse (an API's, into spec's one model) -> children (desired objects) -> status (an API's stage, from what was
+observed) -> plan (ordered actions that turn observed into desired). The shell (module_utils/kube/) reads and writes.
+apis/ is the registry of the MPIJob APIs served, one module each (kubeflow.py, t9k.py, bdap.py) with its parse and
+status stage; spec.py (the model, Reader), status.py (Observed, condition mechanics), children and plan are shared.
 """
