@@ -5,6 +5,7 @@
 # The last line printed is "kubeconfig: <path>".
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/components.sh"
 t0=$(now_ms)
 for tool in curl openssl flock setsid; do
   command -v "$tool" >/dev/null || die "$tool is required (Debian: apt-get install curl openssl util-linux)"
@@ -52,84 +53,6 @@ ensure_nodes() {
   kubectl_admin wait --for=condition=Ready nodes -l type=kwok --timeout=60s >/dev/null || die "kwok nodes did not become Ready (see $LOGS/kwok.log)"
 }
 
-# start NAME ARGS...: run a component detached from this session, logging to $LOGS/NAME.log.
-start() {
-  local name=$1; shift
-  # fd 8 is cluster_lock's: a daemon holding it would block every later cluster-up.
-  ( exec setsid env GOGC="$GOGC_CONTROL_PLANE" GOMEMLIMIT="$GOMEMLIMIT_CONTROL_PLANE" "$BIN/$name" "$@" >"$LOGS/$name.log" 2>&1 </dev/null 8>&- ) &
-  echo $! >"$PIDS/$name.pid"
-  # The pid is the forked shell's until it has exec'd the binary.
-  wait_until "$name exec" 3 component_running "$name" || die "$name did not start (see $LOGS/$name.log)"
-}
-
-# Healthy, or exit the wait at once when the process has died.
-alive_and_healthy() {
-  component_running "$1" || { log "$1 exited"; return 0; }
-  component_healthy "$1"
-}
-
-# await NAME TIMEOUT: wait for a component's health check; fail with its log's tail.
-await() {
-  local ts
-  ts=$(now_ms)
-  if ! wait_until "$1" "$2" alive_and_healthy "$1"; then
-    tail -n 20 "$LOGS/$1.log" >&2 || true
-    die "$1 not healthy after $2 s (log: $LOGS/$1.log)"
-  fi
-  component_running "$1" || { tail -n 20 "$LOGS/$1.log" >&2 || true; die "$1 exited (log: $LOGS/$1.log)"; }
-  log "$1 healthy (+$(since "$ts") s)"
-}
-
-start_etcd() {
-  start etcd --name=local --data-dir="$ETCD_DATA" \
-    --listen-client-urls="https://127.0.0.1:$ETCD_CLIENT_PORT" --advertise-client-urls="https://127.0.0.1:$ETCD_CLIENT_PORT" \
-    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
-    --initial-cluster="local=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state=new \
-    --listen-metrics-urls="http://127.0.0.1:$((ETCD_PEER_PORT + 1))" \
-    --cert-file="$PKI/etcd-server.crt" --key-file="$PKI/etcd-server.key" --trusted-ca-file="$PKI/etcd-ca.crt" --client-cert-auth \
-    --unsafe-no-fsync --log-level=warn
-}
-start_apiserver() {
-  start kube-apiserver --bind-address=127.0.0.1 --secure-port="$APISERVER_PORT" --advertise-address="$ADVERTISE_IP" \
-    --etcd-servers="https://127.0.0.1:$ETCD_CLIENT_PORT" --etcd-cafile="$PKI/etcd-ca.crt" \
-    --etcd-certfile="$PKI/apiserver-etcd-client.crt" --etcd-keyfile="$PKI/apiserver-etcd-client.key" \
-    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
-    --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
-    --kubelet-preferred-address-types=InternalIP,Hostname \
-    --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
-    --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
-    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
-    --requestheader-extra-headers-prefix=X-Remote-Extra- \
-    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-    --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC \
-    --enable-admission-plugins=NodeRestriction --allow-privileged=true --enable-bootstrap-token-auth=true \
-    $APISERVER_ROUTING
-}
-start_controller_manager() {
-  start kube-controller-manager --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
-    --kubeconfig="$STATE/controller-manager.kubeconfig" \
-    --authentication-kubeconfig="$STATE/controller-manager.kubeconfig" --authorization-kubeconfig="$STATE/controller-manager.kubeconfig" \
-    --client-ca-file="$PKI/ca.crt" --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" \
-    --root-ca-file="$PKI/ca.crt" --service-account-private-key-file="$PKI/sa.key" --use-service-account-credentials=true \
-    --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
-    --controllers='*,bootstrapsigner,tokencleaner' --allocate-node-cidrs=false --service-cluster-ip-range="$SERVICE_CIDR" \
-    --leader-elect=false --kube-api-qps=100 --kube-api-burst=200
-}
-# Client rate limits as a busy production cluster sets them: the defaults (20 and 50 QPS) throttle the Job
-# controller and the scheduler long before 800 simulated pods, and the bench would measure that instead of us.
-start_scheduler() {
-  start kube-scheduler --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" \
-    --kubeconfig="$STATE/scheduler.kubeconfig" \
-    --authentication-kubeconfig="$STATE/scheduler.kubeconfig" --authorization-kubeconfig="$STATE/scheduler.kubeconfig" \
-    --leader-elect=false --kube-api-qps=100 --kube-api-burst=200
-}
-start_kwok() {
-  start kwok --kubeconfig="$STATE/kwok.kubeconfig" --manage-nodes-with-label-selector=type=kwok \
-    --cidr="$KWOK_POD_CIDR" --node-lease-duration-seconds=40 --server-address="127.0.0.1:$KWOK_PORT" \
-    -c "$CLUSTER_DIR/kwok/node-stages.yaml" -c "$CLUSTER_DIR/kwok/pod-stages.yaml"
-}
-
 # healthy NAME...: every one of them runs (by its pid file) and passes its health check. A running component gets
 # HEALTH_GRACE_S (20) to answer: on a busy machine (a test suite beside a CPU hog) a healthy API server can miss one
 # 2-second check, and a cluster declared unhealthy is started fresh, its etcd data wiped under every running test.
@@ -142,9 +65,6 @@ healthy() {
   done
 }
 
-# There is no kube-proxy: the API server reaches a webhook's or an APIService's Service at its endpoints (Kueue's
-# webhooks, on the real node: hack/kueue/up.sh).
-APISERVER_ROUTING=--enable-aggregator-routing=true
 # What a running component was started from: changed binaries or flags mean a fresh cluster, changed stages a new kwok.
 control_plane_recipe() {
   { cat "$BIN"/.stamps/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}; echo "GOGC=$GOGC_CONTROL_PLANE GOMEMLIMIT=$GOMEMLIMIT_CONTROL_PLANE $APISERVER_ROUTING"; } | sha256sum | cut -c1-16
