@@ -168,6 +168,35 @@ def kubexec(job: MPIJob, opts: Options) -> str:
             f'exec {kubectl} exec "$host"{container} -- /bin/sh -c "$*"\n')
 
 
+def _digits_below(n: int) -> int:
+    """The digits of 0, 1, ..., n-1 written out, together."""
+    total, width, start = 0, 1, 0
+    while start < n:
+        end = min(n, 10 ** width)
+        total += (end - start) * width
+        start, width = end, width + 1
+    return total
+
+
+def config_bytes(job: MPIJob, opts: Options) -> int:
+    """The size of the job's ConfigMap data at its largest (every worker running: the hostfile and discover_hosts.sh
+    each list them all), as the API server counts it (keys and values), computed from the number of workers rather
+    than built: a job asking for two billion workers costs nothing to refuse."""
+    slots = str(job.slots_per_worker)
+    line = len(" slots=\n" if job.mpi_implementation == C.OPENMPI else ":\n") + len(slots)  # after the host
+    echo = len("echo :\n") + len(slots)  # discover_hosts.sh, around the host
+    n = job.worker_replicas
+    # worker i's FQDN is worker 0's with i in place of 0
+    hosts = n * (len(fqdn(job, worker_name(job, 0), opts)) - 1) + _digits_below(n)
+    total = hosts * 2 + n * (line + echo)
+    if job.run_launcher_as_worker:
+        total += 2 * len(fqdn(job, launcher_name(job), opts)) + line + echo
+    total += len(C.HOSTFILE) + len(C.DISCOVER_HOSTS) + len("#!/bin/sh\n")
+    if job.launch_agent == C.LAUNCH_KUBEXEC:
+        total += len(C.KUBEXEC) + len(kubexec(job, opts))
+    return total
+
+
 def config_map(job: MPIJob, running_workers: Iterable[str], opts: Options) -> dict:
     data = {C.HOSTFILE: hostfile(job, opts), C.DISCOVER_HOSTS: discover_hosts(job, running_workers, opts)}
     if job.launch_agent == C.LAUNCH_KUBEXEC:

@@ -45,6 +45,8 @@ HOSTS_NOTICE_S = 5.0
 
 # ConfigMap and its mount.
 CONFIG_VOLUME = "mpi-job-config"
+# The most a ConfigMap's data holds, its keys and values together: the API server refuses a bigger one.
+CONFIG_MAP_MAX_BYTES = 1024 * 1024
 CONFIG_MOUNT_PATH = "/etc/mpi"
 HOSTFILE = "hostfile"
 DISCOVER_HOSTS = "discover_hosts.sh"

@@ -20,7 +20,7 @@ from . import status as S
 from .apis import Api, api_for
 from .errors import InvalidMPIJob
 from .quantity import parse_quantity
-from .spec import MPIJob
+from .spec import FieldError, MPIJob
 
 SSHKeys = Callable[[], "tuple[bytes, bytes]"]
 
@@ -162,9 +162,21 @@ def reconcile(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys:
     now_s = S.rfc3339(now)
     try:
         job = api.parse(obj)
+        _check_config_size(api, job, opts)
     except InvalidMPIJob as exc:
         return _invalid(api, obj, old_status, exc, now_s)
     return _Planner(api, job, obj, world, opts, now, ssh_keys).run()
+
+
+def _check_config_size(api: Api, job: MPIJob, opts: K.Options) -> None:
+    """Raises InvalidMPIJob, naming the API's workers field, when the hostfile of that many workers cannot be stored:
+    the job could never run, and building its children would cost memory in proportion (two billion workers pass the
+    CRD's int32)."""
+    size = K.config_bytes(job, opts)
+    if size > C.CONFIG_MAP_MAX_BYTES:
+        raise InvalidMPIJob([FieldError(".".join(api.workers_path), (
+            f"{job.worker_replicas} workers do not fit: their hostfile and discover_hosts.sh take {size} bytes in the "
+            f"ConfigMap {K.config_name(job)}, which holds at most {C.CONFIG_MAP_MAX_BYTES}"))])
 
 
 def _invalid(api: Api, obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> Plan:
