@@ -246,9 +246,11 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def runner_baseline(runs: int = 3) -> float:
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key  # once mpijob_operator is
+
     with tempfile.TemporaryDirectory() as d:
         r = BatchRunner(d, slot=0, module="ansible.builtin.ping", module_args={"data": "pong"}, rotate_artifacts=1)
-        times = [r.run([("bench", "baseline")]).duration for _ in range(runs)]
+        times = [r.run([job_key("bench", "baseline")]).duration for _ in range(runs)]
     return statistics.median(times)
 
 

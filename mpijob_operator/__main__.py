@@ -9,8 +9,8 @@ import sys
 import threading
 import time
 from typing import Any
-from urllib.parse import quote
 
+from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import mpijob_path
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 
 from . import config as config_mod
@@ -73,9 +73,7 @@ class Operator:
         end = time.monotonic() + timeout
         for group in self.cfg.apis:
             api_version = by_group(group).api_version
-            path = f"/apis/{api_version}/{PLURAL}"
-            if self.cfg.namespace:
-                path = f"/apis/{api_version}/namespaces/{quote(self.cfg.namespace)}/{PLURAL}"
+            path = mpijob_path(api_version, self.cfg.namespace or "")
             self._check_api(path, f"{PLURAL}.{group} {api_version.partition('/')[2]}", end)
 
     def _check_api(self, path: str, crd: str, end: float) -> None:

@@ -9,12 +9,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
 
 from .health import Heartbeats
 from .log import job_fields
 from .metrics import Metrics, counted, has_launcher, waiting
-from .queue import Key, WorkQueue
+from .queue import WorkQueue
 from .runner import BatchRunner, RunOutcome
 from .watch import Change
 
@@ -71,11 +74,12 @@ class Decision:
 
 
 def decide(result: JobResult) -> Decision:
-    """What the queue does with a job after its run. Pure."""
-    if result.deleted:
+    """What the queue does with a job after its run, by its outcome. Pure."""
+    if result.outcome is Outcome.DELETED:
         return Decision(forget=True)
-    if result.retry:  # an error worth retrying, or another pass the module asks for (e.g. a conflict it expects)
+    if result.outcome is Outcome.RETRY:  # an error worth retrying, or another pass the module asks for
         return Decision(failed=True)
+    # OK, or an ERROR that waits for the job to change: its deadlines still hold
     return Decision(requeue_after=result.requeue_after if result.requeue_after is not None
                     and result.requeue_after >= 0 else None, later=result.cleanup_pending)
 
@@ -114,7 +118,7 @@ class Controller:
                     return
         if change is not None:
             self.metrics.requeues.labels(kind=change.kind, event=change.event).inc()
-            log.debug("dirty", extra={**job_fields(*key), "change": f"{change.event} {change.kind}/{change.name}"})
+            log.debug("dirty", extra={**job_fields(key), "change": f"{change.event} {change.kind}/{change.name}"})
         self.queue.add(key)
 
     def start(self) -> None:
@@ -165,32 +169,29 @@ class Controller:
             decision = decide(result)
             if decision.failed:
                 delay = self.queue.done(key, failed=True)
-                self.metrics.reconciles.labels(result="retry").inc()
+                self.metrics.reconciles.labels(result=result.outcome.value).inc()
                 log.warning("reconcile failed, retrying in %.1fs: %s", delay or 0.0, result.error,
-                            extra=job_fields(*key))
+                            extra=job_fields(key))
                 continue
             # A finished job's clean-up can wait, and so can what the events of its last moments ask for.
             self.queue.done(key, later=decision.later)
             if again:
                 for c in again:
                     self.metrics.requeues.labels(kind=c.kind, event=c.event).inc()
-                    log.debug("dirty during its run", extra={**job_fields(*key), "change": f"{c.event} {c.kind}/{c.name}"})
+                    log.debug("dirty during its run", extra={**job_fields(key), "change": f"{c.event} {c.kind}/{c.name}"})
                 if not decision.later:
                     self.queue.add(key)
+            self.metrics.reconciles.labels(result=result.outcome.value).inc()
             if decision.forget:
                 self.queue.forget(key)
-                self.metrics.reconciles.labels(result="deleted").inc()
                 continue
-            if result.error:
-                self.metrics.reconciles.labels(result="error").inc()
+            if result.outcome is Outcome.ERROR:
                 log.error("reconcile error (not retried until the job changes): %s", result.error,
-                          extra=job_fields(*key))
-            else:
-                self.metrics.reconciles.labels(result="ok").inc()
+                          extra=job_fields(key))
             if decision.requeue_after is not None:
                 self.queue.add_after(key, decision.requeue_after)
             if result.actions:
-                log.info("reconciled", extra={**job_fields(*key), "actions": _summary(result.actions)})
+                log.info("reconciled", extra={**job_fields(key), "actions": _summary(result.actions)})
         with self._lock:
             now = time.monotonic()
             self._echoes = {k: v for k, v in self._echoes.items() if v[0] > now}
@@ -206,7 +207,7 @@ class Controller:
             changes = self._seen_in_flight.pop(key, [])
             late = set(expected)
             left = [c for c in changes if not _explains(late, c)]  # what is left of `late` may still arrive
-            if late and not result.deleted:
+            if late and result.outcome is not Outcome.DELETED:
                 self._echoes[key] = (time.monotonic() + EXPECTATION_WINDOW, late)
             else:
                 self._echoes.pop(key, None)
@@ -214,7 +215,7 @@ class Controller:
 
     def record(self, result: JobResult) -> None:
         """Kubeflow's metrics from what the module reported: the condition transitions it wrote."""
-        if result.deleted:
+        if result.outcome is Outcome.DELETED:
             self.metrics.job_info.remove(f"{result.name}-launcher", result.namespace)
             self._set_waiting(result.namespace, result.name, None, False)
             with self._lock:
@@ -222,7 +223,7 @@ class Controller:
             return
         if result.status is None:
             return
-        self._set_waiting(result.namespace, result.name, result.status, result.api_version is not None)
+        self._set_waiting(result.namespace, result.name, result.status, result.key.api_version != C.API_VERSION)
         if has_launcher(result.actions, result.status):
             self.metrics.job_info.labels(launcher=f"{result.name}-launcher", namespace=result.namespace).set(1)
         for ctype in counted(result.transitions):

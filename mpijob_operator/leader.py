@@ -13,9 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
+
+from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import collection, item
 
 log = logging.getLogger("mpijob_operator.leader")
+LEASE_API_VERSION = "coordination.k8s.io/v1"
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,9 @@ class LeaseLock:
         self._rv: str | None = None
 
     def _path(self, name: str = "") -> str:
-        leases = f"/apis/coordination.k8s.io/v1/namespaces/{quote(self.namespace)}/leases"
-        return f"{leases}/{quote(name)}" if name else leases
+        if name:
+            return item(LEASE_API_VERSION, "Lease", self.namespace, name)
+        return collection(LEASE_API_VERSION, "Lease", self.namespace)
 
     def get(self) -> Record | None:
         lease = self.rest.get(self._path(self.name))

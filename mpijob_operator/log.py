@@ -6,6 +6,9 @@ import logging
 import sys
 import time
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
+
 from .kube import LIBRARY_LOGGERS
 
 # Attributes every LogRecord has; anything else was passed with `extra=` and is a structured field.
@@ -44,9 +47,10 @@ def _quote(value: object) -> str:
     return json.dumps(text)
 
 
-def job_fields(namespace: str, name: str, api_version: str = "") -> dict[str, str]:
+def job_fields(key: Key) -> dict[str, str]:
     """The `extra=` of every log line about one MPIJob (its apiVersion when it is not kubeflow.org's)."""
-    return {"job": f"{namespace}/{name}", **({"api": api_version} if api_version else {})}
+    api = {"api": key.api_version} if key.api_version != C.API_VERSION else {}
+    return {"job": f"{key.namespace}/{key.name}", **api}
 
 
 def setup(level: str = "info", fmt: str = "text") -> None:

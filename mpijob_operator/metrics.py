@@ -15,13 +15,14 @@ from prometheus_client import (
 )
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition, parse_time
 
 # The condition types the Kubeflow counters follow (each feeds the counter Metrics.job_counter names).
 COUNTED_CONDITIONS = (C.CREATED, C.SUCCEEDED, C.FAILED)
 # The label values of the labelled counters, exported at 0 from the start: a rate or increase over a counter that
 # appears at 1 misses its first event (what the alerting rules count).
-RECONCILE_RESULTS = ("ok", "retry", "error", "deleted")
+RECONCILE_RESULTS = tuple(o.value for o in Outcome)  # ok, retry, error, deleted
 RUN_STATUSES = ("successful", "failed", "timeout", "canceled", "error")
 RUNNER_KINDS = ("warm", "cold")
 # A job that stopped waiting: one of these conditions True.

@@ -27,11 +27,13 @@ from ansible_runner.config.runner import RunnerConfig
 from ansible_runner.runner import Runner
 from ansible_runner.utils import dump_artifacts
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult, key_api_version
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
 from ansible_collections.mpi.operator.plugins.module_utils.warm import Handoff
 
 from . import CHECKOUT_COLLECTIONS
-from .queue import Key
 
 MODULE = "mpi.operator.mpijob_reconcile"
 RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_on_unreachable")
@@ -48,11 +50,10 @@ class RunOutcome:
 
 
 def job_entry(key: Key) -> dict[str, str]:
-    """A key as the module's `jobs` entry (the apiVersion only for an API other than kubeflow.org)."""
-    entry = {"namespace": key[0], "name": key[1]}
-    api_version = key_api_version(key)
-    if api_version:
-        entry["api_version"] = api_version
+    """A key as the module's `jobs` entry: kubeflow.org's in the short form (no apiVersion), as it always was."""
+    entry = {"namespace": key.namespace, "name": key.name}
+    if key.api_version != C.API_VERSION:
+        entry["api_version"] = key.api_version
     return entry
 
 
@@ -71,8 +72,8 @@ def parse_module_result(keys: list[Key], res: dict[str, Any] | None, run_status:
         why = str(res.get("msg") or "the module did not report this job")
     for key in keys:
         if key not in results:
-            results[key] = JobResult(namespace=key[0], name=key[1], api_version=key_api_version(key), error=why,
-                                     retry=True)
+            results[key] = JobResult(namespace=key.namespace, name=key.name, api_version=key.api_version, error=why,
+                                     outcome=Outcome.RETRY)
     return results
 
 

@@ -15,12 +15,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import collection
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import by_group, group_of
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.constants import GROUP, PLURAL
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import job_key
-
-from .queue import Key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key, job_key
 
 log = logging.getLogger("mpijob_operator.watch")
 
@@ -92,8 +91,7 @@ class Resource:
 
     name: str  # e.g. "pods"
     kind: str  # e.g. "Pod": the kind the reconcile module names in its actions
-    path: str  # API path of the collection, without the namespace part: "/api/v1", "pods"
-    plural: str
+    api_version: str  # e.g. "v1": with the kind, where it lives (rest.collection)
     label_selector: str | None
     to_keys: Callable[[dict[str, Any]], list[Key]]
     fingerprint: Callable[[dict[str, Any]], Any]
@@ -101,22 +99,16 @@ class Resource:
     optional: bool = False
 
     def url(self, namespace: str) -> str:
-        if namespace:
-            return f"{self.path}/namespaces/{namespace}/{self.plural}"
-        return f"{self.path}/{self.plural}"
+        """The collection of `namespace`, or of every namespace when it is empty."""
+        return collection(self.api_version, self.kind, namespace)
 
 
 def mpijob_keys(obj: dict[str, Any]) -> list[Key]:
     meta = obj.get("metadata") or {}
     if not meta.get("name"):
         return []
-    return [job_key(meta.get("namespace", ""), meta["name"], _storage(obj.get("apiVersion")))]
-
-
-def _storage(api_version: Any) -> str | None:
-    """The storage apiVersion of a served MPIJob API (keys name it; None for kubeflow.org)."""
-    api = by_group(group_of(api_version)) if isinstance(api_version, str) else None
-    return api.api_version if api is not None and api.group != GROUP else None
+    api_version = obj.get("apiVersion")
+    return [job_key(meta.get("namespace", ""), meta["name"], api_version if isinstance(api_version, str) else None)]
 
 
 def owner_keys(obj: dict[str, Any]) -> list[Key]:
@@ -125,7 +117,7 @@ def owner_keys(obj: dict[str, Any]) -> list[Key]:
     for ref in meta.get("ownerReferences") or []:
         api_version = str(ref.get("apiVersion", ""))
         if ref.get("controller") and ref.get("kind") == C.KIND and by_group(group_of(api_version)) is not None:
-            return [job_key(meta.get("namespace", ""), ref["name"], _storage(api_version))]
+            return [job_key(meta.get("namespace", ""), ref["name"], api_version)]
     return []
 
 
@@ -143,7 +135,7 @@ def pod_keys_for(groups: tuple[str, ...]) -> Callable[[dict[str, Any]], list[Key
         job = (meta.get("labels") or {}).get(C.JOB_NAME_LABEL)
         if job and any(r.get("kind") == "Job" for r in meta.get("ownerReferences") or []):
             ns = meta.get("namespace", "")
-            return [job_key(ns, job, None if a.group == GROUP else a.api_version) for a in apis]
+            return [job_key(ns, job, a.api_version) for a in apis]
         return []
 
     return pod_keys
@@ -153,8 +145,7 @@ pod_keys = pod_keys_for((GROUP,))
 
 
 # The PodGroup API of each gang scheduler, as the reconcile module creates them.
-PODGROUP_APIS = {C.VOLCANO: f"/apis/{C.VOLCANO_PODGROUP_API}"}
-PLUGINS_PODGROUP_API = f"/apis/{C.PLUGINS_PODGROUP_API}"
+PODGROUP_APIS = {C.VOLCANO: C.VOLCANO_PODGROUP_API}
 
 
 def podgroup_fingerprint(obj: dict[str, Any]) -> Any:
@@ -170,17 +161,15 @@ def resources(child_selector: str | None = None, gang_scheduling: str = "",
     Raises ValueError for a group that is not an MPIJob API served here."""
     podgroups = []
     if gang_scheduling:
-        api = PODGROUP_APIS.get(gang_scheduling, PLUGINS_PODGROUP_API)
-        podgroups = [Resource("podgroups", "PodGroup", api, "podgroups", None, owner_keys, podgroup_fingerprint,
-                              optional=True)]
+        api = PODGROUP_APIS.get(gang_scheduling, C.PLUGINS_PODGROUP_API)
+        podgroups = [Resource("podgroups", "PodGroup", api, None, owner_keys, podgroup_fingerprint, optional=True)]
     return [
         *(mpijob_resource(group) for group in apis),
-        Resource("pods", "Pod", "/api/v1", "pods", OPERATOR_LABEL, pod_keys_for(apis), pod_fingerprint),
-        Resource("jobs", "Job", "/apis/batch/v1", "jobs", child_selector, owner_keys, job_fingerprint),
-        Resource("services", "Service", "/api/v1", "services", child_selector, owner_keys, content_fingerprint),
-        Resource("configmaps", "ConfigMap", "/api/v1", "configmaps", child_selector, owner_keys,
-                 content_fingerprint),
-        Resource("secrets", "Secret", "/api/v1", "secrets", child_selector, owner_keys, content_fingerprint),
+        Resource("pods", "Pod", "v1", OPERATOR_LABEL, pod_keys_for(apis), pod_fingerprint),
+        Resource("jobs", "Job", "batch/v1", child_selector, owner_keys, job_fingerprint),
+        Resource("services", "Service", "v1", child_selector, owner_keys, content_fingerprint),
+        Resource("configmaps", "ConfigMap", "v1", child_selector, owner_keys, content_fingerprint),
+        Resource("secrets", "Secret", "v1", child_selector, owner_keys, content_fingerprint),
         *podgroups,
     ]
 
@@ -191,7 +180,7 @@ def mpijob_resource(group: str) -> Resource:
     if api is None:
         raise ValueError(f"{group!r} is not an MPIJob API group served here")
     name = PLURAL if group == GROUP else f"{PLURAL}.{group}"
-    return Resource(name, C.KIND, f"/apis/{api.api_version}", PLURAL, None, mpijob_keys, mpijob_fingerprint)
+    return Resource(name, C.KIND, api.api_version, None, mpijob_keys, mpijob_fingerprint)
 
 
 @dataclass(frozen=True)

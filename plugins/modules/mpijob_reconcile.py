@@ -189,6 +189,15 @@ jobs:
     cleanup_pending:
       description: The job finished in this call and its clean-up is left to its next reconcile (O(cleanup_later)).
       type: bool
+    outcome:
+      description:
+        - How this reconcile of the job ended, in one word, what its caller does next; RV(jobs[].retry) and
+          RV(jobs[].deleted) say two of them.
+        - V(ok) reconciled (come back after RV(jobs[].requeue_after), or when the job changes), V(retry) a transient
+          failure (back off and reconcile again), V(error) an error a retry cannot fix, such as an invalid spec (come
+          back when the job changes), V(deleted) the MPIJob is gone.
+      type: str
+      choices: [ok, retry, error, deleted]
 batch:
   description: How the jobs came, C(args) (O(jobs)) or C(served) (a warm run's batches, O(batch_from)).
   returned: always

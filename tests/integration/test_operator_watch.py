@@ -36,7 +36,7 @@ def test_watch_lists_resumes_and_relists_on_gone(kubeconfig, operator_crd, api_c
 
     def enqueue(key, change):
         with lock:
-            seen.append((key[1], change.event))
+            seen.append((key.name, change.event))
 
     create_mpijob(api_client, namespace, new_mpijob("before", workers=1))
     w = CountingWatcher(api, _mpijobs(), namespace, enqueue, on_restart=lambda _n, why: restarts.append(why),

@@ -30,6 +30,7 @@ def _timeless(value: Any) -> Any:
 def test_the_loop_reads_back_what_the_core_decided(api_client: Any, namespace: str, operator_crd: None,
                                                    kubeconfig: str, tmp_path: Any) -> None:
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import World, reconcile
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
@@ -39,11 +40,11 @@ def test_the_loop_reads_back_what_the_core_decided(api_client: Any, namespace: s
     for replica in body["spec"]["mpiReplicaSpecs"].values():  # on no node: its pods stay Pending, the world still
         replica["template"]["spec"]["nodeSelector"] = {"type": "no-such-node"}
     create_mpijob(api_client, namespace, body)
-    key = (namespace, "openmpi-helloworld")
-    obj = get_mpijob(api_client, *key)
+    key = job_key(namespace, "openmpi-helloworld")
+    obj = get_mpijob(api_client, key.namespace, key.name)
     # A new job has no children yet: the module reads exactly this world.
     plan = reconcile(obj, World(mpijob=obj), Options(), datetime.now(UTC), lambda: (b"", b""))
-    expected = JobResult(*key, uid=obj["metadata"]["uid"], actions=[a.summary() for a in plan.actions],
+    expected = JobResult(key.namespace, key.name, uid=obj["metadata"]["uid"], actions=[a.summary() for a in plan.actions],
                          transitions=list(plan.transitions))
     expected.decided(plan)
 
@@ -52,11 +53,11 @@ def test_the_loop_reads_back_what_the_core_decided(api_client: Any, namespace: s
     assert outcome.status == "successful", outcome
     got = outcome.jobs[key]
     assert got.transitions == [Transition("Created", "True", "MPIJobCreated")] and not got.finished
-    assert got.status == get_mpijob(api_client, *key)["status"]  # the status as written
+    assert got.status == get_mpijob(api_client, key.namespace, key.name)["status"]  # the status as written
     for result in (got, expected):
         result.status = _timeless(result.status)
     assert got == expected
 
     again = runner.run([key]).jobs[key]  # the Created condition is still there, and fresh: no transition
     assert (again.transitions, again.error, again.finished) == ([], None, False)
-    assert again.status == get_mpijob(api_client, *key)["status"]
+    assert again.status == get_mpijob(api_client, key.namespace, key.name)["status"]

@@ -1,9 +1,10 @@
 """Real ansible-runner runs of the operator's BatchRunner, no cluster: results, failures, artifact rotation."""
 import os
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
 from mpijob_operator.runner import BatchRunner
 
-A, B = ("ns", "a"), ("ns", "b")
+A, B = job_key("ns", "a"), job_key("ns", "b")
 
 
 def test_real_runs_return_results_and_keep_disk_bounded(tmp_path):

@@ -11,10 +11,11 @@ import time
 
 import pytest
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
 from mpijob_operator.runner import BatchRunner, WarmRuns
 from tests.integration._fixtures.operator import cmdline, descendants
 
-A = ("ns", "a")
+A = job_key("ns", "a")
 
 
 def _wait(pred, timeout: float, what: str):
@@ -58,16 +59,16 @@ def warm(tmp_path, kubeconfig):
 
 def handed(outcome, key=A) -> bool:
     """The module reconciled the job (it failed on the API server, naming the job's path)."""
-    return f"/mpijobs/{key[1]}" in (outcome.jobs[key].error or "") and outcome.jobs[key].retry
+    return f"/mpijobs/{key.name}" in (outcome.jobs[key].error or "") and outcome.jobs[key].retry
 
 
 def test_one_warm_run_serves_batch_after_batch_without_a_start(warm, tmp_path, kubeconfig):
     pool, runner = warm()
     _wait(pool.ready, 60, "the warm run to wait for its batch")
     first = pool._current
-    outcomes = [runner.run([(A[0], name)]) for name in ("a", "b", "c")]
+    outcomes = [runner.run([job_key(A.namespace, name)]) for name in ("a", "b", "c")]
     for name, outcome in zip("abc", outcomes, strict=True):
-        assert handed(outcome, (A[0], name)), outcome
+        assert handed(outcome, job_key(A.namespace, name)), outcome
     assert pool._current is first and first.alive() and pool.batches == 3, "the batches were not served by one run"
     cold = BatchRunner(str(tmp_path), slot=1, kubeconfig=kubeconfig, timeout=60).run([A])
     assert handed(cold), cold
@@ -91,7 +92,7 @@ current-context: x
     pool, runner = warm(slots=2, config=str(config))
     _wait(pool.ready, 60, "the warm run to wait for its batches")
     outcomes = {}
-    threads = [threading.Thread(target=lambda n=n: outcomes.setdefault(n, runner.run([(A[0], n)]))) for n in "ab"]
+    threads = [threading.Thread(target=lambda n=n: outcomes.setdefault(n, runner.run([job_key(A.namespace, n)]))) for n in "ab"]
     for t in threads:
         t.start()
     _wait(lambda: pool.batches == 2, 20, "both batches to be taken while neither is done")
@@ -101,7 +102,7 @@ current-context: x
     for t in threads:
         t.join(30)
     for n in "ab":
-        result = outcomes[n].jobs[(A[0], n)]
+        result = outcomes[n].jobs[job_key(A.namespace, n)]
         assert outcomes[n].status == "failed" and result.retry and "without this batch's result" in result.error
     silent.close()
 

@@ -9,15 +9,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
-from urllib.parse import quote
 
 from ..mpijob import children as K
 from ..mpijob import constants as C
 from ..mpijob.apis import api_for
 from ..mpijob.errors import ApiError
+from ..mpijob.key import Key
 from ..mpijob.plan import World
-from ..mpijob.result import Key, key_api_version
-from .rest import Rest, collection, mpijob_path
+from .rest import Rest, collection, item, mpijob_path
 
 # Up to GET_MAX jobs of one API in a namespace are read with a GET each, more with one LIST of them all: a LIST returns
 # every MPIJob of the namespace (200 of them for a batch of 3, in the bench), which costs the API server more than the
@@ -50,24 +49,24 @@ class Namespaced:
 
 
 def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options) -> tuple[dict[Key, dict], Namespaced]:
-    """(MPIJobs by key, their children) for the jobs `keys` (result.job_key) of one namespace: a GET per job (a LIST
+    """(MPIJobs by key, their children) for the jobs `keys` of one namespace: a GET per job (a LIST
     per API for more than GET_MAX of them), and one LIST per kind of child for all of them (the children of every API
     are the same kinds), all at once: a batch waits for its slowest read, not for their sum."""
-    by_api: dict[str | None, list[Key]] = {}
+    by_api: dict[str, list[Key]] = {}
     for key in keys:
-        by_api.setdefault(key_api_version(key), []).append(key)
+        by_api.setdefault(key.api_version, []).append(key)
 
-    def listed(api_version: str | None) -> dict[Key, dict]:
-        found = _by_name(rest.list(mpijob_path(namespace, api_version=api_version)))
-        return {k: found[k[1]] for k in by_api[api_version] if k[1] in found}
+    def listed(api_version: str) -> dict[Key, dict]:
+        found = _by_name(rest.list(mpijob_path(api_version, namespace)))
+        return {k: found[k.name] for k in by_api[api_version] if k.name in found}
 
     def got(key: Key) -> dict[Key, dict]:
-        obj = rest.get(mpijob_path(namespace, key[1], key_api_version(key)))
+        obj = rest.get(mpijob_path(key.api_version, namespace, key.name))
         return {} if obj is None else {key: obj}
 
     kids = Namespaced()
     # The children of the jobs asked for (one that turns out to be gone has none to plan: they are ignored).
-    labelled = sorted({k[1] for k in keys if _LABEL_VALUE.match(k[1]) and len(k[1]) <= 63})
+    labelled = sorted({k.name for k in keys if _LABEL_VALUE.match(k.name) and len(k.name) <= 63})
     app = f"{C.APP_LABEL} in {_in(labelled)}"
     job_reads: dict[str, Callable[[], Any]] = {}
     for api, api_keys in by_api.items():
@@ -147,7 +146,7 @@ def priority_values(rest: Rest, mpijobs: list[dict], opts: K.Options) -> dict[st
     values = {}
     for pc in sorted(names):
         try:
-            found = rest.get(f"/apis/scheduling.k8s.io/v1/priorityclasses/{quote(pc)}")
+            found = rest.get(item("scheduling.k8s.io/v1", "PriorityClass", "", pc))
         except ApiError:
             continue  # as in Kubeflow, an unreadable PriorityClass counts as priority 0
         if found is not None:

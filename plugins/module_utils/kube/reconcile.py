@@ -12,8 +12,10 @@ from ..mpijob import children as K
 from ..mpijob import constants as C
 from ..mpijob import status as S
 from ..mpijob.errors import ApiError
+from ..mpijob.key import Key, job_key
+from ..mpijob.outcome import Outcome, api_error_outcome
 from ..mpijob.plan import Action, Plan, World, controlled_by, reconcile
-from ..mpijob.result import JobResult, Key, job_key
+from ..mpijob.result import JobResult
 from .read import Namespaced, priority_values, read_namespace, world_of
 from .rest import Rest, collection, item, mpijob_path
 from .sshkeys import _placeholder_keys, generate_ssh_keys
@@ -27,7 +29,7 @@ class Applier:
         self.namespace = obj["metadata"]["namespace"]
         self.name = obj["metadata"]["name"]
         self.uid = obj["metadata"].get("uid", "")
-        self.path = mpijob_path(self.namespace, self.name, result.api_version)  # where it was read
+        self.path = mpijob_path(result.key.api_version, self.namespace, self.name)  # where it was read
 
     def apply(self, plan: Plan, actions: list[Action] | None = None) -> bool:
         """Carries out `actions` (the plan's, by default) in order; False when one stopped the plan."""
@@ -80,8 +82,7 @@ class Applier:
             except ApiError as exc:
                 if exc.status != 404:
                     raise
-            self.result.deleted = True
-            self.result.status = None
+            self.result.outcome, self.result.status = Outcome.DELETED, None
         return True
 
     def exists(self, a: Action) -> bool:
@@ -92,31 +93,25 @@ class Applier:
             self.event({"type": "Warning", "reason": C.REASON_RESOURCE_EXISTS, "message": msg})
             self.result.actions.append({"action": "event", "kind": "Event", "name": C.REASON_RESOURCE_EXISTS,
                                         "reason": C.REASON_RESOURCE_EXISTS})
-            self.result.error, self.result.retry = msg, True
+            self.result.error, self.result.outcome = msg, Outcome.RETRY
             return False
-        self.result.retry = True
+        self.result.outcome = Outcome.RETRY
         return True
 
     def failed(self, a: Action, exc: ApiError) -> bool:
-        """True to go on with the next action."""
-        if a.action == "status" and exc.status == 404:
-            self.result.deleted, self.result.status = True, None
+        """True to go on with the next action. The outcome is api_error_outcome's."""
+        self.result.outcome = api_error_outcome(a.action, exc.status)
+        if self.result.outcome is Outcome.DELETED:
+            self.result.status = None
             return False
-        if exc.status in (404, 409):  # vanished or changed under us: the next reconcile sees the new state
-            self.result.retry = True
-            if a.action in ("patch", "event"):
-                return True
-            self.result.error = f"{a.action} {a.kind} {a.name}: {exc}"
-            return False
+        if exc.status in (404, 409) and a.action in ("patch", "event"):
+            return True  # vanished or changed under us: the rest of the plan goes on, the next reconcile sees it
         self.result.error = f"{a.action} {a.kind} {a.name}: {exc}"
-        if exc.status in (400, 422) and a.action == "create":
+        if self.result.outcome is Outcome.ERROR:
             # The API rejects what the template asks for: say so on the MPIJob, as Kubeflow does.
             with contextlib.suppress(ApiError):
                 self.event({"type": "Warning", "reason": C.REASON_FAILED,
                             "message": f"{a.kind} {a.name} creation failed: {exc.message}"})
-            self.result.retry = False
-        else:
-            self.result.retry = True
         return False
 
     def event(self, ev: dict) -> None:
@@ -161,7 +156,7 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
     results = list(unique.values())
     by_ns: dict[str, list[Key]] = {}
     for key in unique:
-        by_ns.setdefault(key[0], []).append(key)
+        by_ns.setdefault(key.namespace, []).append(key)
 
     def read(ns: str) -> tuple[str, dict[Key, dict], Namespaced | Exception]:
         try:
@@ -189,10 +184,10 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
         def one(result: JobResult) -> None:
             seen = worlds[result.key]
             if seen is None:
-                result.deleted = True  # gone: nothing to do, the children go with it
+                result.outcome = Outcome.DELETED  # gone: nothing to do, the children go with it
                 return
             if isinstance(seen, Exception):
-                result.error, result.retry = f"reading the job's objects: {seen}", True
+                result.error, result.outcome = f"reading the job's objects: {seen}", Outcome.RETRY
                 return
             obj, world = seen
             result.uid = obj["metadata"].get("uid")
@@ -200,13 +195,12 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
             try:
                 plan = reconcile(obj, world, opts, now, _placeholder_keys if check_mode else generate_ssh_keys)
             except Exception as exc:  # a bug must cost one job, not the batch
-                result.error, result.retry = f"internal error planning the job: {exc!r}", True
+                result.error, result.outcome = f"internal error planning the job: {exc!r}", Outcome.RETRY
                 return
             result.decided(plan)
             if check_mode:
                 result.actions = [a.summary() for a in plan.actions]
                 result.transitions = list(plan.transitions)
-                result.deleted = plan.deletes_job
                 return
             # Every job's status first, then what comes after it (a finished job's clean-up, the events): in a batch
             # of many, the last job's outcome does not wait for the others' deletions.

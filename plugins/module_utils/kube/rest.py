@@ -8,7 +8,6 @@ from typing import Any
 from urllib.parse import quote
 
 from ..mpijob import constants as C
-from ..mpijob.apis import storage_api_version
 from ..mpijob.errors import ApiError, MissingLibrary, MPIJobError, Unreachable
 from .auth import api_client, auth, light_endpoint
 from .transport import ApiClientTransport, Urllib3Transport
@@ -95,20 +94,22 @@ class Rest:
 
 _PLURALS = {"Service": "services", "ConfigMap": "configmaps", "Secret": "secrets", "Pod": "pods", "Event": "events",
             "Job": "jobs", "MPIJob": C.PLURAL, "PodGroup": "podgroups", "ServiceAccount": "serviceaccounts",
-            "Role": "roles", "RoleBinding": "rolebindings"}
+            "Role": "roles", "RoleBinding": "rolebindings", "Lease": "leases", "PriorityClass": "priorityclasses"}
 
 
 def collection(api_version: str, kind: str, namespace: str) -> str:
+    """Where the objects of `kind` live: those of `namespace`, or of every namespace (and a cluster-scoped kind's)
+    when it is empty."""
     prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    return f"{prefix}/namespaces/{quote(namespace)}/{_PLURALS[kind]}"
+    where = f"/namespaces/{quote(namespace)}" if namespace else ""
+    return f"{prefix}{where}/{_PLURALS[kind]}"
 
 
 def item(api_version: str, kind: str, namespace: str, name: str) -> str:
     return f"{collection(api_version, kind, namespace)}/{quote(name)}"
 
 
-def mpijob_path(namespace: str, name: str = "", api_version: str | None = None) -> str:
-    """An MPIJob's path (a namespace's collection without `name`), in its API's storage version (None: kubeflow.org,
-    v2beta1, which also serves every v1 job)."""
-    base = collection(storage_api_version(api_version), C.KIND, namespace)
-    return f"{base}/{quote(name)}" if name else base
+def mpijob_path(api_version: str, namespace: str = "", name: str = "") -> str:
+    """An MPIJob's path at `api_version` (a job's key names its API's storage version; a manifest, its own): a
+    namespace's collection without `name`, every namespace's without `namespace` either."""
+    return item(api_version, C.KIND, namespace, name) if name else collection(api_version, C.KIND, namespace)

@@ -14,17 +14,13 @@ from urllib.parse import quote
 from ..mpijob import constants as C
 from ..mpijob import submit as S
 from ..mpijob.errors import ApiError, Conflict, JobError, Unreachable
-from .rest import Rest, collection, item
+from .rest import Rest, collection, item, mpijob_path
 
 FIELD_MANAGER = "mpi.operator"
 # workers/suspend patches: a manifest applied later that sets those fields otherwise conflicts with FIELD_MANAGER.
 PATCH_FIELD_MANAGER = "mpi.operator-patch"
 _UNDECLARED = re.compile(r"\.(spec\S*?): field not declared in schema")
 LOG_TIMEOUT = 10.0  # a kubelet that cannot serve logs must not hold the task for the full request timeout
-
-
-def job_path(api_version: str, namespace: str, name: str = "") -> str:
-    return item(api_version, C.KIND, namespace, name) if name else collection(api_version, C.KIND, namespace)
 
 
 def _explain(exc: ApiError, what: str) -> str:
@@ -63,7 +59,7 @@ class Jobs:
 
     def get(self, namespace: str, name: str, api_version: str = C.API_VERSION) -> dict | None:
         try:
-            return self.rest.get(job_path(api_version, namespace, name))
+            return self.rest.get(mpijob_path(api_version, namespace, name))
         except ApiError as exc:
             raise JobError(_explain(exc, f"reading MPIJob {namespace}/{name}")) from exc
 
@@ -75,7 +71,7 @@ class Jobs:
             query["force"] = "true"
         if dry_run:
             query["dryRun"] = "All"
-        path = job_path(manifest["apiVersion"], meta["namespace"], meta["name"])
+        path = mpijob_path(manifest["apiVersion"], meta["namespace"], meta["name"])
         try:
             return self.rest.request("PATCH", path, json.dumps(manifest), query=query,
                                      content_type="application/apply-patch+yaml")
@@ -87,7 +83,7 @@ class Jobs:
 
     def patch(self, job: dict, patch: dict) -> dict:
         meta = job["metadata"]
-        path = job_path(job["apiVersion"], meta["namespace"], meta["name"])
+        path = mpijob_path(job["apiVersion"], meta["namespace"], meta["name"])
         try:
             return self.rest.request("PATCH", path, patch, content_type="application/merge-patch+json",
                                      query=self._query(fieldManager=self.patch_field_manager, fieldValidation="Strict"))
@@ -101,14 +97,14 @@ class Jobs:
         if self.check_mode:
             body["dryRun"] = ["All"]  # with a body, the API server ignores the query's dryRun
         try:
-            self.rest.request("DELETE", job_path(job["apiVersion"], meta["namespace"], meta["name"]), body)
+            self.rest.request("DELETE", mpijob_path(job["apiVersion"], meta["namespace"], meta["name"]), body)
         except ApiError as exc:
             if exc.status != 404:
                 raise JobError(_explain(exc, f"deleting MPIJob {S.ref(job)}")) from exc
 
     def list(self, namespace: str | None, selectors: list[str], api_version: str = C.API_VERSION) -> list[dict]:
         """The jobs of one API (none when the API server does not serve it)."""
-        path = job_path(api_version, namespace) if namespace else f"/apis/{api_version}/{C.PLURAL}"
+        path = mpijob_path(api_version, namespace or "")
         try:
             return self.rest.list(path, ",".join(selectors))
         except ApiError as exc:
@@ -128,7 +124,7 @@ class Jobs:
                                result=current)
             time.sleep(min(sleep, max(0.0, deadline - time.monotonic())))
             try:
-                current = self.rest.get(job_path(job["apiVersion"], meta["namespace"], meta["name"]))
+                current = self.rest.get(mpijob_path(job["apiVersion"], meta["namespace"], meta["name"]))
             except (ApiError, Unreachable):
                 continue  # a blip of the API server is not the end of the wait; the deadline is
         return current
@@ -195,7 +191,7 @@ class Jobs:
         query = {"container": main}
         if lines > 0:
             query["tailLines"] = str(lines)
-        path = f"{collection('v1', 'Pod', meta['namespace'])}/{quote(name)}/log"
+        path = item("v1", "Pod", meta["namespace"], name) + "/log"
         try:
             found["log"] = S.tail(self._text(path, query), lines)
         except (ApiError, Unreachable) as exc:

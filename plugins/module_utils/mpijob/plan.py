@@ -19,6 +19,7 @@ from . import constants as C
 from . import status as S
 from .apis import Api, api_for
 from .errors import InvalidMPIJob
+from .outcome import Outcome
 from .quantity import parse_quantity
 from .spec import FieldError, MPIJob
 
@@ -65,8 +66,7 @@ class Plan:
     status: dict | None  # the MPIJob status after the actions
     requeue_after: float | None = None
     error: str | None = None
-    retry: bool = False
-    deletes_job: bool = False
+    outcome: Outcome = Outcome.OK  # RETRY: a foreign child; ERROR: an invalid spec; DELETED: the TTL deletes the job
     transitions: tuple[S.Transition, ...] = ()  # the conditions the status this plan writes changes
     done: bool | None = None  # the API's own word on the status (apis.Api.finished); None: kubeflow.org's
     cleanup_pending: bool = False  # the job finished in this pass and its clean-up is left to the next (cleanup_later)
@@ -186,8 +186,8 @@ def _invalid(api: Api, obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> 
     status = api.invalid_status(old, message, now_s, events)
     actions = [Action("status", C.KIND, str(meta.get("name", "")), reason=C.REASON_VALIDATION, body=status)] \
         if status != old else []
-    return Plan(actions + [_event(e) for e in events], status, error=message, transitions=S.transitions(old, status),
-                done=api.finished(status))
+    return Plan(actions + [_event(e) for e in events], status, error=message, outcome=Outcome.ERROR,
+                transitions=S.transitions(old, status), done=api.finished(status))
 
 
 class _Planner:
@@ -245,7 +245,8 @@ class _Planner:
         conflict = self.foreign()
         if conflict is not None:
             msg = conflict.body["message"] if conflict.body else ""
-            return Plan([conflict], self.old_status, error=msg, retry=True, done=self.api.finished(self.old_status))
+            return Plan([conflict], self.old_status, error=msg, outcome=Outcome.RETRY,
+                        done=self.api.finished(self.old_status))
         job, w = self.job, self.world
         launcher = w.launcher
         done = launcher is not None and S.launcher_finished(launcher)
@@ -522,5 +523,5 @@ class _Planner:
                                            f"than {ttl}s ago (ttlSecondsAfterFinished): deleting it")))
         plan.actions.append(Action("delete-mpijob", C.KIND, job.name, reason=C.REASON_TTL, uid=job.uid,
                                    api_version=C.API_VERSION))
-        plan.deletes_job = True
+        plan.outcome = Outcome.DELETED
         return plan

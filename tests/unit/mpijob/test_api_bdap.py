@@ -13,6 +13,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import api_for, bdap
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
 
 from ._helpers import assert_golden, at, kinds, plan, set_phase, world_after
 from .test_spec import malformed
@@ -350,7 +351,7 @@ def test_existing_launcher_rbac_is_not_created_again_and_a_foreign_one_is_refuse
     foreign = copy.deepcopy(world)
     foreign.launcher_rbac["Role"]["metadata"]["ownerReferences"] = []
     p = plan(foreign.mpijob, foreign)
-    assert p.retry and "Role" in (p.error or "")
+    assert p.outcome is Outcome.RETRY and "Role" in (p.error or "")
 
 
 def test_kubeflow_jobs_keep_ssh() -> None:

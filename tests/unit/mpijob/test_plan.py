@@ -11,6 +11,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constan
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
 
 from ._helpers import at, kinds, manifest, plan, set_phase, with_status, world_after
 
@@ -120,7 +121,7 @@ def test_cleanup_later_has_nothing_to_defer_without_a_clean_up_or_once_the_ttl_e
     assert S.is_true(p.status, "Succeeded") and not p.cleanup_pending
     world = finish_launcher(run_all(settle(manifest(runPolicy={"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 0}))))
     p = plan(world.mpijob, world, later, now=at(400))
-    assert p.deletes_job and not p.cleanup_pending  # the MPIJob goes, its children with it
+    assert p.outcome is Outcome.DELETED and not p.cleanup_pending  # the MPIJob goes, its children with it
 
 
 def test_clean_pod_policy_running_keeps_finished_pods() -> None:
@@ -326,10 +327,10 @@ def test_suspend_deletes_the_pod_group() -> None:
 def test_ttl_deletes_the_mpijob_after_it_finished() -> None:
     world = finish_launcher(run_all(settle(manifest(runPolicy={"ttlSecondsAfterFinished": 600}))))
     p = plan(world.mpijob, world, now=at(310))
-    assert p.requeue_after == 590.0 and not p.deletes_job  # completed at 00:05:00
+    assert p.requeue_after == 590.0 and p.outcome is Outcome.OK  # completed at 00:05:00
     world = world_after(world, p)
     p = plan(world.mpijob, world, now=at(900))
-    assert p.deletes_job and kinds(p)[-1] == ("delete-mpijob", "MPIJob", "pi")
+    assert p.outcome is Outcome.DELETED and kinds(p)[-1] == ("delete-mpijob", "MPIJob", "pi")
     assert p.actions[-1].uid == "uid-pi"
 
 
@@ -343,7 +344,7 @@ def test_a_child_owned_by_someone_else_is_not_taken_over() -> None:
     foreign = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "pi", "ownerReferences": []}}
     p = plan(obj, P.World(mpijob=obj, service=foreign))
     assert kinds(p) == [("event", "Event", "ErrResourceExists")]
-    assert p.error == 'Resource "pi" of Kind "Service" already exists and is not managed by MPIJob' and p.retry
+    assert p.error == 'Resource "pi" of Kind "Service" already exists and is not managed by MPIJob' and p.outcome is Outcome.RETRY
 
 
 def test_drift_is_repaired() -> None:
@@ -366,7 +367,7 @@ def test_malformed_job_gets_a_failed_condition_and_a_warning_naming_the_field() 
     assert (cond["type"], cond["status"], cond["reason"]) == ("Failed", "True", "ValidationError")
     assert "spec.mpiReplicaSpecs.Worker.replicas: must be >= 1" in cond["message"]
     assert p.actions[1].body["type"] == "Warning" and "spec.mpiReplicaSpecs.Worker.replicas" in p.actions[1].body["message"]
-    assert p.error and not p.retry
+    assert p.error and p.outcome is Outcome.ERROR
     fixed = with_status(obj, p.status)
     assert plan(fixed, now=at(5)).actions == []  # no new event for the same error
     fixed["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 1

@@ -1,6 +1,8 @@
 """What the loop does with each job's result: requeue, back off, forget, count."""
 from prometheus_client import CollectorRegistry
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
 from mpijob_operator.controller import Controller, Decision, decide, echoes, unexplained
@@ -9,7 +11,7 @@ from mpijob_operator.queue import WorkQueue
 from mpijob_operator.runner import RunOutcome
 from mpijob_operator.watch import Change
 
-A, B = ("ns", "a"), ("ns", "b")
+A, B = job_key("ns", "a"), job_key("ns", "b")
 
 
 def result(name="a", **kw):
@@ -17,13 +19,13 @@ def result(name="a", **kw):
 
 
 def test_decisions():
-    assert decide(result(deleted=True)) == Decision(forget=True)
-    assert decide(result(error="conflict", retry=True)) == Decision(failed=True)
-    assert decide(result(error="invalid spec", retry=False)) == Decision()
+    assert decide(result(outcome=Outcome.DELETED)) == Decision(forget=True)
+    assert decide(result(error="conflict", outcome=Outcome.RETRY)) == Decision(failed=True)
+    assert decide(result(error="invalid spec", outcome=Outcome.ERROR)) == Decision()
     assert decide(result(requeue_after=42)) == Decision(requeue_after=42)
     assert decide(result()) == Decision()
     assert decide(result(cleanup_pending=True, requeue_after=60)) == Decision(requeue_after=60, later=True)
-    assert decide(result(cleanup_pending=True, error="conflict", retry=True)) == Decision(failed=True)
+    assert decide(result(cleanup_pending=True, error="conflict", outcome=Outcome.RETRY)) == Decision(failed=True)
 
 
 def test_a_clean_up_left_for_later_waits_behind_the_jobs_whose_status_is_due():
@@ -100,7 +102,7 @@ def test_a_batch_counts_kubeflow_metrics_once_and_requeues_deadlines():
 
 def test_retry_backs_off_and_deleted_forgets():
     c, q, m = controller({})
-    runner = FakeRunner({A: result("a", error="conflict", retry=True), B: result("b", deleted=True)})
+    runner = FakeRunner({A: result("a", error="conflict", outcome=Outcome.RETRY), B: result("b", outcome=Outcome.DELETED)})
     q.add(A)
     q.add(B)
     c.run_batch(runner, q.take_ready(10))
@@ -233,7 +235,7 @@ def test_a_job_that_waits_to_run_is_in_the_waiting_gauge_until_it_runs_or_goes(m
     monkeypatch.setattr("mpijob_operator.controller.time.time", lambda: 2000.0)
     c.record(result("b", status={"phase": "Pending"}, api_version=t9k))
     assert value(m, waiting, namespace="ns", mpijob="b") == 1000.0
-    c.record(result("b", deleted=True))
+    c.record(result("b", outcome=Outcome.DELETED))
     assert value(m, waiting, namespace="ns", mpijob="b") is None
     # A bad time someone else wrote costs the job its time, not the operator its loop.
     c.record(result("c", status={"conditions": [{**created, "lastTransitionTime": "yesterday"}]}))

@@ -4,6 +4,7 @@ import logging
 
 import pytest
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
 from mpijob_operator import config, log
 from mpijob_operator.kube import TokenBucket
@@ -44,11 +45,11 @@ def test_launcher_presence():
 
 def test_logs_carry_the_job(capsys):
     log.setup("info", "json")
-    logging.getLogger("t").info("reconciled", extra=log.job_fields("team", "pi"))
+    logging.getLogger("t").info("reconciled", extra=log.job_fields(job_key("team", "pi")))
     line = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
     assert line["job"] == "team/pi" and line["msg"] == "reconciled" and line["level"] == "info"
     log.setup("info", "text")
-    logging.getLogger("t").warning("two words", extra=log.job_fields("team", "pi"))
+    logging.getLogger("t").warning("two words", extra=log.job_fields(job_key("team", "pi")))
     text = capsys.readouterr().err
     assert 'msg="two words"' in text and "job=team/pi" in text
 

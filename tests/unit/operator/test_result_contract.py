@@ -11,6 +11,8 @@ import yaml
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
 from ansible_collections.mpi.operator.plugins.modules import mpijob_reconcile
@@ -85,7 +87,6 @@ def module_result(p: P.Plan, name: str) -> JobResult:
     result.decided(p)
     result.actions = [a.summary() for a in p.actions]
     result.transitions = list(p.transitions)
-    result.deleted = p.deletes_job
     return result
 
 
@@ -98,13 +99,16 @@ def test_core_plan_to_module_output_to_runner_parse_is_lossless() -> None:
     assert any(r.transitions for r in results) and any(r.finished for r in results)
     assert any(r.requeue_after for r in results) and any(r.deleted for r in results)
     assert any(r.cleanup_pending for r in results)
+    assert {r.outcome for r in results} == set(Outcome)  # every outcome goes through by value
 
 
 def test_keys_of_two_apis_do_not_collide_through_the_contract() -> None:
     """A kubeflow.org job and a T9k job of the same name in one namespace are two jobs, each its own result."""
     kubeflow = JobResult(namespace="ns", name="pi", uid="a", finished=True)
     t9k = JobResult(namespace="ns", name="pi", uid="b", api_version="batch.tensorstack.dev/v1beta1")
-    assert kubeflow.key == ("ns", "pi") and t9k.key == ("ns", "pi", "batch.tensorstack.dev/v1beta1")
+    assert kubeflow.key == Key("ns", "pi", "kubeflow.org/v2beta1")
+    assert t9k.key == Key("ns", "pi", "batch.tensorstack.dev/v1beta1")
+    assert JobResult(namespace="ns", name="pi", api_version="kubeflow.org/v1").key == kubeflow.key  # one job
     emitted = json.dumps({"jobs": [t9k.as_dict(), kubeflow.as_dict()]})
     parsed = parse_module_result([kubeflow.key, t9k.key], json.loads(emitted), "successful")
     assert parsed == {kubeflow.key: kubeflow, t9k.key: t9k}

@@ -1,6 +1,7 @@
 """Event -> MPIJob mapping and watch bookkeeping."""
 import pytest
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key, job_key
 from mpijob_operator.watch import (
     Relevance,
     WatchError,
@@ -23,13 +24,13 @@ def owned(kind="MPIJob", name="pi", api="kubeflow.org/v2beta1", controller=True,
 
 
 def test_mpijob_maps_to_itself():
-    assert mpijob_keys({"metadata": {"name": "pi", "namespace": "team"}}) == [("team", "pi")]
+    assert mpijob_keys({"metadata": {"name": "pi", "namespace": "team"}}) == [job_key("team", "pi")]
     assert mpijob_keys({"metadata": {}}) == []
 
 
 def test_children_map_by_controller_owner_reference():
-    assert owner_keys(owned()) == [("team", "pi")]
-    assert owner_keys(owned(api="kubeflow.org/v1")) == [("team", "pi")]
+    assert owner_keys(owned()) == [job_key("team", "pi")]
+    assert owner_keys(owned(api="kubeflow.org/v1")) == [job_key("team", "pi")]
     assert owner_keys(owned(controller=False)) == []
     assert owner_keys(owned(kind="Deployment")) == []
     assert owner_keys(owned(api="example.com/v1")) == []
@@ -37,12 +38,12 @@ def test_children_map_by_controller_owner_reference():
 
 
 def test_worker_pod_maps_by_owner_and_launcher_pod_through_its_job_label():
-    assert pod_keys(owned(name="pi")) == [("team", "pi")]
+    assert pod_keys(owned(name="pi")) == [job_key("team", "pi")]
     launcher = {"metadata": {"name": "pi-launcher-x", "namespace": "team",
                              "labels": {"training.kubeflow.org/job-name": "pi"},
                              "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi-launcher",
                                                   "controller": True}]}}
-    assert pod_keys(launcher) == [("team", "pi")]
+    assert pod_keys(launcher) == [job_key("team", "pi")]
     stray = {"metadata": {"name": "p", "namespace": "team", "labels": {"training.kubeflow.org/job-name": "pi"}}}
     assert pod_keys(stray) == []
 
@@ -61,12 +62,12 @@ T9K, BDAP = "batch.tensorstack.dev/v1beta1", "batch.test.bdap.com/v1"
 
 def test_jobs_of_the_other_apis_key_with_their_api_version():
     """A T9k or bdap job of the same name as a kubeflow.org job in one namespace is another job (another key)."""
-    assert mpijob_keys({"apiVersion": T9K, "metadata": {"name": "pi", "namespace": "team"}}) == [("team", "pi", T9K)]
+    assert mpijob_keys({"apiVersion": T9K, "metadata": {"name": "pi", "namespace": "team"}}) == [Key("team", "pi", T9K)]
     assert mpijob_keys({"apiVersion": "kubeflow.org/v1", "metadata": {"name": "pi", "namespace": "team"}}) == [
-        ("team", "pi")]
-    assert owner_keys(owned(api=BDAP)) == [("team", "pi", BDAP)]
-    assert owner_keys(owned(api=T9K)) == [("team", "pi", T9K)]
-    assert owner_keys(owned(api="batch.tensorstack.dev/v2")) == [("team", "pi", T9K)]  # keys name the served version
+        job_key("team", "pi")]
+    assert owner_keys(owned(api=BDAP)) == [Key("team", "pi", BDAP)]
+    assert owner_keys(owned(api=T9K)) == [Key("team", "pi", T9K)]
+    assert owner_keys(owned(api="batch.tensorstack.dev/v2")) == [Key("team", "pi", T9K)]  # keys name the served version
 
 
 def test_a_launcher_pods_label_concerns_that_name_in_every_watched_api():
@@ -74,8 +75,9 @@ def test_a_launcher_pods_label_concerns_that_name_in_every_watched_api():
                              "labels": {"training.kubeflow.org/job-name": "pi"},
                              "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi-launcher",
                                                   "controller": True}]}}
-    assert pod_keys_for(("kubeflow.org", "batch.tensorstack.dev"))(launcher) == [("team", "pi"), ("team", "pi", T9K)]
-    assert pod_keys_for(("batch.tensorstack.dev",))(owned(api=BDAP)) == [("team", "pi", BDAP)]
+    assert pod_keys_for(("kubeflow.org", "batch.tensorstack.dev"))(launcher) == [job_key("team", "pi"),
+                                                                               Key("team", "pi", T9K)]
+    assert pod_keys_for(("batch.tensorstack.dev",))(owned(api=BDAP)) == [Key("team", "pi", BDAP)]
 
 
 def test_each_chosen_api_has_its_own_mpijob_watch():

@@ -22,7 +22,12 @@ def test_ssh_keys_are_ecdsa_p521_like_kubeflows() -> None:
 def test_paths() -> None:
     assert rest.collection("v1", "Pod", "ns") == "/api/v1/namespaces/ns/pods"
     assert rest.item("batch/v1", "Job", "ns", "pi-launcher") == "/apis/batch/v1/namespaces/ns/jobs/pi-launcher"
-    assert rest.mpijob_path("ns", "pi") == "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/pi"
+    assert rest.mpijob_path("kubeflow.org/v2beta1", "ns", "pi") == "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/pi"
+    assert rest.mpijob_path("kubeflow.org/v1", "ns") == "/apis/kubeflow.org/v1/namespaces/ns/mpijobs"
+    assert rest.mpijob_path("batch.test.bdap.com/v1") == "/apis/batch.test.bdap.com/v1/mpijobs"  # every namespace
+    assert rest.collection("batch/v1", "Job", "") == "/apis/batch/v1/jobs"
+    assert rest.item("scheduling.k8s.io/v1", "PriorityClass", "", "high") == (
+        "/apis/scheduling.k8s.io/v1/priorityclasses/high")  # cluster-scoped
     assert rest.collection("scheduling.volcano.sh/v1beta1", "PodGroup", "ns") == (
         "/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups")
 
