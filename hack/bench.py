@@ -17,7 +17,7 @@ BENCH_ALL_NAMESPACES=1); times are taken by this script's
 own watches, from just before each create call to the first event that shows the object or condition.
 
 BENCH_PEERS=kubeflow then runs steps 2-4 again, in fresh namespaces on the same cluster, against the Kubeflow MPI
-Operator v0.8.2 (tests/integration/_fixtures/kubeflow.py: the binary hack/kubeflow.sh builds, out of cluster, watching
+Operator v0.8.2 (hack/drivers/kubeflow.py: the binary hack/kubeflow.sh builds, out of cluster, watching
 only the bench's namespace and holding its lease there) at its defaults, then tuned (client QPS/burst 1000/2000 and
 its work queue's rate limit/burst 1000/2000), and prints one table with the ratios peer / ours. One operator at a
 time: each is stopped (and must have exited) and its namespace deleted before the next starts. A peer's wait for all
@@ -47,16 +47,11 @@ sys.path.insert(0, str(ROOT))
 from kubernetes import client  # noqa: E402
 from kubernetes.client.exceptions import ApiException  # noqa: E402
 
+from hack.drivers.kubeflow import KubeflowProcess, kubeflow_operator_binary  # noqa: E402
+from hack.drivers.mpijob import GROUP, PLURAL, VERSION, install_crd, new_mpijob  # noqa: E402
+from hack.drivers.operator import OperatorProcess  # noqa: E402
+from hack.drivers.paths import cache  # noqa: E402
 from mpijob_operator.runner import BatchRunner  # noqa: E402
-from tests.integration._fixtures.kubeflow import KubeflowProcess, kubeflow_operator_binary  # noqa: E402
-from tests.integration._fixtures.operator import (  # noqa: E402
-    GROUP,
-    PLURAL,
-    VERSION,
-    OperatorProcess,
-    install_crd,
-    new_mpijob,
-)
 
 JOBS = int(os.environ.get("BENCH_JOBS", "200"))
 WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
@@ -275,7 +270,7 @@ def rss_tree_kib(pid: int) -> int:
     return total
 
 
-CLUSTER_PIDS = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator")) / "cluster/pids"
+CLUSTER_PIDS = cache() / "cluster/pids"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 

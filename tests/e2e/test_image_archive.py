@@ -33,7 +33,7 @@ from tests.e2e.conftest import (
     _playbook,
     pin_local_images,
 )
-from tests.integration._fixtures.cluster import wait_for
+from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.serial]
 

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from tests.e2e.conftest import CACHE, ROOT
+from tests.support.paths import CACHE, ROOT
 
 pytestmark = [pytest.mark.realnode, pytest.mark.xdist_group("e2e")]
 

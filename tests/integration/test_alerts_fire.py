@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
+from hack.drivers.operator import OperatorProcess
 from tests.debian import deb_program
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.operator import OperatorProcess, create_mpijob, new_mpijob
+from tests.support.mpijob import create_mpijob, new_mpijob
+from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.cluster]
 

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration._fixtures.install import INSTALL_NAMESPACE, MANIFESTS, ROOT
-from tests.integration._fixtures.operator import install_crd
+from tests.integration._fixtures.install import INSTALL_NAMESPACE, MANIFESTS
+from tests.support.mpijob import install_crd
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.cluster
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]

@@ -7,33 +7,21 @@ import json
 import os
 import pathlib
 import stat
-import subprocess
-import sys
 
 import pytest
 import yaml
 from kubernetes import client
 
-from tests.integration._fixtures.operator import create_mpijob, new_mpijob
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from tests.support.ansible import ansible_env, run_module
+from tests.support.mpijob import create_mpijob, new_mpijob
 
 
 def mpijob_info(kubeconfig: str | None, namespace: str, env_extra: dict | None = None, **args: object) -> dict:
     """mpi.operator.mpijob_info's result, with only these connection settings (no $KUBECONFIG, no ~/.kube)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("K8S_AUTH_") and k != "KUBECONFIG"}
-    env.update(ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
-               ANSIBLE_NOCOLOR="1", PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-               **(env_extra or {}))
     if kubeconfig is not None:
         args["kubeconfig"] = kubeconfig
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-i", "localhost,", "-c", "local",
-           "-e", f"ansible_python_interpreter={sys.executable}", "-m", "mpi.operator.mpijob_info",
-           "-a", json.dumps({"namespace": namespace, **args})]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
-    head, _, body = proc.stdout.partition(" => ")
-    assert body, f"rc {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    return dict(json.loads(body), failed="FAILED" in head)
+    return run_module("mpi.operator.mpijob_info", {"namespace": namespace, **args}, ansible_env(None, **(env_extra or {})),
+                      timeout=120)
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration._fixtures.install import MANIFESTS, ROOT
+from tests.integration._fixtures.install import MANIFESTS
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.cluster
 GROUP, PLURAL = "kubeflow.org", "mpijobs"

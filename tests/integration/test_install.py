@@ -10,13 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration._fixtures.install import (
-    CLUSTER_ROLE,
-    INSTALL_NAMESPACE,
-    MANIFESTS,
-    PRIORITYCLASSES_ROLE,
-    PlaybookRun,
-)
+from tests.integration._fixtures.install import CLUSTER_ROLE, INSTALL_NAMESPACE, MANIFESTS, PRIORITYCLASSES_ROLE
+from tests.support.ansible import PlaybookRun
 
 Playbook = Callable[..., PlaybookRun]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.install import INSTALL_NAMESPACE, PlaybookRun, installs_locked
+from tests.integration._fixtures.install import INSTALL_NAMESPACE, installs_locked
+from tests.support.ansible import PlaybookRun
+from tests.support.wait import wait_for
 
 Playbook = Callable[..., PlaybookRun]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration._fixtures.install import INSTALL_NAMESPACE, MANIFESTS, PlaybookRun
+from tests.integration._fixtures.install import INSTALL_NAMESPACE, MANIFESTS
+from tests.support.ansible import PlaybookRun
 
 Playbook = Callable[..., PlaybookRun]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]

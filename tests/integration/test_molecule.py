@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from tests.integration._fixtures.install import ROOT, ansible_env, kubectl_path
+from tests.support.ansible import ansible_env
+from tests.support.paths import ROOT, kubectl_path
 
 # Fixed namespaces and the installs lock: with the other install tests on one worker.
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.xdist_group("installs")]

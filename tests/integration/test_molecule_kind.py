@@ -14,8 +14,7 @@ import sys
 
 import pytest
 
-from tests.integration._fixtures.install import ROOT
-from tests.support.paths import CACHE
+from tests.support.paths import CACHE, ROOT
 
 pytestmark = [pytest.mark.slow]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration._fixtures.operator import create_mpijob, get_mpijob
+from tests.support.mpijob import create_mpijob, get_mpijob
 
 pytestmark = pytest.mark.cluster
 

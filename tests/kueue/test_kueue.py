@@ -11,15 +11,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.operator import (
-    create_mpijob,
-    get_mpijob,
-    has_condition,
-    new_mpijob,
-    wait_condition,
-)
 from tests.kueue.conftest import PRIORITY_LABEL, QUEUE_LABEL, Queues
+from tests.support.mpijob import create_mpijob, get_mpijob, has_condition, new_mpijob, wait_condition
+from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.slow]
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
+from hack.drivers.operator import cmdline, descendants
 from mpijob_operator.runner import BatchRunner, WarmRuns
-from tests.integration._fixtures.operator import cmdline, descendants
 
 A = ("ns", "a")
 
