@@ -4,7 +4,6 @@ simulated (kwok) nodes with the pod outcomes tests can ask for (docs/local-clust
 from __future__ import annotations
 
 import os
-import pathlib
 import subprocess
 import uuid
 
@@ -12,12 +11,11 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.support.paths import local_kubeconfig
+from tests.support.paths import ROOT, local_kubeconfig
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.cluster
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUTCOME = "kwok.mpi.operator/outcome"
 OUTCOME_AFTER = "kwok.mpi.operator/outcome-after"
 

@@ -5,7 +5,6 @@ the operator serves /metrics, the ServiceMonitor and the PrometheusRule only whe
 from __future__ import annotations
 
 import json
-import pathlib
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +15,7 @@ import yaml
 
 from tests.integration._fixtures.install import INSTALL_NAMESPACE, MANIFESTS
 from tests.support.ansible import PlaybookRun
+from tests.support.paths import ROOT
 
 Playbook = Callable[..., PlaybookRun]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -23,7 +23,7 @@ SERVICEMONITOR_CRD = "servicemonitors.monitoring.coreos.com"
 PROMETHEUSRULE_CRD = "prometheusrules.monitoring.coreos.com"
 # The Prometheus Operator's CRDs the role looks for, and the fixture copy of each.
 OPERATOR_CRDS = {SERVICEMONITOR_CRD: "servicemonitor-crd.yaml", PROMETHEUSRULE_CRD: "prometheusrule-crd.yaml"}
-RULES = pathlib.Path(__file__).resolve().parents[2] / "roles/operator/files/prometheus-rules.yml"
+RULES = ROOT / "roles/operator/files/prometheus-rules.yml"
 # Other test sessions on the shared cluster rewrite the MPIJob CRD with their own copy (a client-side replace); a
 # server-side apply of ours would then conflict. Taking the CRD over keeps these tests about the metrics objects.
 CRD = {"mpi_operator_adopt_crd": True}

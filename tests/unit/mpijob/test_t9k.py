@@ -12,10 +12,8 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import childre
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9k as T
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
 
-from ._helpers import KEYS, assert_golden, kinds, manifest, plan
+from ._helpers import GARBAGE, KEYS, assert_golden, field_paths, finish_launcher, kinds, manifest, plan
 from ._t9k import completed, launcher_pod, random_walk, seed_docs, settle, step, t9k, workers_ready
-from .test_plan import finish_launcher
-from .test_spec import _GARBAGE, _paths
 
 
 def errors_of(obj: dict) -> list[str]:
@@ -276,7 +274,7 @@ def test_reconcile_never_crashes_on_malformed_t9k_objects(opts: K.Options) -> No
     """Any field replaced by any JSON value yields a plan (a Failed condition naming the field at worst)."""
     base = _rich()
     T.parse(base)
-    for path, value in itertools.product(list(_paths(base)), _GARBAGE):
+    for path, value in itertools.product(list(field_paths(base)), GARBAGE):
         obj = copy.deepcopy(base)
         target = obj
         for key in path[:-1]:

@@ -2,7 +2,6 @@
 and the wiring every role needs for each API (its CRD file, its documented choice, its version, its original owner)."""
 from __future__ import annotations
 
-import pathlib
 from typing import Any
 
 import pytest
@@ -10,7 +9,8 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+from tests.support.paths import ROOT
+
 ROLES = ROOT / "roles"
 APIS = ["kubeflow.org", "batch.tensorstack.dev", "batch.test.bdap.com"]
 
