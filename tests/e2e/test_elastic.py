@@ -23,7 +23,7 @@ from tests.support.paths import ROOT
 
 # Part of `make e2e` and `make test` (about 9 minutes for the two); MPI_E2E_ELASTIC=0 leaves them out. The first
 # build of the image compiles Horovod (433-464 s, once).
-pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.timeout(3600),
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(3600),
               pytest.mark.skipif(os.environ.get("MPI_E2E_ELASTIC") == "0",
                                  reason="MPI_E2E_ELASTIC=0: the elastic Horovod e2e tests are left out"),
               pytest.mark.xdist_group("e2e-elastic")]  # its own worker and operator: 10 minutes beside the other e2e tests

@@ -35,7 +35,7 @@ from tests.e2e.conftest import (
 )
 from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.serial]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.serial]
 
 CONTAINERD_SOCK = os.environ.get("MPI_CONTAINERD_SOCK", "/run/containerd/containerd.sock")
 OPERATOR_NAMESPACE = "mpi-operator-archive"

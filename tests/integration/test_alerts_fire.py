@@ -24,7 +24,7 @@ from tests.support.mpijob import create_mpijob, new_mpijob
 from tests.support.paths import ROOT
 from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 RULES = ROOT / "roles/operator/files/prometheus-rules.yml"
 NOW = "MPIOperatorReconcileErrorsNow"  # the copy of MPIOperatorReconcileErrors without `for`

@@ -18,7 +18,7 @@ from tests.support.mpijob import children, create_mpijob, install_crd, new_mpijo
 from tests.support.paths import ROOT
 from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 T9K, BDAP = ("batch.tensorstack.dev", "v1beta1"), ("batch.test.bdap.com", "v1")
 OUTCOME, AFTER = "kwok.mpi.operator/outcome", "kwok.mpi.operator/outcome-after"

@@ -14,7 +14,7 @@ from kubernetes.client.rest import ApiException
 from tests.support.paths import ROOT, local_kubeconfig
 from tests.support.wait import wait_for
 
-pytestmark = pytest.mark.cluster
+pytestmark = pytest.mark.integration
 
 OUTCOME = "kwok.mpi.operator/outcome"
 OUTCOME_AFTER = "kwok.mpi.operator/outcome-after"

@@ -20,7 +20,7 @@ import yaml
 
 from tests.support.paths import CACHE, ROOT
 
-pytestmark = pytest.mark.cluster
+pytestmark = pytest.mark.integration
 
 BIN = pathlib.Path(sys.executable).parent
 

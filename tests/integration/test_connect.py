@@ -52,7 +52,7 @@ def kubeconfig_with(admin_kubeconfig: str, user: dict, path: pathlib.Path) -> st
     return str(path)
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 def test_token_and_exec_credentials_both_reach_the_api_server(
     api_client: client.ApiClient, operator_crd: None, kubeconfig: str, namespace: str, service_account_token: str,
     tmp_path: pathlib.Path,
@@ -91,7 +91,7 @@ def admin_credential_files(kubeconfig: str, tmp_path: pathlib.Path) -> tuple[str
     return cluster["server"], files[0], files[1], files[2]
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 def test_host_client_certificate_and_ca_from_kubernetes_core_variables_without_a_kubeconfig(
     api_client: client.ApiClient, operator_crd: None, kubeconfig: str, namespace: str, tmp_path: pathlib.Path,
 ) -> None:
@@ -110,7 +110,7 @@ def test_host_client_certificate_and_ca_from_kubernetes_core_variables_without_a
     assert untrusted["failed"] and "certificate" in untrusted["msg"].lower(), untrusted
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.parametrize("transport", ["urllib3", "kubernetes-client"])
 def test_impersonation_is_what_the_api_server_authorizes(
     api_client: client.ApiClient, operator_crd: None, kubeconfig: str, namespace: str, service_account_token: str,

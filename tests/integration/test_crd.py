@@ -19,7 +19,7 @@ import yaml
 from tests.integration._fixtures.install import MANIFESTS
 from tests.support.paths import ROOT
 
-pytestmark = pytest.mark.cluster
+pytestmark = pytest.mark.integration
 GROUP, PLURAL = "kubeflow.org", "mpijobs"
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -89,7 +89,7 @@ def prometheus_rule(kubectl: Kubectl) -> dict[str, Any] | None:
     return get_json(kubectl, "prometheusrules.monitoring.coreos.com", "mpi-operator", "-n", INSTALL_NAMESPACE)
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.xdist_group("installs")
 def test_metrics_service_without_the_servicemonitor_crd(
@@ -131,7 +131,7 @@ def test_metrics_service_without_the_servicemonitor_crd(
     assert get_json(kubectl, "service", "mpi-operator-metrics", "-n", INSTALL_NAMESPACE) is None
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.xdist_group("installs")
 def test_servicemonitor_and_prometheusrule_are_created_when_their_crds_exist_and_removed_on_uninstall(

@@ -16,7 +16,7 @@ from tests.support.ansible import ansible_env
 from tests.support.paths import ROOT, kubectl_path
 
 # Fixed namespaces and the installs lock: with the other install tests on one worker.
-pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.xdist_group("installs")]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("installs")]
 
 
 def molecule(kubeconfig: str, ephemeral: pathlib.Path, *args: str, **env: str) -> tuple[int, str]:

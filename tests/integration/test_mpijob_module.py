@@ -11,7 +11,7 @@ from tests.support.ansible import task_started
 from tests.support.mpijob import children, expected_children, get_mpijob, patch_mpijob, wait_event_reasons
 from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 OUTCOME = "kwok.mpi.operator/outcome"  # docs/local-cluster.md: how a simulated pod ends
 

@@ -17,7 +17,7 @@ from tests.support.ansible import PlaybookRun, ansible_env, tool
 from tests.support.mpijob import create_mpijob, get_mpijob
 from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 OUTCOME = "kwok.mpi.operator/outcome"  # docs/local-cluster.md: how a simulated pod ends
 SOURCE = "research-jobs"

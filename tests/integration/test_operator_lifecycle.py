@@ -20,7 +20,7 @@ from tests.support.mpijob import (
 )
 from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 
 def _without_launcher_pod(found: dict[str, list[str]]) -> dict[str, list[str]]:

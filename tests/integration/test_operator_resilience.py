@@ -24,7 +24,7 @@ from tests.support.mpijob import (
 )
 from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 
 def _all_succeeded(api_client, namespace, names):

@@ -11,7 +11,7 @@ from mpijob_operator.watch import Watcher, resources
 from tests.support.mpijob import create_mpijob, new_mpijob
 from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 
 def _mpijobs():

@@ -19,7 +19,7 @@ from tests.integration._fixtures.reconcile import NOWHERE, _core, _dict, _on_kwo
 from tests.support.mpijob import condition, create_mpijob, event_reasons, get_mpijob, wait_event_reasons
 from tests.support.wait import wait_for
 
-pytestmark = pytest.mark.cluster
+pytestmark = pytest.mark.integration
 
 
 def kubeflow_contract(job: str, ns: str, workers: int, slots: int, impl: str, launcher_as_worker: bool = False,

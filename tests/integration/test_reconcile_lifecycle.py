@@ -15,7 +15,7 @@ from tests.integration._fixtures.reconcile import NOWHERE, _core, _on_kwok, crea
 from tests.support.mpijob import condition, create_mpijob, event_reasons, get_mpijob, patch_mpijob
 from tests.support.wait import wait_for
 
-pytestmark = pytest.mark.cluster
+pytestmark = pytest.mark.integration
 
 
 def test_check_mode_plans_and_changes_nothing(reconcile, api_client, namespace) -> None:

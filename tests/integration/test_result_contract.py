@@ -11,7 +11,7 @@ import yaml
 
 from tests.support.mpijob import create_mpijob, get_mpijob
 
-pytestmark = pytest.mark.cluster
+pytestmark = pytest.mark.integration
 
 MANIFEST = pathlib.Path(__file__).parent / "manifests" / "seed001-openmpi-helloworld.v2beta1.yaml"
 

@@ -17,7 +17,7 @@ from tests.support.ansible import ansible_env, tool
 from tests.support.mpijob import get_mpijob, has_condition
 from tests.support.paths import ROOT
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 SUBMIT = "Submit the MPIJob"
 

@@ -27,7 +27,7 @@ from tests.support.mpijob import has_condition, new_mpijob, owned_children, wait
 from tests.support.paths import ROOT
 from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 FALLBACK_PREVIOUS = "a028a1a"  # main before issue 14 (install diagnostics, metrics Service, upgrade docs)
 RUN = {"kwok.mpi.operator/outcome": "run"}  # a simulated pod that keeps running, even the launcher's
