@@ -182,23 +182,23 @@ def finish_launcher(world: P.World, ctype: str = "Complete", reason: str = "") -
     return world
 
 
-GARBAGE = [None, 0, -3, 1.5, "", "x", True, [], [1], {}, {"a": 1}]
+_GARBAGE = [None, 0, -3, 1.5, "", "x", True, [], [1], {}, {"a": 1}]
 
 
-def field_paths(obj, prefix=()):
+def _field_paths(obj, prefix=()):
     if isinstance(obj, dict):
         for k, v in obj.items():
             yield (*prefix, k)
-            yield from field_paths(v, (*prefix, k))
+            yield from _field_paths(v, (*prefix, k))
     elif isinstance(obj, list):
         for i, v in enumerate(obj):
             yield (*prefix, i)
-            yield from field_paths(v, (*prefix, i))
+            yield from _field_paths(v, (*prefix, i))
 
 
 def malformed(base: dict):
     """(path, copy of `base` with the field at path replaced by one garbage JSON value), for every field and value."""
-    for path, value in itertools.product(list(field_paths(base)), GARBAGE):
+    for path, value in itertools.product(list(_field_paths(base)), _GARBAGE):
         obj = copy.deepcopy(base)
         target = obj
         for key in path[:-1]:
