@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-cluster test-realnode lint sanity-all run cluster-up cluster-down kubeconfig bench e2e peer-e2e kind-up kind-down
+.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue lint sanity-all run cluster-up cluster-down kubeconfig bench e2e peer-e2e kind-up kind-down
 
 venv:
 	@bash hack/venv.sh
@@ -42,20 +42,21 @@ image-archive: venv
 cluster-status:
 	@bash hack/cluster/status.sh
 
-# The test tiers, each alone (hack/test.sh): pure (tests/unit, seconds), runner (real ansible-runner/-playbook/-test
-# processes, no cluster), cluster (the API server), realnode (the real kubelet + containerd node), kueue (a real
-# Kueue in front of the operator: alone, never beside the others; not part of `make test`).
+# The test tiers, each alone (hack/test.sh), each named as its folder under tests/ and its pytest marker: unit
+# (seconds), runner (real ansible-runner/-playbook/-test processes, no cluster), integration (the API server), e2e
+# (the real kubelet + containerd node), kueue (a real Kueue in front of the operator: alone, never beside the
+# others; not part of `make test`).
 test-unit: venv
 	$(PY) -m pytest tests/unit -q
 
 test-runner: venv
 	bash hack/test.sh runner
 
-test-cluster: venv
-	bash hack/test.sh cluster
+test-integration: venv
+	bash hack/test.sh integration
 
-test-realnode: venv
-	bash hack/test.sh realnode
+test-e2e: venv
+	bash hack/test.sh e2e
 
 test-kueue: venv
 	bash hack/test.sh kueue

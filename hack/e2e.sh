@@ -21,7 +21,7 @@ export MPI_E2E_REQUIRE=1
 echo "e2e: host net.ipv4.ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)" \
   "net.bridge.bridge-nf-call-iptables=$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null || echo absent)"
 set +e
-.venv/bin/python -m pytest tests/e2e -m realnode -q -s -p no:cacheprovider "$@"
+.venv/bin/python -m pytest tests/e2e -m e2e -q -s -p no:cacheprovider "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then echo "pytest collected no e2e tests: failing" >&2; exit 1; fi

@@ -38,8 +38,13 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-CACHE = pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE", pathlib.Path.home() / ".cache/mpi-operator"))
-KUBECONFIG = CACHE / "cluster/kubeconfig"
+sys.path.insert(0, str(ROOT))
+
+from hack.drivers.ansible import ansible_env  # noqa: E402
+from hack.drivers.paths import cache, local_kubeconfig  # noqa: E402
+
+CACHE = cache()
+KUBECONFIG = local_kubeconfig()
 KUBECTL = CACHE / "bin/kubectl"
 OUT = ROOT / "build/peer-e2e"
 VERSION = "v0.8.2"
@@ -160,8 +165,7 @@ def uninstall(kind: str, tmp: pathlib.Path) -> None:
 def playbook(name: str, variables: dict, tmp: pathlib.Path) -> None:
     vars_file = tmp / f"{name}.json"
     vars_file.write_text(json.dumps(variables))
-    env = dict(os.environ, KUBECONFIG=str(KUBECONFIG), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"))
+    env = ansible_env(str(KUBECONFIG))
     run([str(ROOT / ".venv/bin/ansible-playbook"), f"playbooks/{name}", "-e", f"@{vars_file}"], env=env)
 
 

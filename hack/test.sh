@@ -1,36 +1,36 @@
 #!/usr/bin/env bash
-# The test suite, or one tier of it: `hack/test.sh [pure|runner|cluster|realnode] [pytest args]`. Without a tier,
-# every tier (`make test`, CI). The tiers, by what they need (tests/conftest.py marks them by folder):
-#   pure      tests/unit         no processes, seconds               make test-unit
-#   runner    tests/runner       ansible-runner/-playbook/-test, bash processes; no cluster   make test-runner
-#   cluster   tests/integration  an API server (the local kwok cluster, or $KUBECONFIG)       make test-cluster
-#   realnode  tests/e2e + tests marked realnode: the real kubelet + containerd node            make test-realnode
-#   kueue     tests/kueue        a real Kueue (hack/kueue/up.sh) in front of the operator; one process, and only
-#                                when asked: Kueue's webhooks see every MPIJob and Job created  make test-kueue
+# The test suite, or one tier of it: `hack/test.sh [unit|runner|integration|e2e|kueue] [pytest args]`. Without a
+# tier, every tier but kueue (`make test`, CI). Each tier is named as its folder, and tests/conftest.py marks each
+# test with its folder's name (pytest -m TIER):
+#   unit         tests/unit         no processes, seconds                                       make test-unit
+#   runner       tests/runner       ansible-runner/-playbook/-test, bash processes; no cluster   make test-runner
+#   integration  tests/integration  an API server (the local kwok cluster, or $KUBECONFIG)      make test-integration
+#   e2e          tests/e2e + the integration tests marked e2e: the real kubelet + containerd node  make test-e2e
+#   kueue        tests/kueue        a real Kueue (hack/kueue/up.sh) in front of the operator; one process, and
+#                                   only when asked: Kueue's webhooks see every MPIJob and Job created  make test-kueue
 #
 # How a full run spends its time (docs/testing.md has the measured numbers):
 #   1. the Debian packages the node and the image builds need (seconds when installed);
 #   2. everything slow to build, outside pytest's per-test timeout: the local cluster (Kubernetes from source), the
 #      real node and its images, the operator image (about 30 minutes on a fresh machine, seconds once cached); the
 #      Horovod image and the Kubeflow peer go on building in the background, and the tests that need them wait for
-#      them (their locks). Then the pure and runner tiers, which need none of it, in the background beside phases 3
+#      them (their locks). Then the unit and runner tiers, which need none of it, in the background beside phases 3
 #      and 4 (the cluster tiers wait on pods and timers for a good part of their time);
-#   3. the cluster and real-node tiers, on one process, or on MPI_TEST_WORKERS workers (pytest-xdist, --dist
+#   3. the integration and e2e tiers, on one process, or on MPI_TEST_WORKERS workers (pytest-xdist, --dist
 #      loadgroup): every test owns its namespace; tests that share fixed names run on one worker (xdist_group);
 #   4. the tests marked `serial`: they change what every concurrent test depends on (the CRD, a cluster-wide
 #      operator); the image-archive tests last.
-# Each phase's pytest output is printed as it runs (the pure and runner tiers' when they end); the last line is the
+# Each phase's pytest output is printed as it runs (the unit and runner tiers' when they end); the last line is the
 # total over every phase.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
 tier=all
-case "${1:-}" in pure | runner | cluster | realnode | kueue) tier=$1; shift ;; esac
-declare -A select=([pure]="pure" [runner]="runner" [cluster]="cluster and not realnode" [realnode]="realnode"
-                   [kueue]="kueue")
+case "${1:-}" in unit | runner | integration | e2e | kueue) tier=$1; shift ;; esac
+declare -A select=([unit]="unit" [runner]="runner" [integration]="integration and not e2e" [e2e]="e2e" [kueue]="kueue")
 # 3 by default on this project's 2-core machines: one process keeps one core only 55-59 % busy (ansible-playbook
 # runs are one Python process, and much of the rest waits on pods, timers and paced training); 2 workers left the
-# machine 55-70 % busy after the pure and runner tiers ended, 3 keep it 95-100 % busy and took the phase from about
+# machine 55-70 % busy after the unit and runner tiers ended, 3 keep it 95-100 % busy and took the phase from about
 # 1800 s to 1343 s. 4 made it slower when the install playbooks were heavier (docs/testing.md has the numbers).
 # MPI_TEST_WORKERS=1: one process.
 workers=${MPI_TEST_WORKERS:-3}
@@ -91,7 +91,7 @@ build() {
   if [ "$tier" = kueue ]; then
     (step "Kueue" nice bash hack/kueue/build.sh 2>"$results/kueue-build.log" || true) &
   fi
-  if [ "$tier" = all ] || [ "$tier" = cluster ]; then
+  if [ "$tier" = all ] || [ "$tier" = integration ]; then
     (step "Kubeflow peer" nice bash hack/kubeflow.sh 2>"$results/kubeflow.log" || true) &
     echo $! >"$results/building.kubeflow-peer"
   fi
@@ -114,7 +114,7 @@ renice_tree() {
 }
 
 cluster_tiers=0
-case $tier in all | cluster | realnode | kueue) cluster_tiers=1 ;; esac
+case $tier in all | integration | e2e | kueue) cluster_tiers=1 ;; esac
 build_pid=
 if [ "$cluster_tiers" = 1 ]; then
   # A reachable $KUBECONFIG of the user's own is used as it is (the fixtures decide the same).
@@ -146,21 +146,21 @@ phase2_pid=
 start_phase2() {
   [ "$tier" = all ] || return 0
   phase2_start=$SECONDS
-  { run_pytest pure-runner "pure or runner" -n 2 --dist loadgroup "$@"
-    echo "$((SECONDS - phase2_start))" >"$results/pure-runner.seconds"; } >"$results/pure-runner.log" 2>&1 &
+  { run_pytest unit-runner "unit or runner" -n 2 --dist loadgroup "$@"
+    echo "$((SECONDS - phase2_start))" >"$results/unit-runner.seconds"; } >"$results/unit-runner.log" 2>&1 &
   phase2_pid=$!
 }
 case $tier in
   all) [ -n "$build_pid" ] || start_phase2 "$@" ;;
-  pure | runner) run_pytest "$tier" "${select[$tier]}" -n 2 --dist loadgroup "$@" ;;
+  unit | runner) run_pytest "$tier" "${select[$tier]}" -n 2 --dist loadgroup "$@" ;;
 esac
 
 # print_phase2: waits for the background phase 2 and prints its output (once).
 print_phase2() {
   [ -n "$phase2_pid" ] || return 0
   wait "$phase2_pid" || true
-  cat "$results/pure-runner.log"
-  timings+=("pure-runner $(cat "$results/pure-runner.seconds" 2>/dev/null || echo '?')")
+  cat "$results/unit-runner.log"
+  timings+=("unit-runner $(cat "$results/unit-runner.seconds" 2>/dev/null || echo '?')")
   phase2_pid=
 }
 
@@ -193,7 +193,7 @@ fi
 
 # Phases 3 and 4: the tiers that need the cluster, in parallel, then the serial tests alone.
 if [ "$cluster_tiers" = 1 ]; then
-  tiers="cluster or realnode"
+  tiers="integration or e2e"
   [ "$tier" = all ] || tiers=${select[$tier]}
   if [ "$tier" = kueue ]; then
     run_pytest kueue "$tiers" -p no:xdist "$@"

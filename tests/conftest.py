@@ -17,17 +17,17 @@ os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", COLLECTIONS)
 os.environ.setdefault("ANSIBLE_CONFIG", os.path.join(ROOT, "ansible.cfg"))
 
 
-# The tiers, by what a test needs: each folder is one tier and its tests get the tier's marker. A test that needs more
-# than its folder's tier says so with its own marker (a cluster test that needs the real node: realnode) and runs
-# with that tier. hack/test.sh TIER (`make test-TIER`) selects one tier alone.
-TIERS = {"unit": "pure", "runner": "runner", "integration": "cluster", "e2e": "realnode", "kueue": "kueue"}
+# The tiers, by what a test needs: each folder is one tier, named as the folder, and its tests get that marker. A
+# test that needs more than its folder's tier says so with the other tier's marker (an integration test that needs
+# the real node: e2e) and runs with that tier. hack/test.sh TIER (`make test-TIER`) selects one tier alone.
+TIERS = ("unit", "runner", "integration", "e2e", "kueue")
 TESTS = pathlib.Path(__file__).resolve().parent
 
 
 def pytest_itemcollected(item):
     folder = pathlib.Path(item.path).resolve().relative_to(TESTS).parts[0]
     if folder in TIERS:
-        item.add_marker(getattr(pytest.mark, TIERS[folder]))
+        item.add_marker(getattr(pytest.mark, folder))
 
 
 # The groups of tests that one worker runs one after the other (`xdist_group`), longest first: under

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import pathlib
 import re
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -24,11 +22,11 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from tests.integration._fixtures.install import installs_locked
-from tests.integration._fixtures.kubeflow import KubeflowProcess, kubeflow_operator_binary
-from tests.support.paths import CACHE
+from hack.drivers.kubeflow import KubeflowProcess, kubeflow_operator_binary
+from tests.support.ansible import ansible_env, run_playbook
+from tests.support.locks import installs_locked
+from tests.support.paths import ROOT, local_kubeconfig
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = pathlib.Path(__file__).parent / "manifests"
 NODE_NAME = os.environ.get("MPI_REAL_NODE_NAME", "mpi-real-node")
 # Overridable so that two runs on the shared cluster do not install into (and uninstall from) the same namespaces;
@@ -46,7 +44,7 @@ HELLO_LINE = re.compile(r"^Hello world from processor (\S+), rank (\d+) out of (
 
 
 def kubeconfig_path() -> str:
-    return os.environ.get("KUBECONFIG") or str(CACHE / "cluster/kubeconfig")
+    return os.environ.get("KUBECONFIG") or str(local_kubeconfig())
 
 
 def real_node_missing(api: client.ApiClient) -> str | None:
@@ -82,26 +80,9 @@ def api() -> client.ApiClient:
     return api
 
 
-def _ansible_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        KUBECONFIG=kubeconfig_path(),
-        K8S_AUTH_KUBECONFIG=kubeconfig_path(),
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-        ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
-        ANSIBLE_NOCOLOR="1",
-        PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
-    )
-    return env
-
-
 def _playbook(name: str, install_vars: dict, tmp: pathlib.Path) -> None:
-    vars_file = tmp / f"{name}.json"
-    vars_file.write_text(json.dumps(install_vars))
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(ROOT / "playbooks" / name),
-           "-e", f"@{vars_file}"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=_ansible_env(), capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"{name} failed:\n{(proc.stdout + proc.stderr)[-6000:]}"
+    run_playbook(ROOT / "playbooks" / name, ansible_env(kubeconfig_path()), variables=install_vars,
+                 vars_file=tmp / f"{name}.json").expect_ok()
 
 
 def operator_image() -> tuple[str, str]:

@@ -28,7 +28,7 @@ from tests.e2e.conftest import (
     pin_local_images,
 )
 
-pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
 
 T9K_GROUP, T9K_VERSION = "batch.tensorstack.dev", "v1beta1"
 BDAP_GROUP, BDAP_VERSION = "batch.test.bdap.com", "v1"

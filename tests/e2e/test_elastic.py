@@ -9,7 +9,6 @@ import os
 import pathlib
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,11 +17,13 @@ from typing import TypeVar
 import pytest
 import yaml
 
-from tests.e2e.conftest import GROUP, JOBS_NAMESPACE, ROOT, Jobs, Outcome, _ansible_env, kubeconfig_path
+from tests.e2e.conftest import GROUP, JOBS_NAMESPACE, Jobs, Outcome, kubeconfig_path
+from tests.support.ansible import ansible_env, run_module
+from tests.support.paths import ROOT
 
 # Part of `make e2e` and `make test` (about 9 minutes for the two); MPI_E2E_ELASTIC=0 leaves them out. The first
 # build of the image compiles Horovod (433-464 s, once).
-pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.timeout(3600),
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(3600),
               pytest.mark.skipif(os.environ.get("MPI_E2E_ELASTIC") == "0",
                                  reason="MPI_E2E_ELASTIC=0: the elastic Horovod e2e tests are left out"),
               pytest.mark.xdist_group("e2e-elastic")]  # its own worker and operator: 10 minutes beside the other e2e tests
@@ -70,11 +71,9 @@ def kubectl(*args: str) -> str:
 
 def mpijob_module(**params: object) -> dict:
     """One ad-hoc run of the mpi.operator.mpijob module; returns its result."""
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-m", "mpi.operator.mpijob",
-           "-a", json.dumps({"namespace": JOBS_NAMESPACE, **params}), "-o"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=_ansible_env(), capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return json.loads(proc.stdout.split("=>", 1)[1])
+    result = run_module("mpi.operator.mpijob", {"namespace": JOBS_NAMESPACE, **params}, ansible_env(kubeconfig_path()))
+    assert not result["failed"], result
+    return result
 
 
 class Resizes:

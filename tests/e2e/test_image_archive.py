@@ -33,9 +33,9 @@ from tests.e2e.conftest import (
     _playbook,
     pin_local_images,
 )
-from tests.integration._fixtures.cluster import wait_for
+from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.serial]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.serial]
 
 CONTAINERD_SOCK = os.environ.get("MPI_CONTAINERD_SOCK", "/run/containerd/containerd.sock")
 OPERATOR_NAMESPACE = "mpi-operator-archive"

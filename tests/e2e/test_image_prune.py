@@ -15,9 +15,9 @@ import uuid
 
 import pytest
 
-from tests.e2e.conftest import CACHE, ROOT
+from tests.support.paths import CACHE, ROOT
 
-pytestmark = [pytest.mark.realnode, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
 SOCK = os.environ.get("MPI_CONTAINERD_SOCK", "/run/containerd/containerd.sock")
 

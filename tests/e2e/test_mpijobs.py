@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-pytestmark = [pytest.mark.realnode, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
 
 
 # MPI_E2E_REPEAT=N runs each pi job N times in a row (`MPI_E2E_REPEAT=20 bash hack/e2e.sh -k mpich`): a hang that

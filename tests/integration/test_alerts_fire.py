@@ -18,13 +18,14 @@ from typing import Any
 import pytest
 import yaml
 
+from hack.drivers.operator import OperatorProcess
 from tests.debian import deb_program
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.operator import OperatorProcess, create_mpijob, new_mpijob
+from tests.support.mpijob import create_mpijob, new_mpijob
+from tests.support.paths import ROOT
+from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 RULES = ROOT / "roles/operator/files/prometheus-rules.yml"
 NOW = "MPIOperatorReconcileErrorsNow"  # the copy of MPIOperatorReconcileErrors without `for`
 

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration._fixtures.install import INSTALL_NAMESPACE, MANIFESTS, ROOT
-from tests.integration._fixtures.operator import install_crd
+from tests.integration._fixtures.install import INSTALL_NAMESPACE, MANIFESTS
+from tests.support.mpijob import install_crd
+from tests.support.paths import ROOT
 
-pytestmark = pytest.mark.cluster
+pytestmark = pytest.mark.integration
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 FILES = ROOT / "roles/crds/files"
 BDAP, T9K = "batch.test.bdap.com", "batch.tensorstack.dev"

@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.install import MANIFESTS, ROOT
-from tests.integration._fixtures.operator import OperatorProcess, children, create_mpijob, install_crd, new_mpijob
+from hack.drivers.operator import OperatorProcess
+from tests.integration._fixtures.install import MANIFESTS
+from tests.support.mpijob import children, create_mpijob, install_crd, new_mpijob
+from tests.support.paths import ROOT
+from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 T9K, BDAP = ("batch.tensorstack.dev", "v1beta1"), ("batch.test.bdap.com", "v1")
 OUTCOME, AFTER = "kwok.mpi.operator/outcome", "kwok.mpi.operator/outcome-after"

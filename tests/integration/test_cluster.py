@@ -4,7 +4,6 @@ simulated (kwok) nodes with the pod outcomes tests can ask for (docs/local-clust
 from __future__ import annotations
 
 import os
-import pathlib
 import subprocess
 import uuid
 
@@ -12,11 +11,11 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.integration._fixtures.cluster import local_kubeconfig_path, wait_for
+from tests.support.paths import ROOT, local_kubeconfig
+from tests.support.wait import wait_for
 
-pytestmark = pytest.mark.cluster
+pytestmark = pytest.mark.integration
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUTCOME = "kwok.mpi.operator/outcome"
 OUTCOME_AFTER = "kwok.mpi.operator/outcome-after"
 
@@ -396,7 +395,7 @@ def test_kubeconfig_script_prints_only_the_path(local_cluster: bool):
     out = subprocess.run(
         ["bash", "hack/cluster/kubeconfig.sh"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
-    assert out == f"{local_kubeconfig_path()}\n"
+    assert out == f"{local_kubeconfig()}\n"
 
 
 @pytest.mark.slow
@@ -408,7 +407,7 @@ def test_cluster_up_recovers_from_a_killed_session(local_cluster: bool, tmp_path
         pytest.skip("needs the binaries of the local cluster")
     cache = tmp_path / "cache"
     cache.mkdir()
-    (cache / "bin").symlink_to(local_kubeconfig_path().parents[1] / "bin")
+    (cache / "bin").symlink_to(local_kubeconfig().parents[1] / "bin")
     env = {**os.environ, "MPI_OPERATOR_CACHE": str(cache), "MPI_CLUSTER_PORT_OFFSET": "1000", "MPI_CLUSTER_NODES": "1",
            "MPI_CLUSTER_REAL_NODE": "0"}  # one real node per machine: it belongs to the main cluster
     env.pop("KUBECONFIG", None)

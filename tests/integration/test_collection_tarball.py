@@ -18,11 +18,10 @@ from collections.abc import Callable
 import pytest
 import yaml
 
-from tests.support.paths import CACHE
+from tests.support.paths import CACHE, ROOT
 
-pytestmark = pytest.mark.cluster
+pytestmark = pytest.mark.integration
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = pathlib.Path(sys.executable).parent
 
 

@@ -7,33 +7,21 @@ import json
 import os
 import pathlib
 import stat
-import subprocess
-import sys
 
 import pytest
 import yaml
 from kubernetes import client
 
-from tests.integration._fixtures.operator import create_mpijob, new_mpijob
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from tests.support.ansible import ansible_env, run_module
+from tests.support.mpijob import create_mpijob, new_mpijob
 
 
 def mpijob_info(kubeconfig: str | None, namespace: str, env_extra: dict | None = None, **args: object) -> dict:
     """mpi.operator.mpijob_info's result, with only these connection settings (no $KUBECONFIG, no ~/.kube)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("K8S_AUTH_") and k != "KUBECONFIG"}
-    env.update(ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
-               ANSIBLE_NOCOLOR="1", PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-               **(env_extra or {}))
     if kubeconfig is not None:
         args["kubeconfig"] = kubeconfig
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-i", "localhost,", "-c", "local",
-           "-e", f"ansible_python_interpreter={sys.executable}", "-m", "mpi.operator.mpijob_info",
-           "-a", json.dumps({"namespace": namespace, **args})]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
-    head, _, body = proc.stdout.partition(" => ")
-    assert body, f"rc {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    return dict(json.loads(body), failed="FAILED" in head)
+    return run_module("mpi.operator.mpijob_info", {"namespace": namespace, **args}, ansible_env(None, **(env_extra or {})),
+                      timeout=120)
 
 
 @pytest.fixture
@@ -64,7 +52,7 @@ def kubeconfig_with(admin_kubeconfig: str, user: dict, path: pathlib.Path) -> st
     return str(path)
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 def test_token_and_exec_credentials_both_reach_the_api_server(
     api_client: client.ApiClient, operator_crd: None, kubeconfig: str, namespace: str, service_account_token: str,
     tmp_path: pathlib.Path,
@@ -103,7 +91,7 @@ def admin_credential_files(kubeconfig: str, tmp_path: pathlib.Path) -> tuple[str
     return cluster["server"], files[0], files[1], files[2]
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 def test_host_client_certificate_and_ca_from_kubernetes_core_variables_without_a_kubeconfig(
     api_client: client.ApiClient, operator_crd: None, kubeconfig: str, namespace: str, tmp_path: pathlib.Path,
 ) -> None:
@@ -122,7 +110,7 @@ def test_host_client_certificate_and_ca_from_kubernetes_core_variables_without_a
     assert untrusted["failed"] and "certificate" in untrusted["msg"].lower(), untrusted
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.parametrize("transport", ["urllib3", "kubernetes-client"])
 def test_impersonation_is_what_the_api_server_authorizes(
     api_client: client.ApiClient, operator_crd: None, kubeconfig: str, namespace: str, service_account_token: str,

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration._fixtures.install import MANIFESTS, ROOT
+from tests.integration._fixtures.install import MANIFESTS
+from tests.support.paths import ROOT
 
-pytestmark = pytest.mark.cluster
+pytestmark = pytest.mark.integration
 GROUP, PLURAL = "kubeflow.org", "mpijobs"
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 

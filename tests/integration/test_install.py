@@ -10,13 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration._fixtures.install import (
-    CLUSTER_ROLE,
-    INSTALL_NAMESPACE,
-    MANIFESTS,
-    PRIORITYCLASSES_ROLE,
-    PlaybookRun,
-)
+from tests.integration._fixtures.install import CLUSTER_ROLE, INSTALL_NAMESPACE, MANIFESTS, PRIORITYCLASSES_ROLE
+from tests.support.ansible import PlaybookRun
 
 Playbook = Callable[..., PlaybookRun]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -54,7 +49,7 @@ def user_owned_copies(kubectl: Kubectl, roles: list[tuple[str, str, str]]) -> li
     return refs
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.serial  # asserts the CRD's resourceVersion: no other test may write it meanwhile
 def test_check_diff_on_a_clean_cluster_changes_nothing(
@@ -73,7 +68,7 @@ def test_check_diff_on_a_clean_cluster_changes_nothing(
     assert crd_after["metadata"]["resourceVersion"] == crd_before["metadata"]["resourceVersion"]
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.xdist_group("installs")
 def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_mpijobs(
@@ -208,7 +203,7 @@ def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_m
     playbook("uninstall.yml", extra_vars=scoped).expect_unchanged()
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.xdist_group("installs")
 def test_uninstalling_one_install_leaves_another_installs_grants(
@@ -246,7 +241,7 @@ def test_uninstalling_one_install_leaves_another_installs_grants(
         kubectl("delete", "namespace", watched2, "--wait=false")
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 def test_preflight_fails_on_an_old_cluster_naming_its_version(playbook: Playbook, operator_crd: None) -> None:
     run = playbook("install.yml", extra_vars={"mpi_operator_min_kubernetes_version": "1.99"})
     assert run.returncode != 0
@@ -254,7 +249,7 @@ def test_preflight_fails_on_an_old_cluster_naming_its_version(playbook: Playbook
     assert run.recap["changed"] == 0
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.serial  # relabels the kubeflow.org CRD: every concurrent install or CRD write would see it
 def test_preflight_fails_when_another_operator_owns_the_crd(
     playbook: Playbook, kubectl: Kubectl, operator_crd: None, install_lock: None
@@ -276,7 +271,7 @@ def test_preflight_fails_when_another_operator_owns_the_crd(
         assert restored.returncode == 0, restored.stderr
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 def test_preflight_fails_when_the_watched_namespace_is_missing(playbook: Playbook, operator_crd: None) -> None:
     run = playbook("install.yml", extra_vars={"mpi_operator_watch_namespace": "no-such-namespace"})
     assert run.returncode != 0

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.install import INSTALL_NAMESPACE, PlaybookRun, installs_locked
+from tests.integration._fixtures.install import INSTALL_NAMESPACE, installs_locked
+from tests.support.ansible import PlaybookRun
+from tests.support.wait import wait_for
 
 Playbook = Callable[..., PlaybookRun]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -122,7 +123,7 @@ def probe_results(kubectl: Kubectl, pod: dict[str, Any], probe: str) -> dict[str
 # -- fail fast ---------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.xdist_group("installs")
 def test_a_simulated_node_then_unschedulable_fail_fast_naming_why(
@@ -147,9 +148,9 @@ def test_a_simulated_node_then_unschedulable_fail_fast_naming_why(
     assert took < FAIL_FAST_S, f"took {took:.0f}s"
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.realnode
+@pytest.mark.e2e
 @pytest.mark.xdist_group("installs")
 def test_a_missing_image_fails_fast_pointing_at_the_image_docs(
     playbook: Playbook, uninstalled: None, operator_crd: None, real_node: None
@@ -163,9 +164,9 @@ def test_a_missing_image_fails_fast_pointing_at_the_image_docs(
     assert took < FAIL_FAST_S, f"took {took:.0f}s"
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.realnode
+@pytest.mark.e2e
 @pytest.mark.xdist_group("installs")
 def test_a_crash_loop_fails_fast_with_the_log_tail(
     playbook: Playbook, uninstalled: None, operator_crd: None, operator_image: dict[str, Any]
@@ -180,9 +181,9 @@ def test_a_crash_loop_fails_fast_with_the_log_tail(
 # -- the operator pod on the real node ---------------------------------------------------------------------------------
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.realnode
+@pytest.mark.e2e
 @pytest.mark.xdist_group("installs")  # on the install tests' worker: no wait for their lock
 def test_monitoring_port_0_installs_and_the_pod_becomes_ready(
     kubectl: Kubectl, own_install: Callable[..., PlaybookRun]
@@ -202,9 +203,9 @@ def test_monitoring_port_0_installs_and_the_pod_becomes_ready(
     assert restarts(pod) == 0
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.realnode
+@pytest.mark.e2e
 @pytest.mark.xdist_group("installs")  # on the install tests' worker: no wait for their lock
 def test_two_replicas_one_leader(kubectl: Kubectl, own_install: Callable[..., PlaybookRun]) -> None:
     own_install(mpi_operator_replicas=2).expect_ok()
@@ -234,9 +235,9 @@ def test_two_replicas_one_leader(kubectl: Kubectl, own_install: Callable[..., Pl
     assert all(c["status"] == "True" for p in pods for c in p["status"]["conditions"] if c["type"] == "Ready")
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.realnode
+@pytest.mark.e2e
 @pytest.mark.xdist_group("installs")  # on the install tests' worker: no wait for their lock
 def test_a_cpu_starved_operator_becomes_ready_without_a_restart(
     kubectl: Kubectl, own_install: Callable[..., PlaybookRun]

@@ -5,7 +5,6 @@ the operator serves /metrics, the ServiceMonitor and the PrometheusRule only whe
 from __future__ import annotations
 
 import json
-import pathlib
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -14,7 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration._fixtures.install import INSTALL_NAMESPACE, MANIFESTS, PlaybookRun
+from tests.integration._fixtures.install import INSTALL_NAMESPACE, MANIFESTS
+from tests.support.ansible import PlaybookRun
+from tests.support.paths import ROOT
 
 Playbook = Callable[..., PlaybookRun]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -22,7 +23,7 @@ SERVICEMONITOR_CRD = "servicemonitors.monitoring.coreos.com"
 PROMETHEUSRULE_CRD = "prometheusrules.monitoring.coreos.com"
 # The Prometheus Operator's CRDs the role looks for, and the fixture copy of each.
 OPERATOR_CRDS = {SERVICEMONITOR_CRD: "servicemonitor-crd.yaml", PROMETHEUSRULE_CRD: "prometheusrule-crd.yaml"}
-RULES = pathlib.Path(__file__).resolve().parents[2] / "roles/operator/files/prometheus-rules.yml"
+RULES = ROOT / "roles/operator/files/prometheus-rules.yml"
 # Other test sessions on the shared cluster rewrite the MPIJob CRD with their own copy (a client-side replace); a
 # server-side apply of ours would then conflict. Taking the CRD over keeps these tests about the metrics objects.
 CRD = {"mpi_operator_adopt_crd": True}
@@ -88,7 +89,7 @@ def prometheus_rule(kubectl: Kubectl) -> dict[str, Any] | None:
     return get_json(kubectl, "prometheusrules.monitoring.coreos.com", "mpi-operator", "-n", INSTALL_NAMESPACE)
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.xdist_group("installs")
 def test_metrics_service_without_the_servicemonitor_crd(
@@ -130,7 +131,7 @@ def test_metrics_service_without_the_servicemonitor_crd(
     assert get_json(kubectl, "service", "mpi-operator-metrics", "-n", INSTALL_NAMESPACE) is None
 
 
-@pytest.mark.cluster
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.xdist_group("installs")
 def test_servicemonitor_and_prometheusrule_are_created_when_their_crds_exist_and_removed_on_uninstall(

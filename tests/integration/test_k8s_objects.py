@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 APP = "app.kubernetes.io/managed-by=k8s-objects-test"
 

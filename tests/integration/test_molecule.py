@@ -8,20 +8,20 @@ import pathlib
 import re
 import signal
 import subprocess
-import sys
 
 import pytest
 
-from tests.integration._fixtures.install import ROOT, ansible_env, kubectl_path
+from tests.support.ansible import ansible_env, tool
+from tests.support.paths import ROOT, kubectl_path
 
 # Fixed namespaces and the installs lock: with the other install tests on one worker.
-pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.xdist_group("installs")]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("installs")]
 
 
 def molecule(kubeconfig: str, ephemeral: pathlib.Path, *args: str, **env: str) -> tuple[int, str]:
     """Runs `molecule ARGS -s default` with its state in `ephemeral` (so no earlier run's state is reused)."""
     proc = subprocess.run(
-        [os.path.join(os.path.dirname(sys.executable), "molecule"), *args, "-s", "default"],
+        [tool("molecule"), *args, "-s", "default"],
         cwd=ROOT,
         env={**ansible_env(kubeconfig), "NO_COLOR": "1", "MOLECULE_NO_LOG": "false",
              "MOLECULE_EPHEMERAL_DIRECTORY": str(ephemeral), **env},

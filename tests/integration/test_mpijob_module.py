@@ -6,17 +6,12 @@ import time
 
 import pytest
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.operator import (
-    children,
-    expected_children,
-    get_mpijob,
-    patch_mpijob,
-    wait_event_reasons,
-)
-from tests.integration._fixtures.submit import example_manifest, mark_succeeded, task_started
+from tests.integration._fixtures.submit import example_manifest, mark_succeeded
+from tests.support.ansible import task_started
+from tests.support.mpijob import children, expected_children, get_mpijob, patch_mpijob, wait_event_reasons
+from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 OUTCOME = "kwok.mpi.operator/outcome"  # docs/local-cluster.md: how a simulated pod ends
 

@@ -12,12 +12,12 @@ import sys
 import pytest
 import yaml
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.install import PlaybookRun, ansible_env
-from tests.integration._fixtures.operator import create_mpijob, get_mpijob
 from tests.integration._fixtures.submit import example_manifest
+from tests.support.ansible import PlaybookRun, ansible_env, tool
+from tests.support.mpijob import create_mpijob, get_mpijob
+from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 OUTCOME = "kwok.mpi.operator/outcome"  # docs/local-cluster.md: how a simulated pod ends
 SOURCE = "research-jobs"
@@ -79,11 +79,11 @@ class Repo:
 
 def pull(repo: Repo, kubeconfig: str, namespace: str, checkout: pathlib.Path, *args: str) -> PlaybookRun:
     """ansible-pull from the repository's URL, as a cron job or a systemd timer runs it."""
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-pull"), "-U", f"file://{repo.path}", "-C", "main",
+    cmd = [tool("ansible-pull"), "-U", f"file://{repo.path}", "-C", "main",
            "-d", str(checkout), "-i", "localhost,", "-e", f"sync_namespace={namespace}",
            "-e", f"ansible_python_interpreter={sys.executable}", *args, "site.yml"]
     proc = subprocess.run(cmd, cwd=checkout.parent, env=ansible_env(kubeconfig), capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, check=False)
     return PlaybookRun(cmd, proc.returncode, proc.stdout + proc.stderr)
 
 

@@ -6,8 +6,7 @@ import time
 
 import pytest
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.operator import (
+from tests.support.mpijob import (
     children,
     create_mpijob,
     delete_mpijob,
@@ -19,8 +18,9 @@ from tests.integration._fixtures.operator import (
     wait_condition,
     wait_event_reasons,
 )
+from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 
 def _without_launcher_pod(found: dict[str, list[str]]) -> dict[str, list[str]]:

@@ -11,13 +11,10 @@ import time
 import pytest
 from kubernetes import client
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.operator import (
-    alive,
+from hack.drivers.operator import alive, cmdline, descendants
+from tests.support.mpijob import (
     children,
-    cmdline,
     create_mpijob,
-    descendants,
     expected_children,
     get_mpijob,
     has_condition,
@@ -25,8 +22,9 @@ from tests.integration._fixtures.operator import (
     owned_children,
     wait_condition,
 )
+from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 
 def _all_succeeded(api_client, namespace, names):

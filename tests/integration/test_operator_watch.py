@@ -8,10 +8,10 @@ import pytest
 
 from mpijob_operator.kube import api_client as operator_client
 from mpijob_operator.watch import Watcher, resources
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.operator import create_mpijob, new_mpijob
+from tests.support.mpijob import create_mpijob, new_mpijob
+from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 
 def _mpijobs():

@@ -15,24 +15,11 @@ from typing import Any
 
 import pytest
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.operator import (
-    condition,
-    create_mpijob,
-    event_reasons,
-    get_mpijob,
-    wait_event_reasons,
-)
-from tests.integration._fixtures.reconcile import (
-    NOWHERE,
-    _core,
-    _dict,
-    _on_kwok,
-    create_as_written,
-    load,
-)
+from tests.integration._fixtures.reconcile import NOWHERE, _core, _dict, _on_kwok, create_as_written, load
+from tests.support.mpijob import condition, create_mpijob, event_reasons, get_mpijob, wait_event_reasons
+from tests.support.wait import wait_for
 
-pytestmark = pytest.mark.cluster
+pytestmark = pytest.mark.integration
 
 
 def kubeflow_contract(job: str, ns: str, workers: int, slots: int, impl: str, launcher_as_worker: bool = False,

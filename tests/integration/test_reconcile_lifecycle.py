@@ -11,24 +11,11 @@ import time
 import pytest
 import yaml
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.operator import (
-    condition,
-    create_mpijob,
-    event_reasons,
-    get_mpijob,
-    patch_mpijob,
-)
-from tests.integration._fixtures.reconcile import (
-    NOWHERE,
-    _core,
-    _on_kwok,
-    create_as_written,
-    load,
-    run_reconcile,
-)
+from tests.integration._fixtures.reconcile import NOWHERE, _core, _on_kwok, create_as_written, load, run_reconcile
+from tests.support.mpijob import condition, create_mpijob, event_reasons, get_mpijob, patch_mpijob
+from tests.support.wait import wait_for
 
-pytestmark = pytest.mark.cluster
+pytestmark = pytest.mark.integration
 
 
 def test_check_mode_plans_and_changes_nothing(reconcile, api_client, namespace) -> None:

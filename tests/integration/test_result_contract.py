@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration._fixtures.operator import create_mpijob, get_mpijob
+from tests.support.mpijob import create_mpijob, get_mpijob
 
-pytestmark = pytest.mark.cluster
+pytestmark = pytest.mark.integration
 
 MANIFEST = pathlib.Path(__file__).parent / "manifests" / "seed001-openmpi-helloworld.v2beta1.yaml"
 

@@ -3,7 +3,6 @@ with the real operator driving the jobs on simulated (kwok) nodes."""
 from __future__ import annotations
 
 import contextlib
-import os
 import pathlib
 import re
 import subprocess
@@ -13,11 +12,12 @@ import time
 import pytest
 import yaml
 
-from tests.integration._fixtures.install import ROOT
-from tests.integration._fixtures.operator import get_mpijob, has_condition
 from tests.integration._fixtures.submit import SUBMIT_EXAMPLES, example_manifest, mark_succeeded
+from tests.support.ansible import ansible_env, tool
+from tests.support.mpijob import get_mpijob, has_condition
+from tests.support.paths import ROOT
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.integration]
 
 SUBMIT = "Submit the MPIJob"
 
@@ -100,10 +100,8 @@ def test_a_wait_of_thousands_of_polls_completes_printing_progress(kubeconfig, op
     job["spec"].setdefault("runPolicy", {})["managedBy"] = "kueue.x-k8s.io/multikueue"
     src = tmp_path / "long.yaml"
     src.write_text(yaml.safe_dump(job))
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
-           "K8S_AUTH_KUBECONFIG": kubeconfig, "ANSIBLE_NOCOLOR": "1", "PYTHONUNBUFFERED": "1",
-           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(ROOT / "playbooks/submit.yml"),
+    env = ansible_env(kubeconfig, PYTHONUNBUFFERED="1")
+    cmd = [tool("ansible-playbook"), str(ROOT / "playbooks/submit.yml"),
            "-e", f"mpijob_src={src}", "-e", "mpijob_poll_interval=0.001", "-e", "mpijob_wait_timeout=600",
            "-e", f"ansible_python_interpreter={sys.executable}"]
     started = time.monotonic()

@@ -10,11 +10,9 @@ process from its own tree (`python -m mpijob_operator` with that tree's collecti
 from __future__ import annotations
 
 import io
-import json
 import os
 import pathlib
 import subprocess
-import sys
 import tarfile
 from collections.abc import Callable
 
@@ -22,17 +20,14 @@ import pytest
 import yaml
 from kubernetes import client
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.install import ROOT, PlaybookRun, ansible_env, local_cluster_vars
-from tests.integration._fixtures.operator import (
-    OperatorProcess,
-    has_condition,
-    new_mpijob,
-    owned_children,
-    wait_condition,
-)
+from hack.drivers.operator import OperatorProcess
+from tests.integration._fixtures.install import local_cluster_vars
+from tests.support.ansible import PlaybookRun, ansible_env, run_playbook
+from tests.support.mpijob import has_condition, new_mpijob, owned_children, wait_condition
+from tests.support.paths import ROOT
+from tests.support.wait import wait_for
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 FALLBACK_PREVIOUS = "a028a1a"  # main before issue 14 (install diagnostics, metrics Service, upgrade docs)
 RUN = {"kwok.mpi.operator/outcome": "run"}  # a simulated pod that keeps running, even the launcher's
@@ -69,16 +64,12 @@ def previous(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return tree
 
 
-def run_playbook(tree: pathlib.Path, name: str, kubeconfig: str, work: pathlib.Path) -> PlaybookRun:
+def tree_playbook(tree: pathlib.Path, name: str, kubeconfig: str, work: pathlib.Path) -> PlaybookRun:
     """A playbook of `tree` with that tree's collection and the local cluster's install variables."""
-    vars_file = work / f"{tree.name}-{name}.json"
-    vars_file.write_text(json.dumps({**local_cluster_vars(kubeconfig), **ADOPT_CRD}))
-    env = {**ansible_env(kubeconfig), "ANSIBLE_CONFIG": str(tree / "ansible.cfg"),
-           "ANSIBLE_COLLECTIONS_PATH": str(tree / ".collections")}
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(tree / "playbooks" / name),
-           "-e", f"@{vars_file}"]
-    proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=900)
-    return PlaybookRun(cmd, proc.returncode, proc.stdout + proc.stderr)
+    env = ansible_env(kubeconfig, ANSIBLE_CONFIG=str(tree / "ansible.cfg"),
+                      ANSIBLE_COLLECTIONS_PATH=str(tree / ".collections"))
+    return run_playbook(tree / "playbooks" / name, env, variables={**local_cluster_vars(kubeconfig), **ADOPT_CRD},
+                        vars_file=work / f"{tree.name}-{name}.json", cwd=tree)
 
 
 def child_uids(api: client.ApiClient, namespace: str) -> dict[str, str]:
@@ -102,7 +93,7 @@ def test_upgrade_from_the_previous_release_keeps_running_jobs(
 
     custom = client.CustomObjectsApi(api_client)
     # The previous release: its CRD and Deployment, its operator, two jobs (v2beta1 and v1) running.
-    run_playbook(previous, "install.yml", kubeconfig, tmp_path).expect_ok()
+    tree_playbook(previous, "install.yml", kubeconfig, tmp_path).expect_ok()
     old = operator(previous, "previous")
     custom.create_namespaced_custom_object("kubeflow.org", "v2beta1", namespace, "mpijobs",
                                            new_mpijob("alpha", workers=2, launcher_annotations=RUN))

@@ -24,22 +24,35 @@ from tests.integration._fixtures.operator import (
     pytest_runtest_makereport,
     running_operator,
 )
-from tests.support.paths import CACHE
+from tests.support.mpijob import new_mpijob
+from tests.support.paths import ROOT, local_kubeconfig
 
 # The other tiers' fixtures this tier uses (a conftest's names are what pytest finds), and this tier's own.
-__all__ = ["GROUP", "PRIORITY_LABEL", "QUEUE_LABEL", "Queues", "api", "api_client", "jobs", "kubeconfig", "kueue",
-           "namespace", "operator", "operator_crd", "operator_factory", "playbook", "pytest_runtest_makereport",
-           "queues", "running_operator", "worker_kubeconfig"]
+__all__ = ["GROUP", "JOB_CPU", "OUTCOME_AFTER", "PRIORITY_LABEL", "QUEUE_LABEL", "Queues", "api", "api_client", "jobs",
+           "kubeconfig", "kueue", "namespace", "operator", "operator_crd", "operator_factory", "playbook", "pytest_runtest_makereport",
+           "queued_job", "queues", "running_operator", "worker_kubeconfig"]
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+OUTCOME_AFTER = "kwok.mpi.operator/outcome-after"
+JOB_CPU = 300  # millicores: a launcher and two workers of 100m each
+
+
+def queued_job(name: str, queue: str, launcher_runs: str, priority: str | None = None) -> dict[str, Any]:
+    """An MPIJob for Kueue: its queue (and priority) label, 100m CPU per pod, its launcher succeeding after
+    `launcher_runs` on kwok; workers deleted when it ends."""
+    body = new_mpijob(name, workers=2, launcher_annotations={OUTCOME_AFTER: launcher_runs},
+                      runPolicy={"cleanPodPolicy": "Running"})
+    body["metadata"]["labels"] = {QUEUE_LABEL: queue, **({PRIORITY_LABEL: priority} if priority else {})}
+    for replica in body["spec"]["mpiReplicaSpecs"].values():
+        replica["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
+    return body
 
 
 def _script(name: str, cluster: str) -> None:
     # Only on the local cluster: Kueue runs on its real node.
-    assert pathlib.Path(cluster).resolve() == (CACHE / "cluster/kubeconfig").resolve(), (
+    assert pathlib.Path(cluster).resolve() == local_kubeconfig().resolve(), (
         f"the kueue tier needs the local cluster (make cluster-up), not {cluster}")
     proc = subprocess.run(["bash", str(ROOT / "hack/kueue" / name)], capture_output=True, text=True, timeout=900,
                           check=False)

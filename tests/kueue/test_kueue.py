@@ -11,32 +11,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.operator import (
-    create_mpijob,
-    get_mpijob,
-    has_condition,
-    new_mpijob,
-    wait_condition,
-)
-from tests.kueue.conftest import PRIORITY_LABEL, QUEUE_LABEL, Queues
+from tests.kueue.conftest import JOB_CPU, QUEUE_LABEL, Queues, queued_job
+from tests.support.mpijob import create_mpijob, get_mpijob, has_condition, wait_condition
+from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.slow]
-
-OUTCOME_AFTER = "kwok.mpi.operator/outcome-after"
-JOB_CPU = 300  # millicores: a launcher and two workers of 100m each
-
-
-def queued_job(name: str, queue: str, launcher_runs: str, priority: str | None = None) -> dict[str, Any]:
-    """An MPIJob for Kueue: its queue (and priority) label, 100m CPU per pod, its launcher succeeding after
-    `launcher_runs` on kwok; workers deleted when it ends."""
-    body = new_mpijob(name, workers=2, launcher_annotations={OUTCOME_AFTER: launcher_runs},
-                      runPolicy={"cleanPodPolicy": "Running"})
-    body["metadata"]["labels"] = {QUEUE_LABEL: queue, **({PRIORITY_LABEL: priority} if priority else {})}
-    for replica in body["spec"]["mpiReplicaSpecs"].values():
-        replica["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
-    return body
-
 
 def pods_of(api: client.ApiClient, namespace: str, job: str) -> list[client.V1Pod]:
     return client.CoreV1Api(api).list_namespaced_pod(

@@ -9,10 +9,10 @@ from typing import Any
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.operator import OperatorProcess, get_mpijob, has_condition, install_crd
-from tests.kueue.conftest import GROUP, Queues
-from tests.kueue.test_kueue import JOB_CPU, queued_job
+from hack.drivers.operator import OperatorProcess
+from tests.kueue.conftest import GROUP, JOB_CPU, Queues, queued_job
+from tests.support.mpijob import get_mpijob, has_condition, install_crd
+from tests.support.wait import wait_for
 
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 

@@ -1,14 +1,15 @@
-"""Shared by the collection-level tests: where things are, the supported Pythons, and running the tools."""
+"""Shared by the runner tier's tests: the venv's tools and the supported Pythons (the environment of the tools is
+tests/support/ansible.py's ansible_env)."""
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
 import sys
 
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 VENV_BIN = pathlib.Path(sys.executable).parent
 
 
@@ -27,12 +28,3 @@ def python_venv(version: str, ansible_core: str = "") -> str:
                           text=True, check=False, timeout=900)
     assert proc.returncode == 0, f"hack/venv.sh --python {version} failed:\n{proc.stderr[-3000:]}"
     return proc.stdout.strip().splitlines()[-1]
-
-
-def tool_env(**extra: str) -> dict[str, str]:
-    """The environment of the venv's tools (ansible, ansible-galaxy, ansible-test), without the caller's cluster
-    credentials unless passed in `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("K8S_AUTH_") and k != "KUBECONFIG"}
-    env.update(PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    env.update(extra)
-    return env

@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 from tests.debian import deb_program
+from tests.support.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 RULES = ROOT / "roles/operator/files/prometheus-rules.yml"
 TESTS = ROOT / "tests/alerts/prometheus-rules.test.yml"
 

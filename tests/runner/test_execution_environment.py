@@ -10,7 +10,10 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-from ._support import ROOT, VENV_BIN, tool_env
+from tests.support.ansible import ansible_env
+from tests.support.paths import ROOT
+
+from ._support import VENV_BIN
 
 
 def requirements(path: pathlib.Path) -> dict[str, Requirement]:
@@ -32,7 +35,7 @@ def test_the_ci_pins_are_inside_the_declared_ranges() -> None:
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, pathlib.Path]:
     """(the tarball, a collections path holding it installed with kubernetes.core)."""
     base = tmp_path_factory.mktemp("ee")
-    env = tool_env(ANSIBLE_CONFIG=str(base / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(base / "collections"))
+    env = ansible_env(ANSIBLE_CONFIG=str(base / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(base / "collections"))
     (base / "ansible.cfg").write_text("")
     proc = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(base),
                            str(ROOT)], capture_output=True, text=True, check=False, env=env, timeout=300)

@@ -14,7 +14,8 @@ import tarfile
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 IMAGES = ROOT / "hack/images"
 sys.path.insert(0, str(IMAGES))
 

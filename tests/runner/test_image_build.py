@@ -14,7 +14,7 @@ import tarfile
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("debootstrap") or not shutil.which("ctr"),

@@ -12,10 +12,11 @@ import yaml
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import api_for
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.runner
 
-SEED = pathlib.Path(__file__).parents[2] / "tests" / "integration" / "manifests" / "seed002-simple-train-cpu.yaml"
+SEED = ROOT / "tests" / "integration" / "manifests" / "seed002-simple-train-cpu.yaml"
 HOST = "simple-train-cpu-worker-1.simple-train-cpu.sw-mpi-operator.svc"
 
 

@@ -9,7 +9,10 @@ import subprocess
 import pytest
 import yaml
 
-from ._support import ROOT, VENV_BIN, python_venv, supported_pythons, tool_env
+from tests.support.ansible import ansible_env
+from tests.support.paths import ROOT
+
+from ._support import VENV_BIN, python_venv, supported_pythons
 
 PYTHONS = supported_pythons()
 MODULES = sorted(p.stem for p in (ROOT / "plugins/modules").glob("*.py") if not p.name.startswith("_"))
@@ -45,7 +48,7 @@ def test_module_runs_on_a_managed_host_with(version: str, module: str) -> None:
     args = json.dumps({**ARGS[module], "host": "https://127.0.0.1:9", "validate_certs": False, "request_timeout": 3})
     proc = subprocess.run([str(VENV_BIN / "ansible"), "localhost", "-c", "local", "-m", f"mpi.operator.{module}",
                            "-a", args, "-e", f"ansible_python_interpreter={python}"],
-                          cwd=ROOT, capture_output=True, text=True, check=False, timeout=120, env=tool_env())
+                          cwd=ROOT, capture_output=True, text=True, check=False, timeout=120, env=ansible_env())
     # "localhost | FAILED! => {...}"
     assert "=> {" in proc.stdout, proc.stdout + proc.stderr
     result = json.loads(proc.stdout[proc.stdout.index("=> {") + 3:])
@@ -96,8 +99,7 @@ def test_the_oldest_ansible_core_on_its_oldest_python_runs_the_group_the_modules
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
     proc = subprocess.run([str(bin_dir / "ansible-playbook"), str(tmp_path / "play.yml")], cwd=tmp_path,
                           capture_output=True, text=True, check=False, timeout=300,
-                          env=tool_env(PATH=f"{bin_dir}:/usr/bin:/bin", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-                                       ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections")))
+                          env=ansible_env(PATH=f"{bin_dir}:/usr/bin:/bin"))
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
     got = json.loads(report.read_text())
     assert got["version"].startswith("2.17."), got

@@ -6,13 +6,14 @@ import subprocess
 
 import pytest
 
-from ._support import ROOT, tool_env
+from tests.support.ansible import ansible_env
+from tests.support.paths import ROOT
 
 
 @pytest.mark.slow
 def test_ansible_test_sanity_passes() -> None:
     proc = subprocess.run(["bash", str(ROOT / "hack/sanity.sh")], cwd=ROOT, capture_output=True, text=True,
-                          check=False, timeout=1800, env=tool_env())
+                          check=False, timeout=1800, env=ansible_env())
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-8000:]
     ran = re.findall(r'^Running sanity test "([\w-]+)"', output, re.MULTILINE)

@@ -12,8 +12,8 @@ import time
 import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
+from hack.drivers.operator import cmdline, descendants
 from mpijob_operator.runner import BatchRunner, WarmRuns
-from tests.integration._fixtures.operator import cmdline, descendants
 
 A = job_key("ns", "a")
 

@@ -1,16 +1,22 @@
-"""Where the tests find the checkout and this machine's cache: the hack/ scripts' $MPI_OPERATOR_CACHE
-(~/.cache/mpi-operator unless set), which holds the cluster's binaries and state, the images and the peers' builds."""
+"""Where the tests find the checkout, this machine's cache and the tools in it (hack/drivers/paths.py: the hack/
+scripts' $MPI_OPERATOR_CACHE, ~/.cache/mpi-operator unless set, which holds the cluster's binaries and state, the
+images and the peers' builds). CACHE is read once, at import; cache() when called: a test may point a subprocess,
+never this process, at another cache."""
 from __future__ import annotations
 
 import os
-import pathlib
+import shutil
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from hack.drivers.paths import ROOT, cache, local_kubeconfig
 
-
-def cache() -> pathlib.Path:
-    """Read when called: a test may point a subprocess, never this process, at another cache."""
-    return pathlib.Path(os.environ.get("MPI_OPERATOR_CACHE") or pathlib.Path.home() / ".cache/mpi-operator")
-
+__all__ = ["CACHE", "ROOT", "cache", "kubectl_path", "local_kubeconfig"]
 
 CACHE = cache()
+
+
+def kubectl_path() -> str:
+    """The kubectl built for the local cluster, else one on PATH."""
+    for candidate in (os.environ.get("KUBECTL"), str(cache() / "bin/kubectl"), shutil.which("kubectl")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise RuntimeError("kubectl not found: run `make cluster-up` (it builds $CACHE/bin/kubectl)")

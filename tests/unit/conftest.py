@@ -1,4 +1,4 @@
-"""The pure tier starts no process: a test that needs one (ansible-runner, ansible-playbook, a hack/ script) belongs
+"""The unit tier starts no process: a test that needs one (ansible-runner, ansible-playbook, a hack/ script) belongs
 in tests/runner, where its cost is expected. Enforced here so the tier stays seconds."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ _AnsibleCollectionFinder(paths=[str(pathlib.Path(__file__).resolve().parents[2] 
 
 
 def _no_process(*_args, **_kwargs):
-    raise AssertionError("the pure tier (tests/unit) starts no process: move this test to tests/runner")
+    raise AssertionError("the unit tier (tests/unit) starts no process: move this test to tests/runner")
 
 
 @pytest.fixture(autouse=True)

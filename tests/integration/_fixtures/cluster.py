@@ -7,42 +7,19 @@ started (and built the first time) through the one entry point, `hack/cluster/up
 from __future__ import annotations
 
 import os
-import pathlib
 import re
 import subprocess
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import TypeVar
+from collections.abc import Iterator
 
 import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from tests.support import paths
+from tests.support.paths import ROOT, local_kubeconfig
+from tests.support.wait import wait_for
 
-_ROOT = pathlib.Path(__file__).resolve().parents[3]
-_UP = _ROOT / "hack" / "cluster" / "up.sh"
-_T = TypeVar("_T")
-
-
-def wait_for(predicate: Callable[[], _T], timeout: float, interval: float = 0.2, what: str = "") -> _T:
-    """Poll predicate until it returns something truthy and return that; fail the test after timeout seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(
-                f"timed out after {timeout} s waiting for {what or getattr(predicate, '__name__', 'condition')}"
-            )
-        time.sleep(interval)
-
-
-def local_kubeconfig_path() -> pathlib.Path:
-    """Where hack/cluster/up.sh writes the local cluster's cluster-admin kubeconfig."""
-    return paths.cache() / "cluster" / "kubeconfig"
+_UP = ROOT / "hack" / "cluster" / "up.sh"
 
 
 def _reachable(kubeconfig: str | None) -> bool:
@@ -78,9 +55,9 @@ def kubeconfig() -> str:
     # The local cluster always goes through up.sh: it is quick when healthy, and repairs it when not. Unless
     # hack/test.sh has just brought it up for every worker of this run (MPI_TEST_CLUSTER_UP): one up.sh per worker
     # would be one more chance for a check on a busy machine to restart the cluster under the other workers.
-    ours = bool(user) and os.path.realpath(user) == os.path.realpath(local_kubeconfig_path())
+    ours = bool(user) and os.path.realpath(user) == os.path.realpath(local_kubeconfig())
     up = os.environ.get("MPI_TEST_CLUSTER_UP")
-    if up and os.path.realpath(up) == os.path.realpath(local_kubeconfig_path()) and _reachable(up):
+    if up and os.path.realpath(up) == os.path.realpath(local_kubeconfig()) and _reachable(up):
         path = up
     else:
         path = user if user and not ours and _reachable(None) else _start_local_cluster()
@@ -92,7 +69,7 @@ def kubeconfig() -> str:
 @pytest.fixture(scope="session")
 def local_cluster(kubeconfig: str) -> bool:
     """True when the tests run against the local kwok cluster of hack/cluster (not a user's own cluster)."""
-    return os.path.realpath(kubeconfig) == os.path.realpath(local_kubeconfig_path())
+    return os.path.realpath(kubeconfig) == os.path.realpath(local_kubeconfig())
 
 
 @pytest.fixture(scope="session")

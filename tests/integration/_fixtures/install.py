@@ -3,84 +3,23 @@
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import fcntl
-import json
-import os
 import pathlib
-import re
-import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from tests.support import paths
+from tests.support.ansible import PlaybookRun, ansible_env, run_playbook
+from tests.support.locks import installs_locked
+from tests.support.paths import ROOT, kubectl_path
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 MANIFESTS = ROOT / "tests/integration/manifests"
-_RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$", re.MULTILINE)
 # Namespace of the operator the install tests put on the cluster (not the default, so a user's install is left alone).
 INSTALL_NAMESPACE = "mpi-operator-it"
 # Its cluster-scoped RBAC: "<name>:<operator namespace>" for any install outside the default namespace.
 CLUSTER_ROLE = f"mpi-operator:{INSTALL_NAMESPACE}"
 PRIORITYCLASSES_ROLE = f"mpi-operator-priorityclasses:{INSTALL_NAMESPACE}"
-
-
-@dataclasses.dataclass
-class PlaybookRun:
-    args: list[str]
-    returncode: int
-    output: str
-
-    @property
-    def recap(self) -> dict[str, int]:
-        """The PLAY RECAP counters of localhost (summed over plays)."""
-        totals: dict[str, int] = {}
-        for match in _RECAP.finditer(self.output):
-            for pair in match["counts"].split():
-                key, value = pair.split("=")
-                totals[key] = totals.get(key, 0) + int(value)
-        if not totals:
-            raise AssertionError(f"no PLAY RECAP in the output of {self.args}:\n{self.output[-5000:]}")
-        return totals
-
-    def expect_ok(self) -> PlaybookRun:
-        assert self.returncode == 0, f"{' '.join(self.args)} failed ({self.returncode}):\n{self.output[-8000:]}"
-        return self
-
-    def expect_unchanged(self) -> PlaybookRun:
-        """A successful run that changed nothing; on failure, shows the tasks that reported a change."""
-        self.expect_ok()
-        changed = [line for line in self.output.splitlines() if line.startswith("changed:")]
-        assert self.recap["changed"] == 0, "\n".join(changed) + "\n" + self.output[-8000:]
-        return self
-
-
-def kubectl_path() -> str:
-    """The kubectl built for the local cluster, else one on PATH."""
-    for candidate in (os.environ.get("KUBECTL"), str(paths.cache() / "bin/kubectl"), shutil.which("kubectl")):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    raise RuntimeError("kubectl not found: run `make cluster-up` (it builds $CACHE/bin/kubectl)")
-
-
-def ansible_env(kubeconfig: str) -> dict[str, str]:
-    env = dict(os.environ)
-    venv_bin = os.path.dirname(sys.executable)
-    env.update(
-        KUBECONFIG=kubeconfig,
-        K8S_AUTH_KUBECONFIG=kubeconfig,
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-        ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
-        ANSIBLE_FORCE_COLOR="0",
-        ANSIBLE_NOCOLOR="1",
-        PATH=venv_bin + os.pathsep + env.get("PATH", ""),
-    )
-    return env
 
 
 def local_cluster_vars(kubeconfig: str) -> dict[str, Any]:
@@ -105,6 +44,7 @@ def kubectl(kubeconfig: str) -> Callable[..., subprocess.CompletedProcess[str]]:
             capture_output=True,
             text=True,
             timeout=120,
+            check=False,
         )
 
     return run
@@ -116,46 +56,11 @@ def playbook(kubeconfig: str, tmp_path: pathlib.Path) -> Callable[..., PlaybookR
     install variables (overridden by extra_vars)."""
 
     def run(name: str, *args: str, extra_vars: dict[str, Any] | None = None) -> PlaybookRun:
-        vars_file = tmp_path / f"vars-{len(list(tmp_path.glob('vars-*')))}.json"
-        vars_file.write_text(json.dumps({**local_cluster_vars(kubeconfig), **(extra_vars or {})}))
-        cmd = [
-            os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-            str(ROOT / "playbooks" / name),
-            "-e",
-            f"@{vars_file}",
-            *args,
-        ]
-        proc = subprocess.run(cmd, cwd=ROOT, env=ansible_env(kubeconfig), capture_output=True, text=True, timeout=900)
-        return PlaybookRun(cmd, proc.returncode, proc.stdout + proc.stderr)
+        return run_playbook(ROOT / "playbooks" / name, ansible_env(kubeconfig), *args,
+                            variables={**local_cluster_vars(kubeconfig), **(extra_vars or {})},
+                            vars_file=tmp_path / f"vars-{len(list(tmp_path.glob('vars-*')))}.json")
 
     return run
-
-
-_installs_lock_depth = 0  # this process holds the lock when > 0 (a second flock on a new file would wait for itself)
-
-
-@contextlib.contextmanager
-def installs_locked() -> Iterator[None]:
-    """Holds this machine's lock of installs and uninstalls of the operator (a file lock: across pytest workers and
-    test runs sharing the cluster). The users' aggregated roles and the CRDs' owner labels exist once per cluster, and
-    the install tests compare them before and after: no other install may land in between. Reentrant in a process."""
-    global _installs_lock_depth
-    if _installs_lock_depth:
-        _installs_lock_depth += 1
-        try:
-            yield
-        finally:
-            _installs_lock_depth -= 1
-        return
-    cache = paths.cache()
-    cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / "install-tests.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        _installs_lock_depth = 1
-        try:
-            yield
-        finally:
-            _installs_lock_depth = 0
 
 
 @pytest.fixture

@@ -4,11 +4,7 @@ somewhere; the manifests of tests/integration/manifests placed on kwok nodes (or
 from __future__ import annotations
 
 import copy
-import json
-import os
-import pathlib
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,11 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration._fixtures.cluster import wait_for
-from tests.integration._fixtures.kubeflow import KubeflowProcess, kubeflow_operator_binary
-from tests.integration._fixtures.operator import get_mpijob
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from hack.drivers.kubeflow import KubeflowProcess, kubeflow_operator_binary
+from tests.integration._fixtures.install import MANIFESTS
+from tests.support.ansible import ansible_env, run_module
+from tests.support.mpijob import get_mpijob
+from tests.support.wait import wait_for
 
 
 class ModuleRun:
@@ -37,31 +33,12 @@ class ModuleRun:
 
 def run_reconcile(kubeconfig: str, jobs: list[dict[str, str]], *, check: bool = False,
                   **params: Any) -> ModuleRun:
-    """One `ansible localhost -m mpi.operator.mpijob_reconcile` run; returns the module's result."""
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_CONFIG=os.path.join(_ROOT, "ansible.cfg"),
-        ANSIBLE_COLLECTIONS_PATH=os.path.join(_ROOT, ".collections"),
-        ANSIBLE_STDOUT_CALLBACK="default",
-        ANSIBLE_CALLBACK_RESULT_FORMAT="json",
-        ANSIBLE_NOCOLOR="1",
-        PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
-    )
-    env.pop("K8S_AUTH_KUBECONFIG", None)
-    args = {"jobs": jobs, "kubeconfig": kubeconfig, **params}
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-i", "localhost,", "-c", "local",
-           "-e", f"ansible_python_interpreter={sys.executable}", "-m", "mpi.operator.mpijob_reconcile",
-           "-a", json.dumps(args)] + (["--check"] if check else [])
+    """One `ansible localhost -m mpi.operator.mpijob_reconcile` run against `kubeconfig`; returns the module's
+    result."""
     started = time.monotonic()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=_ROOT)
-    seconds = time.monotonic() - started
-    try:  # ad hoc output: "localhost | CHANGED => {...}" or "localhost | FAILED! => {...}"
-        head, body = proc.stdout.split(" => ", 1)
-        result = json.loads(body)
-        result.setdefault("failed", "FAILED" in head)
-    except (ValueError, IndexError):
-        raise AssertionError(f"ansible failed (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}") from None
-    return ModuleRun(result, seconds)
+    result = run_module("mpi.operator.mpijob_reconcile", {"jobs": jobs, "kubeconfig": kubeconfig, **params},
+                        ansible_env(kubeconfig), *(["--check"] if check else []))
+    return ModuleRun(result, time.monotonic() - started)
 
 
 @pytest.fixture
@@ -73,7 +50,6 @@ def reconcile(kubeconfig: str, operator_crd: None) -> Callable[..., ModuleRun]:
     return run
 
 
-_MANIFESTS = pathlib.Path(_ROOT) / "tests/integration/manifests"
 KWOK = {"nodeSelector": {"type": "kwok"}}  # kwok runs the pods and ends them as their annotations say
 NOWHERE = {"nodeSelector": {"type": "no-such-node"}}  # pods stay Pending: a world that holds still
 
@@ -97,7 +73,7 @@ def create_as_written(api_client: Any, namespace: str, body: dict) -> dict:
 
 
 def load(name: str) -> dict:
-    return yaml.safe_load((_MANIFESTS / name).read_text())
+    return yaml.safe_load((MANIFESTS / name).read_text())
 
 
 def _on_kwok(body: dict, placement: dict = KWOK) -> dict:

@@ -4,14 +4,15 @@ parses. One test for every module (mpijob_wait's spec lives in its action plugin
 from __future__ import annotations
 
 import importlib
-import pathlib
 
 import pytest
 import yaml
 from ansible.utils.plugin_docs import add_fragments
 
+from tests.support.paths import ROOT
+
 COLLECTION = "ansible_collections.mpi.operator"
-MODULES = sorted(p.stem for p in (pathlib.Path(__file__).resolve().parents[3] / "plugins/modules").glob("*.py")
+MODULES = sorted(p.stem for p in (ROOT / "plugins/modules").glob("*.py")
                  if not p.name.startswith("_"))
 
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import importlib.util
-import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+from tests.support.paths import ROOT
+
 _spec = importlib.util.spec_from_file_location("peer_e2e", ROOT / "hack/peer_e2e.py")
 peer_e2e = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(peer_e2e)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import os
 import pathlib
 from datetime import datetime, timedelta, timezone
@@ -147,3 +148,60 @@ def set_phase(pod: dict, phase: str, ready: bool = False, reason: str = "") -> d
     if reason:
         pod["status"]["reason"] = reason
     return pod
+
+
+def settle(obj: dict, opts: K.Options | None = None, now=None, world: P.World | None = None) -> P.World:
+    """Plans and applies until nothing is left to do; returns the world."""
+    world = world or P.World(mpijob=obj)
+    world.mpijob = obj
+    for _ in range(5):
+        p = plan(world.mpijob, world, opts, now or at(0))
+        if not [a for a in p.actions if a.action != "event"]:
+            return world
+        world = world_after(world, p)
+    raise AssertionError(f"no fixed point: {kinds(p)}")
+
+
+def launcher_pod(world: P.World, phase: str, name: str = "pi-launcher-abcde") -> dict:
+    return set_phase({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": name, "creationTimestamp": "2026-01-01T00:00:10Z",
+        "labels": {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/job-role": "launcher"},
+        "ownerReferences": [{"controller": True, "uid": world.launcher["metadata"]["uid"]}]}}, phase)
+
+
+def run_all(world: P.World, launcher_phase: str = "Running") -> P.World:
+    world.pods = [set_phase(p, "Running", ready=True) for p in world.pods]
+    world.pods.append(launcher_pod(world, launcher_phase))
+    return world
+
+
+def finish_launcher(world: P.World, ctype: str = "Complete", reason: str = "") -> P.World:
+    world.launcher = copy.deepcopy(world.launcher)
+    world.launcher["status"] = {"conditions": [{"type": ctype, "status": "True", "reason": reason}],
+                                "completionTime": "2026-01-01T00:05:00Z", "failed": 1 if ctype == "Failed" else 0}
+    return world
+
+
+_GARBAGE = [None, 0, -3, 1.5, "", "x", True, [], [1], {}, {"a": 1}]
+
+
+def _field_paths(obj, prefix=()):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield (*prefix, k)
+            yield from _field_paths(v, (*prefix, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield (*prefix, i)
+            yield from _field_paths(v, (*prefix, i))
+
+
+def malformed(base: dict):
+    """(path, copy of `base` with the field at path replaced by one garbage JSON value), for every field and value."""
+    for path, value in itertools.product(list(_field_paths(base)), _GARBAGE):
+        obj = copy.deepcopy(base)
+        target = obj
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        yield path, obj

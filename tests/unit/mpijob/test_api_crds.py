@@ -7,7 +7,6 @@ types, required, enums, minimum, patterns); the CEL rules are exercised on a rea
 from __future__ import annotations
 
 import functools
-import pathlib
 import re
 from typing import Any
 
@@ -15,8 +14,8 @@ import pytest
 import yaml
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import by_group
+from tests.support.paths import ROOT
 
-ROOT = pathlib.Path(__file__).parents[3]
 FILES = ROOT / "roles" / "crds" / "files"
 MANIFESTS = ROOT / "tests" / "integration" / "manifests"
 TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "integer": int, "number": (int, float)}

@@ -5,7 +5,6 @@ grows a field nobody tests.
 """
 from __future__ import annotations
 
-import pathlib
 import sys
 
 import pytest
@@ -14,10 +13,11 @@ import yaml
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import spec
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
+from tests.support.paths import ROOT
 
 from ._helpers import at, kinds, manifest, plan
 
-CRD = pathlib.Path(__file__).parents[3] / "roles" / "crds" / "files" / "mpijobs.kubeflow.org.yaml"
+CRD = ROOT / "roles" / "crds" / "files" / "mpijobs.kubeflow.org.yaml"
 
 
 def build(obj: dict, opts: K.Options | None = None) -> tuple[spec.MPIJob, dict, dict]:

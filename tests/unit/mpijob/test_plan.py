@@ -13,39 +13,19 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
 
-from ._helpers import at, kinds, manifest, plan, set_phase, with_status, world_after
-
-
-def settle(obj: dict, opts: K.Options | None = None, now=None, world: P.World | None = None) -> P.World:
-    """Plans and applies until nothing is left to do; returns the world."""
-    world = world or P.World(mpijob=obj)
-    world.mpijob = obj
-    for _ in range(5):
-        p = plan(world.mpijob, world, opts, now or at(0))
-        if not [a for a in p.actions if a.action != "event"]:
-            return world
-        world = world_after(world, p)
-    raise AssertionError(f"no fixed point: {kinds(p)}")
-
-
-def launcher_pod(world: P.World, phase: str, name: str = "pi-launcher-abcde") -> dict:
-    return set_phase({"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": name, "creationTimestamp": "2026-01-01T00:00:10Z",
-        "labels": {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/job-role": "launcher"},
-        "ownerReferences": [{"controller": True, "uid": world.launcher["metadata"]["uid"]}]}}, phase)
-
-
-def run_all(world: P.World, launcher_phase: str = "Running") -> P.World:
-    world.pods = [set_phase(p, "Running", ready=True) for p in world.pods]
-    world.pods.append(launcher_pod(world, launcher_phase))
-    return world
-
-
-def finish_launcher(world: P.World, ctype: str = "Complete", reason: str = "") -> P.World:
-    world.launcher = copy.deepcopy(world.launcher)
-    world.launcher["status"] = {"conditions": [{"type": ctype, "status": "True", "reason": reason}],
-                                "completionTime": "2026-01-01T00:05:00Z", "failed": 1 if ctype == "Failed" else 0}
-    return world
+from ._helpers import (
+    at,
+    finish_launcher,
+    kinds,
+    launcher_pod,
+    manifest,
+    plan,
+    run_all,
+    set_phase,
+    settle,
+    with_status,
+    world_after,
+)
 
 
 def test_new_job_creates_children_in_kubeflow_order() -> None:

@@ -7,9 +7,9 @@ import copy
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9k as T
 
+from ._bdap import NAME, lifecycle
 from ._helpers import at, kinds, plan, world_after
 from ._t9k import completed, random_walk, seed_docs, settle, step, workers_ready
-from .test_api_bdap import NAME, lifecycle
 
 # ---- seed 003 (T9k) ----------------------------------------------------------------------------------------------
 

@@ -1,16 +1,13 @@
 """Parsing, defaulting and validation of v2beta1 and v1 MPIJobs; every error names its field."""
 from __future__ import annotations
 
-import copy
-import itertools
-
 import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
 
-from ._helpers import manifest, plan
+from ._helpers import malformed, manifest, plan
 
 
 def errors_of(obj: dict) -> list[str]:
@@ -124,31 +121,6 @@ def test_all_errors_are_reported_at_once() -> None:
 
 def test_not_an_object() -> None:
     assert errors_of({"metadata": {"name": "a"}, "spec": []})[0] == "spec: must be an object, got list"
-
-
-_GARBAGE = [None, 0, -3, 1.5, "", "x", True, [], [1], {}, {"a": 1}]
-
-
-def _paths(obj, prefix=()):
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield (*prefix, k)
-            yield from _paths(v, (*prefix, k))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield (*prefix, i)
-            yield from _paths(v, (*prefix, i))
-
-
-def malformed(base: dict):
-    """(path, copy of `base` with the field at path replaced by one garbage JSON value), for every field and value."""
-    for path, value in itertools.product(list(_paths(base)), _GARBAGE):
-        obj = copy.deepcopy(base)
-        target = obj
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
-        yield path, obj
 
 
 def _rich() -> dict:

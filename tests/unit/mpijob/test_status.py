@@ -5,8 +5,19 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import childre
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
 
-from ._helpers import assert_golden, at, kinds, manifest, plan, set_phase, with_status, world_after
-from .test_plan import finish_launcher, launcher_pod, settle
+from ._helpers import (
+    assert_golden,
+    at,
+    finish_launcher,
+    kinds,
+    launcher_pod,
+    manifest,
+    plan,
+    set_phase,
+    settle,
+    with_status,
+    world_after,
+)
 
 
 def test_set_condition_keeps_transition_time_when_only_the_reason_changes() -> None:

@@ -2,9 +2,6 @@
 children and status (golden files), pause/resume, debug, the registry, and malformed objects."""
 from __future__ import annotations
 
-import copy
-import itertools
-
 import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import apis
@@ -12,10 +9,8 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import childre
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9k as T
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
 
-from ._helpers import KEYS, assert_golden, kinds, manifest, plan
+from ._helpers import KEYS, assert_golden, finish_launcher, kinds, malformed, manifest, plan
 from ._t9k import completed, launcher_pod, random_walk, seed_docs, settle, step, t9k, workers_ready
-from .test_plan import finish_launcher
-from .test_spec import _GARBAGE, _paths
 
 
 def errors_of(obj: dict) -> list[str]:
@@ -276,12 +271,7 @@ def test_reconcile_never_crashes_on_malformed_t9k_objects(opts: K.Options) -> No
     """Any field replaced by any JSON value yields a plan (a Failed condition naming the field at worst)."""
     base = _rich()
     T.parse(base)
-    for path, value in itertools.product(list(_paths(base)), _GARBAGE):
-        obj = copy.deepcopy(base)
-        target = obj
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
+    for path, obj in malformed(base):
         try:
             T.parse(obj)
         except InvalidMPIJob as exc:

@@ -5,7 +5,6 @@ nobody tests. Bad values are refused with an error naming the field.
 """
 from __future__ import annotations
 
-import pathlib
 import sys
 
 import pytest
@@ -14,12 +13,12 @@ import yaml
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9k as T
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
+from tests.support.paths import ROOT
 
-from ._helpers import kinds, plan
+from ._helpers import finish_launcher, kinds, plan
 from ._t9k import launcher_pod, random_walk, settle, step, t9k, workers_ready
-from .test_plan import finish_launcher
 
-CRD = pathlib.Path(__file__).parents[3] / "roles" / "crds" / "files" / "mpijobs.batch.tensorstack.dev.yaml"
+CRD = ROOT / "roles" / "crds" / "files" / "mpijobs.batch.tensorstack.dev.yaml"
 
 
 def errors_of(obj: dict) -> list[str]:

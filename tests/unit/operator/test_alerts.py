@@ -4,14 +4,13 @@ alert has a severity, a summary and a description, and the issue's faults each h
 unit tests of the rules are in tests/runner/test_alerts.py."""
 from __future__ import annotations
 
-import pathlib
-
 import pytest
 import yaml
 
-from tests.unit.operator.test_dashboard import TARGET_LABELS, exported, parse
+from tests.support.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+from ._metrics import TARGET_LABELS, exported, parse
+
 RULES = ROOT / "roles/operator/files/prometheus-rules.yml"
 
 

@@ -17,8 +17,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
 from ansible_collections.mpi.operator.plugins.modules import mpijob_reconcile
 from mpijob_operator.runner import parse_module_result
-from tests.unit.mpijob._helpers import at, manifest, plan, with_status, world_after
-from tests.unit.mpijob.test_plan import finish_launcher, run_all, settle
+from tests.unit.mpijob._helpers import at, finish_launcher, manifest, plan, run_all, settle, with_status, world_after
 
 
 def lifecycle() -> dict[str, P.Plan]:

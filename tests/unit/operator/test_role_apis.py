@@ -2,7 +2,6 @@
 and the wiring every role needs for each API (its CRD file, its documented choice, its version, its original owner)."""
 from __future__ import annotations
 
-import pathlib
 from typing import Any
 
 import pytest
@@ -11,8 +10,8 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import REGISTRY
+from tests.support.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 ROLES = ROOT / "roles"
 APIS = ["kubeflow.org", "batch.tensorstack.dev", "batch.test.bdap.com"]
 SERVED = {a.group: a for a in REGISTRY.values()}

@@ -1,13 +1,12 @@
 """The roles' defaults: what users read in meta/argument_specs.yml and galaxy.yml is what the roles use."""
 from __future__ import annotations
 
-import pathlib
 from typing import Any
 
 import pytest
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+from tests.support.paths import ROOT
 
 
 def test_default_image_tag_is_the_collection_version() -> None:

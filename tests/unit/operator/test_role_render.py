@@ -2,7 +2,6 @@
 one test per value a Helm chart user expects."""
 from __future__ import annotations
 
-import pathlib
 from typing import Any
 
 import pytest
@@ -10,7 +9,9 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-ROLE = pathlib.Path(__file__).resolve().parents[3] / "roles/operator"
+from tests.support.paths import ROOT
+
+ROLE = ROOT / "roles/operator"
 
 
 def render_all(template: str = "deployment.yaml.j2", **overrides: Any) -> list[dict]:

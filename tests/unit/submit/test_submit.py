@@ -1,5 +1,4 @@
 """The pure half of mpi.operator.mpijob / mpijob_info: short form, overlays, patches, summary, messages."""
-import pathlib
 from datetime import datetime, timezone
 
 import pytest
@@ -8,8 +7,8 @@ import yaml
 from ansible_collections.mpi.operator.plugins.module_utils.kube import task
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import submit as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis.kubeflow import parse
+from tests.support.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 NOW = datetime(2026, 1, 1, 12, 0, 30, tzinfo=timezone.utc)
 
 

@@ -1,7 +1,7 @@
 """The Kubeflow MPI Operator as a peer: the binary hack/kubeflow.sh builds from the Go module proxy (cached), run out
 of cluster against a cluster through a kubeconfig, watching one namespace and holding its leader election lease there.
-The differential tests (tests/integration/test_reconcile_kubeflow.py) and `make bench` (hack/bench.py) both run it
-through this module."""
+The differential tests (tests/integration/test_reconcile_kubeflow.py), the e2e timing runs and `make bench`
+(hack/bench.py) all run it through this module."""
 from __future__ import annotations
 
 import os
@@ -9,6 +9,8 @@ import pathlib
 import socket
 import subprocess
 import time
+
+from hack.drivers.paths import ROOT
 
 KUBEFLOW_VERSION = "v0.8.2"  # the Kubeflow MPI Operator release the contract is taken from
 # v0.8.2 serves /healthz on this port, fixed in cmd/mpi-operator/app/server.go (no flag), and exits when it is taken:
@@ -18,7 +20,7 @@ HEALTH_PORT = 8080
 
 def kubeflow_operator_binary() -> str | None:
     """The Kubeflow MPI Operator built from the Go module proxy by hack/kubeflow.sh (cached); None without Go."""
-    script = pathlib.Path(__file__).resolve().parents[3] / "hack" / "kubeflow.sh"
+    script = ROOT / "hack" / "kubeflow.sh"
     env = dict(os.environ, KUBEFLOW_MPI_OPERATOR_VERSION=KUBEFLOW_VERSION)
     proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=3600, check=False)
     if proc.returncode != 0:

@@ -1,0 +1,207 @@
+"""The scenario: one run against one operator, a method per measured step (a single job on the idle operator, the
+burst of BENCH_JOBS, all launchers finishing at once), and the cost of a bare ansible-runner run."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import math
+import pathlib
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+from kubernetes import client
+
+from hack.benchmark.accounting import (
+    api_requests,
+    cluster_wide_operators,
+    cpu_delta,
+    cpu_snapshot,
+    peak_rss_kib,
+    requests_delta,
+    rss_tree_kib,
+    settle,
+)
+from hack.benchmark.cluster import create_namespace, delete_namespaces, finish_all, mpijob, wait_until
+from hack.benchmark.results import Bulk, Finish, Result, Single, latencies, percentile
+from hack.benchmark.settings import (
+    JOBS,
+    OUTCOME,
+    PREFIX,
+    SINGLE_RUNS,
+    WORKERS,
+)
+from hack.benchmark.subjects import Kubeflow, Ours
+from hack.benchmark.tracker import Tracker
+from hack.drivers.mpijob import GROUP, PLURAL, VERSION
+from mpijob_operator.runner import BatchRunner
+
+
+class Bench:
+    """One run against one operator (`subject`): its namespace, the operator process, the watches and the RSS
+    sampler; a method per measured phase."""
+
+    def __init__(self, kubeconfig: str, api: client.ApiClient, subject: Ours | Kubeflow):
+        self.kubeconfig = kubeconfig
+        self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.subject = subject
+        work = pathlib.Path(tempfile.mkdtemp(prefix="mpi-operator-bench-"))
+        # one namespace, watched alone: a shared cluster's other MPIJobs are none of the bench's business
+        self.ns = f"{PREFIX}{uuid.uuid4().hex[:6]}"
+        create_namespace(self.core, self.ns)
+        self.pid = subject.start(kubeconfig, self.ns, work)
+        self.tracker = Tracker(api, WORKERS)
+        self.rss_peak_tree = 0
+        self.peak = 0
+        self.status_writers: dict[str, int] = {}
+        self.intruders: dict[int, str] = {}  # other operators that watched every namespace meanwhile
+        self.sampling = threading.Event()
+
+    def _sample(self) -> None:
+        ticks = 0
+        while not self.sampling.is_set():
+            self.rss_peak_tree = max(self.rss_peak_tree, rss_tree_kib(self.pid))
+            if ticks % 8 == 0:
+                self.intruders.update({k: v for k, v in cluster_wide_operators().items() if k != self.pid})
+            ticks += 1
+            self.sampling.wait(0.25)
+
+    def start(self) -> None:
+        self.subject.wait_ready()
+        self.tracker.start()
+        threading.Thread(target=self._sample, daemon=True).start()
+        time.sleep(1)
+
+    def writers(self) -> dict[str, int]:
+        """The field managers that wrote the status of the bench's MPIJobs, with how many jobs each: one, the operator
+        under test, unless another controller (an operator installed cluster-wide) reconciled them too."""
+        jobs = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL)["items"]
+        found: dict[str, int] = {}
+        for j in jobs:
+            for m in {m.get("manager", "") for m in j["metadata"].get("managedFields") or []
+                      if m.get("subresource") == "status"}:
+                found[m] = found.get(m, 0) + 1
+        return found
+
+    def stop(self) -> None:
+        self.sampling.set()
+        self.tracker.stop.set()
+        try:
+            self.status_writers = self.writers()
+        finally:
+            exited = self.subject.stop()
+            delete_namespaces(self.core)
+        if not exited:  # the next operator must not share the MPIJobs with this one
+            raise RuntimeError(f"{self.subject.name} (pid {self.pid}) did not exit")
+
+    def create(self, key: tuple[str, str]) -> None:
+        self.tracker.created[key] = time.time()
+        self.custom.create_namespaced_custom_object(GROUP, VERSION, key[0], PLURAL, mpijob(key[1], WORKERS))
+
+    def single(self) -> Single:
+        tracker, keys = self.tracker, [(self.ns, f"single-{i}") for i in range(SINGLE_RUNS)]
+        for key in keys:
+            time.sleep(2)  # idle: the loop has settled after the previous one
+            self.create(key)
+            try:
+                wait_until(lambda key=key: key in tracker.running, 120, "the single job to run")
+            except TimeoutError as exc:
+                print(f"WARNING: {self.subject.name}: {exc}", file=sys.stderr)
+        children = latencies(tracker.all_children, tracker.created, keys)
+        running = latencies(tracker.running, tracker.created, keys)
+        time.sleep(2)  # let the loop settle before the bulk run
+        return Single(percentile(children, 50), percentile(running, 50), max(children), max(running))
+
+    def bulk(self) -> Bulk:
+        tracker, timeout = self.tracker, self.subject.timeout
+        requests_before = api_requests(self.kubeconfig)
+        before, cpu_before = self.subject.counters(), cpu_snapshot(self.pid)
+        keys = [(self.ns, f"job-{i:04d}") for i in range(JOBS)]
+        start = time.time()
+        with cf.ThreadPoolExecutor(16) as pool:
+            list(pool.map(self.create, keys))
+        created_all = time.time() - start
+        try:
+            wait_until(lambda: all(k in tracker.running for k in keys), timeout, "every job to run")
+        except TimeoutError as exc:
+            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.running for k in keys)}/{JOBS} running",
+                  file=sys.stderr)
+        wall = time.time() - start
+        cpu = cpu_delta(cpu_before, cpu_snapshot(self.pid))
+        requests = requests_delta(requests_before, api_requests(self.kubeconfig))
+        time.sleep(1)
+        after = self.subject.counters()
+        runs = after["runs"] - before["runs"] if after else math.nan
+        return Bulk(
+            keys=keys, created_all=created_all, wall=wall,
+            to_children=latencies(tracker.all_children, tracker.created, keys),
+            to_pods_up=latencies(tracker.pods_up, tracker.created, keys),
+            to_running=latencies(tracker.running, tracker.created, keys),
+            react=[max(0.0, tracker.running[k] - tracker.pods_up[k]) for k in keys
+                   if k in tracker.running and k in tracker.pods_up],
+            runs=runs, starts=after["starts"] - before["starts"] if after else math.nan,
+            reconciles=after["reconciles"] - before["reconciles"] if after else math.nan,
+            mean_batch=(after["batched"] - before["batched"]) / runs if after and runs else math.nan, cpu=cpu,
+            requests=requests)
+
+    def finish(self, keys: list[tuple[str, str]]) -> Finish:
+        tracker, timeout = self.tracker, self.subject.timeout
+        settled = settle()
+        requests_before = api_requests(self.kubeconfig)
+        before, cpu_before = self.subject.counters(), cpu_snapshot(self.pid)
+        told = finish_all(self.core, self.ns, keys)
+        try:
+            wait_until(lambda: all(k in tracker.succeeded for k in keys), timeout, "every job to succeed")
+        except TimeoutError as exc:
+            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.succeeded for k in keys)}/{JOBS} "
+                  "succeeded", file=sys.stderr)
+        first = min(told.values(), default=time.time())
+        wall = time.time() - first
+        try:  # the clean-up (cleanPodPolicy Running) is work of this phase too, whenever an operator does it
+            wait_until(lambda: all(k in tracker.cleaned for k in keys), timeout, "every job's workers to be deleted")
+        except TimeoutError as exc:
+            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.cleaned for k in keys)}/{JOBS} "
+                  "cleaned up", file=sys.stderr)
+        window = time.time() - first
+        after = self.subject.counters()
+        return Finish(wall=wall, window=window, settled=settled, cpu=cpu_delta(cpu_before, cpu_snapshot(self.pid)),
+                      to_cleaned=latencies(tracker.cleaned, told, keys),
+                      requests=requests_delta(requests_before, api_requests(self.kubeconfig)),
+                      to_succeeded=latencies(tracker.succeeded, told, keys),
+                      to_launcher_done=latencies(tracker.launcher_done, told, keys),
+                      react=[max(0.0, tracker.succeeded[k] - tracker.launcher_done[k]) for k in keys
+                             if k in tracker.succeeded and k in tracker.launcher_done],
+                      runs=after["runs"] - before["runs"] if after else math.nan,
+                      starts=after["starts"] - before["starts"] if after else math.nan)
+
+    def run(self) -> Result:
+        try:
+            self.start()
+            single = self.single()
+            bulk = self.bulk()
+            finish = self.finish(bulk.keys) if OUTCOME == "run" else Finish()
+            self.peak = peak_rss_kib(self.pid)
+        finally:
+            self.stop()
+        if self.intruders:
+            print(f"WARNING: while {self.subject.name} was measured, operators watching every namespace ran on this "
+                  f"machine and may have reconciled the bench's jobs too: {self.intruders}", file=sys.stderr)
+        if len(self.status_writers) > 1:
+            print(f"WARNING: the status of the bench's MPIJobs was written by {self.status_writers} (manager: jobs): another "
+                  f"controller reconciled them besides {self.subject.name}; these numbers are not its alone",
+                  file=sys.stderr)
+        return Result(self.subject.name, self.subject.flags, single, bulk, finish, self.peak, self.rss_peak_tree,
+                      self.status_writers)
+
+
+def runner_baseline(runs: int = 3) -> float:
+    # importable once hack.drivers (mpijob_operator) has put the collection on sys.path
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
+
+    with tempfile.TemporaryDirectory() as d:
+        r = BatchRunner(d, slot=0, module="ansible.builtin.ping", module_args={"data": "pong"}, rotate_artifacts=1)
+        times = [r.run([job_key("bench", "baseline")]).duration for _ in range(runs)]
+    return statistics.median(times)
