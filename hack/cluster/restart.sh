@@ -29,7 +29,9 @@ pid=$(component_pid "$component")
 [ -n "$pid" ] || die "$component is not running: start the cluster with hack/cluster/up.sh"
 ts=$(now_ms)
 kill -"$signal" "$pid"
-gone() { ! is_alive "$1"; }
+# Gone for good: a killed multi-threaded process shows as a zombie while its other threads still close its files
+# (the API server's listening socket among them), so "not alive" is not enough; reparented to init, it is reaped.
+gone() { [ ! -e "/proc/$1" ]; }
 wait_until "$component exit" 60 gone "$pid" || die "$component (pid $pid) did not exit on SIG$signal"
 rm -f "$PIDS/$component.pid"
 log "$component stopped (SIG$signal, +$(since "$ts") s)"

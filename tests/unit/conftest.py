@@ -3,15 +3,9 @@ in tests/runner, where its cost is expected. Enforced here so the tier stays sec
 from __future__ import annotations
 
 import os
-import pathlib
 import subprocess
 
 import pytest
-from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
-
-# Ansible's own collection loader, as ansible-playbook installs it: the role templates the tests render with Ansible's
-# templar find this collection's plugins (lookup mpi.operator.mpijob_apis) as a play would.
-_AnsibleCollectionFinder(paths=[str(pathlib.Path(__file__).resolve().parents[2] / ".collections")])._install()
 
 
 def _no_process(*_args, **_kwargs):

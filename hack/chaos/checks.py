@@ -1,0 +1,82 @@
+"""What must hold once the faults are over, read from the cluster as it is: every job has exactly its children
+(no orphan, no duplicate, each controlled by its job), and one Event per condition it reached."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kubernetes import client
+
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+from hack.drivers.mpijob import GROUP, PLURAL, VERSION
+
+JOB_LABEL = C.JOB_NAME_LABEL
+# The reasons of the transitions a harness job makes, each wanted exactly once.
+TRANSITION_REASONS = (C.REASON_CREATED, C.REASON_RUNNING, C.REASON_SUCCEEDED)
+
+
+def expected_children(name: str, workers: int) -> set[str]:
+    return {f"Service/{name}", f"ConfigMap/{name}{C.CONFIG_SUFFIX}", f"Secret/{name}{C.SSH_SUFFIX}",
+            f"Job/{name}{C.LAUNCHER_SUFFIX}"} | {f"Pod/{name}{C.WORKER_SUFFIX}-{i}" for i in range(workers)}
+
+
+def _controller(obj: Any) -> str | None:
+    refs = obj.metadata.owner_references or []
+    return next((r.uid for r in refs if r.controller), None)
+
+
+def children_findings(api: client.ApiClient, namespace: str, jobs: dict[str, dict], workers: int) -> list[str]:
+    """Every child that is missing, extra (an orphan or a duplicate) or controlled by something else than its job.
+    `jobs` is every MPIJob of the namespace by name (as listed)."""
+    core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
+    uids = {name: job["metadata"]["uid"] for name, job in jobs.items()}
+    found: dict[str, set[str]] = {name: set() for name in jobs}
+    findings: list[str] = []
+    listings = [
+        ("Service", core.list_namespaced_service(namespace).items),
+        ("ConfigMap", core.list_namespaced_config_map(namespace).items),
+        ("Secret", core.list_namespaced_secret(namespace).items),
+        ("Job", batch.list_namespaced_job(namespace).items),
+        ("Pod", [p for p in core.list_namespaced_pod(namespace).items
+                 if (p.metadata.labels or {}).get(C.JOB_ROLE_LABEL) == C.ROLE_WORKER]),
+    ]
+    for kind, items in listings:
+        for obj in items:
+            labels = obj.metadata.labels or {}
+            job = labels.get(JOB_LABEL) or labels.get(C.APP_LABEL)
+            if job is None:
+                continue  # not a child of any job (the namespace's own ConfigMap kube-root-ca.crt)
+            ref = f"{kind}/{obj.metadata.name}"
+            if job not in jobs:
+                findings.append(f"orphan {ref} (no MPIJob {job})")
+            elif _controller(obj) != uids[job]:
+                findings.append(f"{ref} not controlled by MPIJob {job}")
+            elif ref in found[job]:
+                findings.append(f"duplicate {ref}")
+            else:
+                found[job].add(ref)
+    for name, got in found.items():
+        want = expected_children(name, workers)
+        findings += [f"{name}: missing {r}" for r in sorted(want - got)]
+        findings += [f"{name}: extra {r}" for r in sorted(got - want)]
+    return findings
+
+
+def event_findings(api: client.ApiClient, namespace: str, jobs: dict[str, dict]) -> list[str]:
+    """Jobs without exactly one Event (count 1) per transition reason."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for ev in client.CoreV1Api(api).list_namespaced_event(namespace).items:
+        involved = ev.involved_object
+        if involved.kind == C.KIND and ev.reason in TRANSITION_REASONS:
+            counts[(involved.name, ev.reason)] += ev.count or 1
+    findings = []
+    for name in sorted(jobs):
+        for reason in TRANSITION_REASONS:
+            if counts[(name, reason)] != 1:
+                findings.append(f"{name}: {counts[(name, reason)]} {reason} events")
+    return findings
+
+
+def list_jobs(api: client.ApiClient, namespace: str) -> dict[str, dict]:
+    listed = client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
+    return {j["metadata"]["name"]: j for j in listed["items"]}
