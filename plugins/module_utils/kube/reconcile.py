@@ -30,9 +30,14 @@ class Applier:
         self.name = obj["metadata"]["name"]
         self.uid = obj["metadata"].get("uid", "")
         self.path = mpijob_path(result.key.api_version, self.namespace, self.name)  # where it was read
+        # The Event reasons of the transitions this pass writes -> since when an Event of that name is this
+        # transition's (its condition's lastTransitionTime as read; "" when it had none): see event().
+        self.since: dict[str, str] = {}
 
     def apply(self, plan: Plan, actions: list[Action] | None = None) -> bool:
         """Carries out `actions` (the plan's, by default) in order; False when one stopped the plan."""
+        old = {c.get("type"): c for c in (self.obj.get("status") or {}).get("conditions") or [] if isinstance(c, dict)}
+        self.since = {t.reason: str((old.get(t.type) or {}).get("lastTransitionTime") or "") for t in plan.transitions}
         for action in plan.actions if actions is None else actions:
             try:
                 if not self.do(action):
@@ -115,7 +120,13 @@ class Applier:
         return False
 
     def event(self, ev: dict) -> None:
-        """A core/v1 Event on the MPIJob; repeats of the same event bump its count instead of piling up."""
+        """A core/v1 Event on the MPIJob; repeats of the same event bump its count instead of piling up.
+
+        The Event of a transition is written before the status that records it (split_after_status): when a pass
+        stops in between (the operator killed), the next pass makes the same transition and the same Event, which
+        then exists already. That one is not counted again: an Event of that name last seen at or after the time its
+        condition last changed (as read) is this transition's. A transition made again later (Running, then a worker
+        failed, then Running again) finds an older Event and counts it."""
         now = S.rfc3339(datetime.now(timezone.utc))
         digest = hashlib.sha256(f"{self.uid}/{ev['type']}/{ev['reason']}/{ev['message']}".encode()).hexdigest()[:16]
         name = f"{self.name}.{digest}"
@@ -134,15 +145,29 @@ class Applier:
             if exc.status != 409:
                 raise
             current = self.rest.get(f"{path}/{name}") or {}
+            since = self.since.get(ev["reason"])
+            if since is not None and str(current.get("lastTimestamp") or "") >= since:
+                return
             self.rest.request("PATCH", f"{path}/{name}", {"count": int(current.get("count") or 1) + 1,
                                                           "lastTimestamp": now},
                               content_type="application/merge-patch+json")
 
 
-def split_after_status(actions: list[Action]) -> tuple[list[Action], list[Action]]:
-    """(the actions up to and including the status write, those after it); all of them first when there is none."""
-    at = next((i + 1 for i, a in enumerate(actions) if a.action == "status"), len(actions))
-    return actions[:at], actions[at:]
+def split_after_status(plan: Plan) -> tuple[list[Action], list[Action]]:
+    """(the actions up to the status write, the Events of the transitions it writes, the status write; the other
+    Events and what comes after it: a finished job's clean-up); all of them first when there is no status write.
+
+    A transition's Event goes before the status: written after it, a pass stopped in between would lose it for good
+    (the next pass sees no transition). Written before, the next pass writes it again, and event() knows it."""
+    actions = plan.actions
+    at = next((i for i, a in enumerate(actions) if a.action == "status"), None)
+    if at is None:
+        return list(actions), []
+    reasons = {t.reason for t in plan.transitions}
+    after = list(enumerate(actions))[at + 1:]
+    first = [i for i, a in after if a.action == "event" and a.reason in reasons]
+    return ([*actions[:at], *(actions[i] for i in first), actions[at]],
+            [a for i, a in after if i not in first])
 
 
 def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: bool = False,
@@ -202,9 +227,10 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
                 result.actions = [a.summary() for a in plan.actions]
                 result.transitions = list(plan.transitions)
                 return
-            # Every job's status first, then what comes after it (a finished job's clean-up, the events): in a batch
-            # of many, the last job's outcome does not wait for the others' deletions.
-            applier, head, tail = Applier(rest, obj, result), *split_after_status(plan.actions)
+            # Every job's status (after its transitions' Events) first, then what comes after it (a finished job's
+            # clean-up, the other events): in a batch of many, the last job's outcome does not wait for the others'
+            # deletions.
+            applier, head, tail = Applier(rest, obj, result), *split_after_status(plan)
             if applier.apply(plan, head) and tail:
                 tails.append((applier, plan, tail))
 
