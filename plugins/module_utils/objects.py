@@ -8,6 +8,7 @@ import re
 from typing import Any
 from urllib.parse import quote
 
+from .kube.rest import group_path
 from .mpijob import submit as S
 
 
@@ -64,10 +65,6 @@ def resources(discovery: dict) -> dict[str, tuple[str, bool]]:
         if name and "/" not in name and resource.get("kind"):
             out.setdefault(resource["kind"], (name, bool(resource.get("namespaced"))))
     return out
-
-
-def group_path(api_version: str) -> str:
-    return "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
 
 
 def path(api_version: str, plural: str, namespaced: bool, namespace: str = "", name: str = "") -> str:

@@ -86,12 +86,11 @@ elapsed:
 """
 
 import time  # noqa: E402
-from urllib.parse import quote  # noqa: E402
 
 from ..module_utils import rollout as R  # noqa: E402
 from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
 from ..module_utils.kube.module import run_module  # noqa: E402
-from ..module_utils.kube.rest import Rest, collection  # noqa: E402
+from ..module_utils.kube.rest import Rest, collection, item  # noqa: E402
 from ..module_utils.mpijob.errors import ApiError, JobError, Unreachable  # noqa: E402
 
 LOG_TIMEOUT = 10.0  # a kubelet that cannot serve logs must not hold the task
@@ -112,7 +111,7 @@ def argspec() -> dict:
 
 def look(rest, namespace: str, name: str) -> tuple[dict | None, list[dict], list[dict]]:
     """The Deployment, the pods its selector matches, and the namespace's pod events."""
-    deployment = rest.get(f"/apis/apps/v1/namespaces/{quote(namespace)}/deployments/{quote(name)}")
+    deployment = rest.get(item("apps/v1", "Deployment", namespace, name))
     if deployment is None:
         return None, [], []
     labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
@@ -130,7 +129,7 @@ def read_nodes(rest, pods: list[dict], nodes: dict[str, dict]) -> None:
         if not name or name in nodes:
             continue
         try:
-            node = rest.get(f"/api/v1/nodes/{quote(name)}")
+            node = rest.get(item("v1", "Node", "", name))
         except ApiError:  # e.g. no RBAC to get nodes: the node is not judged
             node = None
         nodes[name] = node or {}
@@ -142,7 +141,7 @@ def log_tail(rest, namespace: str, verdict: R.Verdict, lines: int) -> str:
     query = {"container": verdict.container, "tailLines": str(lines)}
     if verdict.previous_log:
         query["previous"] = "true"
-    path = f"{collection('v1', 'Pod', namespace)}/{quote(verdict.pod)}/log"
+    path = f"{item('v1', 'Pod', namespace, verdict.pod)}/log"
     try:
         status, _reason, raw = rest.raw("GET", path, query=query, accept="*/*", timeout=LOG_TIMEOUT)
     except Unreachable as exc:

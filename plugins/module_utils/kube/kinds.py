@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import objects as O
 from ..mpijob.errors import SubmitError
-from .rest import Rest
+from .rest import Rest, group_path
 
 
 class Kinds:
@@ -17,7 +17,7 @@ class Kinds:
 
     def find(self, api_version: str, kind: str) -> tuple[str, bool] | None:
         if api_version not in self._groups:
-            doc = self.rest.get(O.group_path(api_version))
+            doc = self.rest.get(group_path(api_version))
             self._groups[api_version] = O.resources(doc) if doc is not None else None
         return (self._groups[api_version] or {}).get(kind)
 

@@ -94,13 +94,19 @@ class Rest:
 
 _PLURALS = {"Service": "services", "ConfigMap": "configmaps", "Secret": "secrets", "Pod": "pods", "Event": "events",
             "Job": "jobs", "MPIJob": C.PLURAL, "PodGroup": "podgroups", "ServiceAccount": "serviceaccounts",
-            "Role": "roles", "RoleBinding": "rolebindings", "Lease": "leases", "PriorityClass": "priorityclasses"}
+            "Role": "roles", "RoleBinding": "rolebindings", "Lease": "leases", "PriorityClass": "priorityclasses",
+            "Deployment": "deployments", "Node": "nodes", "Workload": "workloads"}
+
+
+def group_path(api_version: str) -> str:
+    """An API group version's root (its discovery document): /api/v1 for the core group, else /apis/GROUP/VERSION."""
+    return "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
 
 
 def collection(api_version: str, kind: str, namespace: str) -> str:
     """Where the objects of `kind` live: those of `namespace`, or of every namespace (and a cluster-scoped kind's)
     when it is empty."""
-    prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    prefix = group_path(api_version)
     where = f"/namespaces/{quote(namespace)}" if namespace else ""
     return f"{prefix}{where}/{_PLURALS[kind]}"
 

@@ -9,7 +9,6 @@ import re
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from urllib.parse import quote
 
 from ..mpijob import constants as C
 from ..mpijob import submit as S
@@ -136,7 +135,7 @@ class Jobs:
             return None
         meta = job["metadata"]
         try:
-            found = self.rest.list(C.KUEUE_WORKLOADS.format(namespace=quote(meta["namespace"])),
+            found = self.rest.list(collection(C.KUEUE_API_VERSION, "Workload", meta["namespace"]),
                                    f"{C.KUEUE_JOB_UID_LABEL}={meta['uid']}")
         except (ApiError, Unreachable):
             return {}

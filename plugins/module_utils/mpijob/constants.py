@@ -98,7 +98,7 @@ MANAGED_BY_VALUES = (MANAGED_BY_US, "kueue.x-k8s.io/multikueue")
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-KUEUE_WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/workloads"
+KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"  # its Workloads
 
 # Gang scheduling.
 VOLCANO = "volcano"
