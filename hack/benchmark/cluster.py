@@ -19,6 +19,7 @@ from hack.benchmark.settings import (
     WORKERS,
 )
 from hack.drivers.mpijob import install_crd, new_mpijob
+from hack.drivers.wait import wait_until
 
 
 def mpijob(name: str, workers: int) -> dict[str, Any]:
@@ -75,14 +76,6 @@ def free_pod_slots(core: client.CoreV1Api) -> int:
                                                  "status.phase!=Succeeded,status.phase!=Failed").items
         free += int(node.status.allocatable.get("pods", "0")) - len(bound)
     return free
-
-
-def wait_until(pred: Any, timeout: float, what: str, interval: float = 0.05) -> None:
-    end = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > end:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
 
 
 def prepare(api: client.ApiClient) -> Capacity:

@@ -24,7 +24,7 @@ from hack.benchmark.accounting import (
     rss_tree_kib,
     settle,
 )
-from hack.benchmark.cluster import create_namespace, delete_namespaces, finish_all, mpijob, wait_until
+from hack.benchmark.cluster import create_namespace, delete_namespaces, finish_all, mpijob
 from hack.benchmark.results import Bulk, Finish, Result, Single, latencies, percentile
 from hack.benchmark.settings import (
     JOBS,
@@ -36,6 +36,7 @@ from hack.benchmark.settings import (
 from hack.benchmark.subjects import Kubeflow, Ours
 from hack.benchmark.tracker import Tracker
 from hack.drivers.mpijob import GROUP, PLURAL, VERSION
+from hack.drivers.wait import wait_until
 from mpijob_operator.runner import BatchRunner
 
 

@@ -12,7 +12,7 @@ from kubernetes import client
 from hack.benchmark.settings import (
     PREFIX,
 )
-from hack.drivers.mpijob import GROUP, PLURAL, VERSION
+from hack.drivers.mpijob import GROUP, PLURAL, VERSION, child_refs
 
 
 class Tracker:
@@ -36,8 +36,7 @@ class Tracker:
         self.threads: list[threading.Thread] = []
 
     def expected(self, name: str) -> set[str]:
-        return {f"Service/{name}", f"ConfigMap/{name}-config", f"Secret/{name}-ssh", f"Job/{name}-launcher"} | {
-            f"Pod/{name}-worker-{i}" for i in range(self.workers)}
+        return child_refs(name, self.workers)
 
     def start(self) -> None:
         core, batch = client.CoreV1Api(self.api), client.BatchV1Api(self.api)

@@ -8,16 +8,11 @@ from typing import Any
 from kubernetes import client
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from hack.drivers.mpijob import GROUP, PLURAL, VERSION
+from hack.drivers.mpijob import GROUP, PLURAL, VERSION, child_refs
 
 JOB_LABEL = C.JOB_NAME_LABEL
 # The reasons of the transitions a harness job makes, each wanted exactly once.
 TRANSITION_REASONS = (C.REASON_CREATED, C.REASON_RUNNING, C.REASON_SUCCEEDED)
-
-
-def expected_children(name: str, workers: int) -> set[str]:
-    return {f"Service/{name}", f"ConfigMap/{name}{C.CONFIG_SUFFIX}", f"Secret/{name}{C.SSH_SUFFIX}",
-            f"Job/{name}{C.LAUNCHER_SUFFIX}"} | {f"Pod/{name}{C.WORKER_SUFFIX}-{i}" for i in range(workers)}
 
 
 def _controller(obj: Any) -> str | None:
@@ -56,7 +51,7 @@ def children_findings(api: client.ApiClient, namespace: str, jobs: dict[str, dic
             else:
                 found[job].add(ref)
     for name, got in found.items():
-        want = expected_children(name, workers)
+        want = child_refs(name, workers)
         findings += [f"{name}: missing {r}" for r in sorted(want - got)]
         findings += [f"{name}: extra {r}" for r in sorted(got - want)]
     return findings

@@ -20,6 +20,7 @@ from hack.chaos import checks
 from hack.chaos.faults import Operator, Schedule, restart_component
 from hack.chaos.observer import Observer
 from hack.drivers.mpijob import GROUP, PLURAL, VERSION, install_crd, new_mpijob
+from hack.drivers.wait import wait_until
 
 LABEL = "mpi-operator-chaos"
 OUTCOME_ANNOTATION = "kwok.mpi.operator/outcome"  # hack/cluster/kwok/pod-stages.yaml: "run" keeps a pod running
@@ -57,20 +58,11 @@ def retrying(call: Callable[[], Any], timeout: float = 120) -> Any:
         time.sleep(0.5)
 
 
-def wait_for(pred: Callable[[], bool], timeout: float, what: str) -> float:
-    start = time.monotonic()
-    while not pred():
-        if time.monotonic() - start > timeout:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.5)
-    return time.monotonic() - start
-
-
 def fresh_namespace(core: client.CoreV1Api, name: str) -> None:
     try:
         core.delete_namespace(name)
-        wait_for(lambda: not core.list_namespace(field_selector=f"metadata.name={name}").items, 300,
-                 f"the previous namespace {name} to go")
+        wait_until(lambda: not core.list_namespace(field_selector=f"metadata.name={name}").items, 300,
+                 f"the previous namespace {name} to go", interval=0.5)
     except ApiException as exc:
         if exc.status != 404:
             raise
@@ -120,11 +112,13 @@ def kills_at_scale(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, j
         row.findings += [f"fault not injected: {e}" for e in schedule.errors]
         last_fault = schedule.last
         try:
-            wait_for(lambda: all_in(operator, observer, "Running", jobs), timeout, f"{jobs} jobs Running")
+            wait_until(lambda: all_in(operator, observer, "Running", jobs), timeout, f"{jobs} jobs Running",
+                       interval=0.5)
             row.settle_s = time.monotonic() - last_fault
             told = time.monotonic()
             tell_launchers(core, ns)
-            wait_for(lambda: all_in(operator, observer, "Succeeded", jobs), timeout, f"{jobs} jobs Succeeded")
+            wait_until(lambda: all_in(operator, observer, "Succeeded", jobs), timeout, f"{jobs} jobs Succeeded",
+                       interval=0.5)
             row.finish_s = time.monotonic() - told
         except TimeoutError as exc:
             phases: dict[str, int] = {}

@@ -80,6 +80,12 @@ def new_mpijob(name: str, workers: int = 2, *, launcher_annotations: dict[str, s
     return body
 
 
+def child_refs(name: str, workers: int) -> set[str]:
+    """The children the operator makes for a job `name` of `workers` workers, as "Kind/name"."""
+    return {f"Service/{name}", f"ConfigMap/{name}-config", f"Secret/{name}-ssh", f"Job/{name}-launcher"} | {
+        f"Pod/{name}-worker-{i}" for i in range(workers)}
+
+
 def create_mpijob(api_client: Any, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
     from kubernetes import client
 
