@@ -11,8 +11,13 @@ import time
 from pathlib import Path
 
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
-from hack.chaos import scenarios
+from hack.chaos import failover, node, scenarios, storm
+from hack.chaos.incluster import InCluster
+
+# In the order a full run takes them: the in-cluster install (failover, upgrade) comes last, then goes.
+SCENARIOS = ("kills", "storm", "node", "failover", "upgrade")
 
 
 def env(name: str, default: float) -> float:
@@ -30,35 +35,85 @@ def table(rows: list[scenarios.Row]) -> str:
     return "\n".join(lines)
 
 
+def in_cluster(api: client.ApiClient, kubeconfig: str, work: Path) -> tuple[InCluster, str, str]:
+    """The operator installed in-cluster (two replicas) watching a fresh namespace, for failover and upgrade."""
+    from hack.chaos.incluster import operator_image
+
+    scenarios.fresh_namespace(client.CoreV1Api(api), "chaos-incluster")
+    op = InCluster(kubeconfig, api, "chaos-incluster", work)
+    repository, tag = operator_image()
+    took = op.install(repository, tag)
+    print(f"## the operator {repository}:{tag} installed in-cluster, 2 replicas, in {took:.0f} s", flush=True)
+    return op, repository, tag
+
+
+def run(name: str, api: client.ApiClient, kubeconfig: str, work: Path, installed: list) -> scenarios.Row:
+    timeout = env("CHAOS_TIMEOUT", 900)
+    if name == "kills":
+        return scenarios.kills_at_scale(
+            api, kubeconfig, work, jobs=int(env("CHAOS_JOBS", 1000)), workers=int(env("CHAOS_WORKERS", 2)),
+            operator_kills=int(env("CHAOS_OPERATOR_KILLS", 20)),
+            apiserver_restarts=int(env("CHAOS_APISERVER_RESTARTS", 2)),
+            etcd_restarts=int(env("CHAOS_ETCD_RESTARTS", 1)), timeout=timeout, seed=int(env("CHAOS_SEED", 1)))
+    if name == "storm":
+        return storm.bad_input_storm(api, kubeconfig, work, good=int(env("CHAOS_STORM_GOOD", 200)),
+                                     storm=int(env("CHAOS_STORM_SIZE", 1000)), seed=int(env("CHAOS_SEED", 1)),
+                                     timeout=timeout)
+    if name == "node":
+        return node.real_node(api, kubeconfig, work, timeout=timeout)
+    if not installed:
+        installed.extend(in_cluster(api, kubeconfig, work))
+    op, repository, tag = installed
+    if name == "failover":
+        return failover.leader_failover(api, op, jobs=int(env("CHAOS_FAILOVER_JOBS", 200)), timeout=timeout)
+    return failover.upgrade_under_load(api, op, repository, tag, jobs=int(env("CHAOS_UPGRADE_JOBS", 200)),
+                                       timeout=timeout)
+
+
 def main() -> int:
     kubeconfig = os.environ["KUBECONFIG"]
     api = config.new_client_from_config(kubeconfig)
     client.Configuration.set_default(api.configuration)
     work = Path(tempfile.mkdtemp(prefix="mpi-chaos-"))
-    rows = []
-    for name in (os.environ.get("CHAOS_SCENARIOS") or "kills").replace(",", " ").split():
-        start = time.monotonic()
-        if name == "kills":
-            row = scenarios.kills_at_scale(
-                api, kubeconfig, work, jobs=int(env("CHAOS_JOBS", 1000)), workers=int(env("CHAOS_WORKERS", 2)),
-                operator_kills=int(env("CHAOS_OPERATOR_KILLS", 20)),
-                apiserver_restarts=int(env("CHAOS_APISERVER_RESTARTS", 2)),
-                etcd_restarts=int(env("CHAOS_ETCD_RESTARTS", 1)), timeout=env("CHAOS_TIMEOUT", 900),
-                seed=int(env("CHAOS_SEED", 1)))
-        else:
-            print(f"unknown scenario {name!r} (known: kills)", file=sys.stderr)
-            return 2
-        rows.append(row)
-        print(f"## {row.scenario}: {time.monotonic() - start:.0f} s", flush=True)
-        for fault in row.faults:
-            print(f"- {fault}")
-        for finding in row.findings[:50]:
-            print(f"- FINDING {finding}")
-        if len(row.findings) > 50:
-            print(f"- ... {len(row.findings) - 50} more findings")
+    names = (os.environ.get("CHAOS_SCENARIOS") or " ".join(SCENARIOS)).replace(",", " ").split()
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        print(f"CHAOS_SCENARIOS: unknown {', '.join(unknown)} (known: {', '.join(SCENARIOS)})", file=sys.stderr)
+        return 2
+    if "node" in names and node_missing(api):
+        print(f"CHAOS_SCENARIOS: node needs the real node: {node_missing(api)}", file=sys.stderr)
+        return 2
+    rows, installed = [], []
+    try:
+        for name in names:
+            start = time.monotonic()
+            row = run(name, api, kubeconfig, work, installed)
+            rows.append(row)
+            print(f"## {row.scenario}: {time.monotonic() - start:.0f} s", flush=True)
+            for line in row.faults:
+                print(f"- {line}")
+            for line in row.notes:
+                print(f"- {line}")
+            for finding in row.findings[:50]:
+                print(f"- FINDING {finding}")
+            if len(row.findings) > 50:
+                print(f"- ... {len(row.findings) - 50} more findings")
+    finally:
+        if installed and rows and all(r.ok for r in rows):
+            installed[0].uninstall(installed[1], installed[2])
+        elif installed:
+            print("the in-cluster operator is left installed for a look (playbooks/uninstall.yml removes it)")
     print(table(rows))
     print(f"operator logs: {work}")
     return 0 if all(r.ok for r in rows) else 1
+
+
+def node_missing(api: client.ApiClient) -> str | None:
+    try:
+        ready = [c for c in client.CoreV1Api(api).read_node("mpi-real-node").status.conditions if c.type == "Ready"]
+    except ApiException as exc:
+        return f"no node mpi-real-node ({exc.status}): hack/node/up.sh brings it up where the machine allows"
+    return None if ready and ready[0].status == "True" else "node mpi-real-node is not Ready"
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from kubernetes import client
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from hack.drivers.mpijob import GROUP, PLURAL, VERSION, child_refs
+from hack.drivers.wait import wait_until
 
 JOB_LABEL = C.JOB_NAME_LABEL
 # The reasons of the transitions a harness job makes, each wanted exactly once.
@@ -20,21 +21,24 @@ def _controller(obj: Any) -> str | None:
     return next((r.uid for r in refs if r.controller), None)
 
 
+def children(api: client.ApiClient, namespace: str) -> list[tuple[str, list[Any]]]:
+    """(kind, objects) of every kind a job's children are, as the namespace holds them now."""
+    core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
+    return [("Service", core.list_namespaced_service(namespace).items),
+            ("ConfigMap", core.list_namespaced_config_map(namespace).items),
+            ("Secret", core.list_namespaced_secret(namespace).items),
+            ("Job", batch.list_namespaced_job(namespace).items),
+            ("Pod", core.list_namespaced_pod(namespace).items)]
+
+
 def children_findings(api: client.ApiClient, namespace: str, jobs: dict[str, dict], workers: int) -> list[str]:
     """Every child that is missing, extra (an orphan or a duplicate) or controlled by something else than its job.
     `jobs` is every MPIJob of the namespace by name (as listed)."""
-    core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
     uids = {name: job["metadata"]["uid"] for name, job in jobs.items()}
     found: dict[str, set[str]] = {name: set() for name in jobs}
     findings: list[str] = []
-    listings = [
-        ("Service", core.list_namespaced_service(namespace).items),
-        ("ConfigMap", core.list_namespaced_config_map(namespace).items),
-        ("Secret", core.list_namespaced_secret(namespace).items),
-        ("Job", batch.list_namespaced_job(namespace).items),
-        ("Pod", [p for p in core.list_namespaced_pod(namespace).items
-                 if (p.metadata.labels or {}).get(C.JOB_ROLE_LABEL) == C.ROLE_WORKER]),
-    ]
+    listings = [(kind, [o for o in items if kind != "Pod" or (o.metadata.labels or {}).get(C.JOB_ROLE_LABEL)
+                        == C.ROLE_WORKER]) for kind, items in children(api, namespace)]
     for kind, items in listings:
         for obj in items:
             labels = obj.metadata.labels or {}
@@ -75,3 +79,14 @@ def event_findings(api: client.ApiClient, namespace: str, jobs: dict[str, dict])
 def list_jobs(api: client.ApiClient, namespace: str) -> dict[str, dict]:
     listed = client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
     return {j["metadata"]["name"]: j for j in listed["items"]}
+
+
+def delete_jobs(api: client.ApiClient, namespace: str, timeout: float = 300) -> None:
+    """Deletes every MPIJob of the namespace (an earlier scenario's) and waits until they and their children are gone."""
+    client.CustomObjectsApi(api).delete_collection_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
+
+    def gone() -> bool:
+        return not list_jobs(api, namespace) and not any(
+            (o.metadata.labels or {}).get(JOB_LABEL) for _, items in children(api, namespace) for o in items)
+
+    wait_until(gone, timeout, f"the MPIJobs of {namespace} and their children to go", interval=1)

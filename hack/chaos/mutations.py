@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 from collections.abc import Iterator
 from typing import Any
 
 Path = tuple[Any, ...]
+
+# How the operator's ValidationError names the fields it refuses, by their path: "Found validation errors:
+# metadata.name: ...", "spec.numWorkers: ...", "apiVersion: ..." (the unit tier and the storm on the cluster check it).
+FIELD = re.compile(r"^Found validation errors: (<object>|apiVersion|kind|metadata|spec)[.\[:\w]")
 
 HUGE = (2**31 - 1, 2**31, 2**63, -1, -(2**31), 10**30, 1e308, float("inf"), 0.5)
 STRINGS = ("", " ", "Bogus", "x" * 70_000, "mpi-ß-😀", "../../etc/passwd", "1e3", "null", "true", "-1")

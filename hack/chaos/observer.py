@@ -76,6 +76,16 @@ class Observer:
         with self.lock:
             return sum(1 for seq in self.phases.values() if seq and seq[-1] == phase)
 
+    def reached(self, phase: str) -> int:
+        """Jobs that have shown `phase` at some time."""
+        with self.lock:
+            return sum(1 for seq in self.phases.values() if phase in seq)
+
+    def writes_after(self, moment: float) -> int:
+        """Phase changes first seen after `moment` (time.time()): the operator's status writes since then."""
+        with self.lock:
+            return sum(1 for t in self.first.values() if t > moment)
+
     def backwards(self) -> list[str]:
         """Every job whose phases did not move forward only, with what was seen."""
         found = []

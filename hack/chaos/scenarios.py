@@ -34,6 +34,7 @@ class Row:
     settle_s: float | None = None  # from the end of the last fault to every job Running
     finish_s: float | None = None  # from telling the launchers to succeed to every job Succeeded
     findings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the scenario measured besides the table's columns
 
     @property
     def ok(self) -> bool:
@@ -111,25 +112,7 @@ def kills_at_scale(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, j
         row.faults = [f"{t:.0f}s {what}" for t, what in schedule.log]
         row.findings += [f"fault not injected: {e}" for e in schedule.errors]
         last_fault = schedule.last
-        try:
-            wait_until(lambda: all_in(operator, observer, "Running", jobs), timeout, f"{jobs} jobs Running",
-                       interval=0.5)
-            row.settle_s = time.monotonic() - last_fault
-            told = time.monotonic()
-            tell_launchers(core, ns)
-            wait_until(lambda: all_in(operator, observer, "Succeeded", jobs), timeout, f"{jobs} jobs Succeeded",
-                       interval=0.5)
-            row.finish_s = time.monotonic() - told
-        except TimeoutError as exc:
-            phases: dict[str, int] = {}
-            for n in names:
-                phases[observer.phase_of(n)] = phases.get(observer.phase_of(n), 0) + 1
-            row.findings.append(f"{exc}: {phases}")
-        listed = checks.list_jobs(api, ns)
-        row.findings += [f"lost: MPIJob {n}" for n in names if n not in listed]
-        row.findings += checks.children_findings(api, ns, listed, workers)
-        row.findings += [f"backwards: {b}" for b in observer.backwards()]
-        row.findings += checks.event_findings(api, ns, listed)
+        settle_and_check(api, row, observer, names, workers, timeout, last_fault, alive=operator.check_alive)
         row.findings += [f"the operator exited by itself with {code}" for code in operator.exits]
     finally:
         observer.stop()
@@ -139,7 +122,31 @@ def kills_at_scale(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, j
     return row
 
 
-def all_in(operator: Operator, observer: Observer, phase: str, jobs: int) -> bool:
-    """Every job in `phase`; an operator that died by itself meanwhile is noted and replaced."""
-    operator.check_alive()
-    return observer.count(phase) == jobs
+def settle_and_check(api: client.ApiClient, row: Row, observer: Observer, names: list[str], workers: int,
+                     timeout: float, since: float, alive: Callable[[], None] = lambda: None) -> None:
+    """Every job of `names` Running (row.settle_s: from `since`), then told to succeed and Succeeded (row.finish_s);
+    then what the cluster holds: no job lost, exactly its children, phases only forward, one Event per transition.
+    `alive` is called at each look (a harness operator that died by itself is noted and replaced)."""
+    ns, jobs, mine = observer.namespace, len(names), set(names)
+
+    def all_in(phase: str) -> bool:
+        alive()
+        return sum(observer.phase_of(n) == phase for n in names) == jobs
+
+    try:
+        wait_until(lambda: all_in("Running"), timeout, f"{jobs} jobs Running", interval=0.5)
+        row.settle_s = time.monotonic() - since
+        told = time.monotonic()
+        tell_launchers(client.CoreV1Api(api), ns)
+        wait_until(lambda: all_in("Succeeded"), timeout, f"{jobs} jobs Succeeded", interval=0.5)
+        row.finish_s = time.monotonic() - told
+    except TimeoutError as exc:
+        phases: dict[str, int] = {}
+        for n in names:
+            phases[observer.phase_of(n)] = phases.get(observer.phase_of(n), 0) + 1
+        row.findings.append(f"{exc}: {phases}")
+    listed = {n: j for n, j in checks.list_jobs(api, ns).items() if n in mine}
+    row.findings += [f"lost: MPIJob {n}" for n in names if n not in listed]
+    row.findings += checks.children_findings(api, ns, listed, workers)
+    row.findings += [f"backwards: {b}" for b in observer.backwards() if b.split(":")[0] in mine]
+    row.findings += checks.event_findings(api, ns, listed)

@@ -51,6 +51,19 @@ stop_daemon() {
   rm -f "$PIDS/node-$name.pid"
 }
 
+# The node's daemons, started as up.sh starts them (hack/node/daemon.sh restarts them for `make chaos`).
+start_containerd() {
+  start_daemon containerd /usr/bin/containerd --config "$NODE_STATE/containerd.toml"
+  wait_until "containerd" 30 ctr --address "$CONTAINERD_SOCK" version || die "containerd did not start (see $LOGS/node-containerd.log)"
+}
+start_kubelet() {
+  start_daemon kubelet "$BIN/kubelet" --config="$NODE_STATE/kubelet.yaml" --kubeconfig="$NODE_STATE/kubelet.kubeconfig" \
+    --hostname-override="$NODE_NAME" --node-ip="$ADVERTISE_IP" --node-labels="$NODE_LABEL,type=real" \
+    --cert-dir="$NODE_STATE/kubelet-pki" --root-dir="$KUBELET_ROOT" --v=1
+  wait_until "node Ready" 120 kubectl_admin wait --for=condition=Ready "node/$NODE_NAME" --timeout=2s \
+    || die "node $NODE_NAME did not become Ready (see $LOGS/node-kubelet.log)"
+}
+
 ctr_node() { ctr -a "$CONTAINERD_SOCK" -n k8s.io "$@"; }
 
 # Why this machine cannot run the node, or nothing.

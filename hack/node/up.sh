@@ -104,8 +104,7 @@ kernel_settings() {
 kernel_settings
 
 # containerd, then the images every pod needs (cached; imported only when containerd lacks that build).
-start_daemon containerd /usr/bin/containerd --config "$NODE_STATE/containerd.toml"
-wait_until "containerd" 30 ctr --address "$CONTAINERD_SOCK" version || die "containerd did not start (see $LOGS/node-containerd.log)"
+start_containerd
 # shellcheck disable=SC2086
 bash "$NODE_DIR/../images/build.sh" ${MPI_NODE_IMAGES:-pause openmpi4 openmpi5 mpich intel}
 
@@ -136,9 +135,5 @@ if [ -n "$(daemon_pid kubelet)" ] && ! kubectl_admin get "node/$NODE_NAME" >/dev
   stop_daemon coredns
 fi
 start_daemon coredns "$BIN/coredns" -conf "$NODE_STATE/Corefile"
-start_daemon kubelet "$BIN/kubelet" --config="$NODE_STATE/kubelet.yaml" --kubeconfig="$NODE_STATE/kubelet.kubeconfig" \
-  --hostname-override="$NODE_NAME" --node-ip="$ADVERTISE_IP" --node-labels="$NODE_LABEL,type=real" \
-  --cert-dir="$NODE_STATE/kubelet-pki" --root-dir="$KUBELET_ROOT" --v=1
-wait_until "node Ready" 120 kubectl_admin wait --for=condition=Ready "node/$NODE_NAME" --timeout=2s \
-  || die "node $NODE_NAME did not become Ready (see $LOGS/node-kubelet.log)"
+start_kubelet
 nlog "real node $NODE_NAME Ready in $(since "$started") s (taint $NODE_TAINT_KEY=true:NoSchedule, label $NODE_LABEL)"

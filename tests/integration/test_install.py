@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from tests.integration._fixtures.install import CLUSTER_ROLE, INSTALL_NAMESPACE, MANIFESTS, PRIORITYCLASSES_ROLE
+from tests.integration._fixtures.reconcile import NOWHERE, _on_kwok, load, run_reconcile
 from tests.support.ansible import PlaybookRun
+from tests.support.mpijob import condition, create_mpijob, get_mpijob
 
 Playbook = Callable[..., PlaybookRun]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -72,7 +74,8 @@ def test_check_diff_on_a_clean_cluster_changes_nothing(
 @pytest.mark.slow
 @pytest.mark.xdist_group("installs")
 def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_mpijobs(
-    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, namespace: str
+    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, namespace: str, kubeconfig: str,
+    api_client: Any,
 ) -> None:
     """One installed operator through its life, as a user meets it: installed, installed again and previewed with no
     change; switched to one watched namespace; then uninstalled, which keeps the CRD and the users' MPIJobs."""
@@ -145,6 +148,10 @@ def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_m
         "containers"
     ][0]["args"]
     assert f"--namespace={namespace}" in args and "--gang-scheduling=volcano" in args
+    # The installed Role is all a reconcile needs, as the operator's ServiceAccount: a job created, its status write
+    # lost, then its Created transition made again, which meets its Event and reads it (make chaos found that GET
+    # forbidden in-cluster: the job never left Created).
+    reconcile_as_operator(kubeconfig, api_client, namespace, f"system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator-scoped")
 
     # rbac.create / crd.create false: the user brings the RBAC (here: copies of the role's, under their own names and
     # without its labels) and the CRD. The role's RBAC is removed, the user's kept; the CRD is not written; the
@@ -276,3 +283,26 @@ def test_preflight_fails_when_the_watched_namespace_is_missing(playbook: Playboo
     run = playbook("install.yml", extra_vars={"mpi_operator_watch_namespace": "no-such-namespace"})
     assert run.returncode != 0
     assert "the namespace no-such-namespace does not exist" in run.output
+
+
+def reconcile_as_operator(kubeconfig: str, api_client: Any, namespace: str, account: str) -> None:
+    """mpijob_reconcile run as `account` through a job's first pass, a lost status write and the pass that redoes its
+    transition: no error, one MPIJobCreated Event."""
+    from kubernetes import client
+
+    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE)
+    body["metadata"]["name"] = "as-operator"
+    create_mpijob(api_client, namespace, body)
+    jobs = [{"namespace": namespace, "name": "as-operator"}]
+    who = {"impersonate_user": account, "impersonate_groups": ["system:serviceaccounts"]}
+    first = run_reconcile(kubeconfig, jobs, **who)
+    assert first.job("as-operator")["error"] is None, first.result
+    job = get_mpijob(api_client, namespace, "as-operator")
+    client.CustomObjectsApi(api_client).replace_namespaced_custom_object_status(
+        "kubeflow.org", "v2beta1", namespace, "mpijobs", "as-operator", {**job, "status": {}})
+    again = run_reconcile(kubeconfig, jobs, **who)
+    assert again.job("as-operator")["error"] is None, again.result
+    assert condition(get_mpijob(api_client, namespace, "as-operator"), "Created")["status"] == "True"
+    created = [e.count or 1 for e in client.CoreV1Api(api_client).list_namespaced_event(namespace).items
+               if e.reason == "MPIJobCreated" and e.involved_object.name == "as-operator"]
+    assert created == [1]

@@ -101,6 +101,32 @@ def test_malformed_job_gets_failed_condition_and_warning(reconcile, api_client, 
     assert not reconcile([{"namespace": namespace, "name": f"bad{i}"}]).result["changed"]
 
 
+def test_a_child_the_api_server_refuses_fails_the_job_naming_its_templates_field(reconcile, api_client,
+                                                                                namespace) -> None:
+    """The CRD lets a container named "Pi" through; the launcher Job built from it is refused (422). The job is then
+    Failed (ValidationError) naming its own template's field, once: the next reconcile writes nothing."""
+    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["name"] = "Pi"
+    create_mpijob(api_client, namespace, body)
+    name = body["metadata"]["name"]
+    job_ref = [{"namespace": namespace, "name": name}]
+    run = reconcile(job_ref)
+    assert "422" in run.job(name)["error"] and run.job(name)["outcome"] == "error"
+    field = "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].name"
+    cond = condition(get_mpijob(api_client, namespace, name), "Failed")
+    assert (cond["status"], cond["reason"]) == ("True", "ValidationError")
+    assert cond["message"].startswith(f"Found validation errors: {field}: Invalid value: \"Pi\"")
+    core, _ = _core(api_client)
+
+    def validation_events() -> int:
+        return sum(e.count or 1 for e in core.list_namespaced_event(
+            namespace, field_selector=f"involvedObject.name={name}").items if e.reason == "ValidationError")
+    assert validation_events() == 1
+    again = reconcile(job_ref)
+    assert "status" not in [a["action"] for a in again.job(name)["actions"]]
+    assert validation_events() == 1
+
+
 def test_child_owned_by_someone_else_is_not_taken_over(reconcile, api_client, namespace) -> None:
     from kubernetes import client
 

@@ -14,7 +14,7 @@ from ..mpijob import status as S
 from ..mpijob.errors import ApiError
 from ..mpijob.key import Key, job_key
 from ..mpijob.outcome import Outcome, api_error_outcome
-from ..mpijob.plan import Action, Plan, World, controlled_by, reconcile
+from ..mpijob.plan import Action, Plan, World, controlled_by, reconcile, rejected
 from ..mpijob.result import JobResult
 from .read import Namespaced, priority_values, read_namespace, world_of
 from .rest import Rest, collection, item, mpijob_path
@@ -33,6 +33,7 @@ class Applier:
         # The Event reasons of the transitions this pass writes -> since when an Event of that name is this
         # transition's (its condition's lastTransitionTime as read; "" when it had none): see event().
         self.since: dict[str, str] = {}
+        self.refused: tuple[Action, ApiError] | None = None  # a create the API server refused (400, 422)
 
     def apply(self, plan: Plan, actions: list[Action] | None = None) -> bool:
         """Carries out `actions` (the plan's, by default) in order; False when one stopped the plan."""
@@ -113,11 +114,21 @@ class Applier:
             return True  # vanished or changed under us: the rest of the plan goes on, the next reconcile sees it
         self.result.error = f"{a.action} {a.kind} {a.name}: {exc}"
         if self.result.outcome is Outcome.ERROR:
-            # The API rejects what the template asks for: say so on the MPIJob, as Kubeflow does.
-            with contextlib.suppress(ApiError):
-                self.event({"type": "Warning", "reason": C.REASON_FAILED,
-                            "message": f"{a.kind} {a.name} creation failed: {exc.message}"})
+            # The API refuses what the template asks for: the job fails naming the field (refused below).
+            self.refused = (a, exc)
         return False
+
+    def refuse(self, a: Action, exc: ApiError, now: datetime) -> None:
+        """After the create `a` was refused (400, 422): the core's plan for it (the job Failed, ValidationError,
+        naming its template's field), carried out. The refusal stays the result's error."""
+        error = self.result.error
+        plan = rejected(self.obj, a.kind, a.name, exc.message, now)
+        self.result.decided(plan)
+        head, tail = split_after_status(plan)
+        with contextlib.suppress(ApiError):
+            if self.apply(plan, head):
+                self.apply(plan, tail)
+        self.result.error, self.result.outcome = error, Outcome.ERROR
 
     def event(self, ev: dict) -> None:
         """A core/v1 Event on the MPIJob; repeats of the same event bump its count instead of piling up.
@@ -231,8 +242,11 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
             # clean-up, the other events): in a batch of many, the last job's outcome does not wait for the others'
             # deletions.
             applier, head, tail = Applier(rest, obj, result), *split_after_status(plan)
-            if applier.apply(plan, head) and tail:
-                tails.append((applier, plan, tail))
+            if applier.apply(plan, head):
+                if tail:
+                    tails.append((applier, plan, tail))
+            elif applier.refused is not None:
+                applier.refuse(*applier.refused, now)
 
         tails: list[tuple[Applier, Plan, list[Action]]] = []
         for future in [pool.submit(one, r) for r in results]:

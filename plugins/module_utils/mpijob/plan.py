@@ -10,6 +10,7 @@ status computed from what the pass saw are one piece of logic; the builders of e
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -188,6 +189,36 @@ def _invalid(api: Api, obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> 
         if status != old else []
     return Plan(actions + [_event(e) for e in events], status, error=message, outcome=Outcome.ERROR,
                 transitions=S.transitions(old, status), done=api.finished(status))
+
+
+def rejected(obj: dict, kind: str, name: str, message: str, now: datetime) -> Plan:
+    """The plan once the API server has refused (400, 422) to create a child the job asks for: it would refuse it again,
+    so the job fails as an invalid spec does (Failed, ValidationError), naming the field of the job the server named in
+    the child. `message` is the server's: a launcher Job's `spec.template.spec.containers[0].name` is the job's
+    launcher template's `.spec.containers[0].name`, a worker Pod's `spec.containers[0].image` its worker template's."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    old = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    api = api_for(obj)
+    error = child_field_error(api, kind, name == f"{meta.get('name')}-launcher", name, message)
+    return _invalid(api, obj, old, InvalidMPIJob([error]), S.rfc3339(now))
+
+
+def child_field_error(api: Api, kind: str, launcher: bool, name: str, message: str) -> FieldError:
+    """The server's refusal of a child, its field paths moved to where the job's template has them. A child not made
+    from a pod template (Service, ConfigMap...) or a refusal naming no field is named as the object's."""
+    refused = f"the API server refused {kind} {name}: {message}"
+    if kind not in ("Job", "Pod"):
+        return FieldError("<object>", refused)
+    template = api.template_paths[0 if kind == "Job" or launcher else 1]
+    detail = message.split(" is invalid: ", 1)[1] if " is invalid: " in message else ""
+    if detail.startswith("[") and detail.endswith("]"):
+        detail = detail[1:-1]
+    child_prefix = r"spec\.template\." if kind == "Job" else r"(?=(?:spec|metadata)\.)"
+    mapped = re.sub(rf"(?<![\w.\]]){child_prefix}", template + ".", detail)
+    if not mapped.startswith(template + ".") or ": " not in mapped:
+        return FieldError(template, refused)
+    path, rest = mapped.split(": ", 1)
+    return FieldError(path, rest)
 
 
 class _Planner:

@@ -84,6 +84,9 @@ class Api:
     launcher_rbac: bool = False
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ("all",)
+    # Where the launcher's and the workers' pod templates are in a job: a child the API server refuses is named there.
+    template_paths: tuple[str, str] = (f"spec.mpiReplicaSpecs.{C.LAUNCHER}.template",
+                                       f"spec.mpiReplicaSpecs.{C.WORKER}.template")
 
     @property
     def crd_name(self) -> str:

@@ -197,6 +197,7 @@ API = Api(
     phase=job_phase,
     with_phase=with_phase,
     workers_path=("spec", "numWorkers"),
+    template_paths=(LAUNCHER_TEMPLATE, WORKER_TEMPLATE),
     suspend_path=None,  # the original has no way to suspend a job
     counts=counts,
     launcher_rbac=True,

@@ -475,6 +475,7 @@ API = Api(
     phase=phase,
     with_phase=with_phase,
     workers_path=("spec", "worker", "replicas"),
+    template_paths=("spec.worker.template", "spec.worker.template"),  # the launcher is a copy of the worker
     suspend_path=("spec", "runMode", "pause", "enabled"),
     counts=counts,
 )
