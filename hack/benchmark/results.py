@@ -87,3 +87,6 @@ class Result:
     rss_peak_tree: int = 0
     status_writers: dict[str, int] = field(default_factory=dict)
     note: str = ""
+    jobs: int = 0  # the burst's size: jobs x workers
+    workers: int = 0
+    rss_at_peak: list[dict[str, object]] = field(default_factory=list)  # BENCH_PROFILE=1: by process, at the peak

@@ -21,7 +21,7 @@ def result(name, single, running, succeeded, cpu, rss_mib, wall=100.0):
                    react=[], runs=math.nan, starts=math.nan, reconciles=math.nan, mean_batch=math.nan,
                    cpu={"operator incl. runner subprocesses": cpu, "machine total (all cores)": 10 * cpu}),
         Finish(wall=wall, to_succeeded=succeeded, cpu={"operator incl. runner subprocesses": cpu / 2}),
-        rss_peak_tree=rss_mib * 1024)
+        rss_peak_tree=rss_mib * 1024, jobs=jobs, workers=WORKERS)
 
 
 def test_table_ratios_a_peer_that_did_not_get_there_and_one_that_could_not_run(capsys):
