@@ -85,7 +85,8 @@ def memory_by_process(pid: int) -> list[dict[str, object]]:
         except OSError:
             continue
         smaps = {k: v.strip() for k, v in (line.split(":", 1) for line in rollup[1:] if ":" in line)}
-        out.append({"pid": q, "command": " ".join(args)[:120], "rss_kib": _kib(fields.get("VmRSS")),
+        command = " ".join(os.path.basename(a) if a.startswith("/") else a for a in args)  # the module's name too
+        out.append({"pid": q, "command": command[:120], "rss_kib": _kib(fields.get("VmRSS")),
                     "anonymous_kib": _kib(smaps.get("Anonymous")), "pss_kib": _kib(smaps.get("Pss"))})
     return out
 

@@ -17,6 +17,9 @@ ROW = "| {:<44} | {:>10} |"
 
 
 def secs(value: float, limit: float, digits: int = 1) -> str:
+    """A latency; infinite: not reached within `limit`; NaN (no job to measure it on): a dash."""
+    if math.isnan(value):
+        return "-"
     return f"{value:.{digits}f} s" if math.isfinite(value) else f"> {limit:.0f} s"
 
 

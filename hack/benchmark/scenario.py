@@ -26,7 +26,7 @@ from hack.benchmark.accounting import (
     settle,
 )
 from hack.benchmark.cluster import create_namespace, delete_namespaces, finish_all, mpijob
-from hack.benchmark.results import Bulk, Finish, Result, Single, latencies, percentile
+from hack.benchmark.results import Bulk, Finish, Result, Single, latencies, percentile, shares
 from hack.benchmark.settings import (
     JOBS,
     OUTCOME,
@@ -144,7 +144,8 @@ class Bench:
         except TimeoutError as exc:
             print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.running for k in keys)}/{self.jobs} running",
                   file=sys.stderr)
-        wall = time.time() - start
+        end = time.time()  # a job that gets there after the wait ended did not get there
+        wall = end - start
         cpu = cpu_delta(cpu_before, cpu_snapshot(self.pid))
         requests = requests_delta(requests_before, api_requests(self.kubeconfig))
         time.sleep(1)
@@ -152,11 +153,10 @@ class Bench:
         runs = after["runs"] - before["runs"] if after else math.nan
         return Bulk(
             keys=keys, created_all=created_all, wall=wall,
-            to_children=latencies(tracker.all_children, tracker.created, keys),
-            to_pods_up=latencies(tracker.pods_up, tracker.created, keys),
-            to_running=latencies(tracker.running, tracker.created, keys),
-            react=[max(0.0, tracker.running[k] - tracker.pods_up[k]) for k in keys
-                   if k in tracker.running and k in tracker.pods_up],
+            to_children=latencies(tracker.all_children, tracker.created, keys, end),
+            to_pods_up=latencies(tracker.pods_up, tracker.created, keys, end),
+            to_running=latencies(tracker.running, tracker.created, keys, end),
+            react=shares(tracker.running, tracker.pods_up, keys, end),
             runs=runs, starts=after["starts"] - before["starts"] if after else math.nan,
             reconciles=after["reconciles"] - before["reconciles"] if after else math.nan,
             mean_batch=(after["batched"] - before["batched"]) / runs if after and runs else math.nan, cpu=cpu,
@@ -174,21 +174,22 @@ class Bench:
             print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.succeeded for k in keys)}/{self.jobs} "
                   "succeeded", file=sys.stderr)
         first = min(told.values(), default=time.time())
-        wall = time.time() - first
+        succeeded_by = time.time()
+        wall = succeeded_by - first
         try:  # the clean-up (cleanPodPolicy Running) is work of this phase too, whenever an operator does it
             wait_until(lambda: all(k in tracker.cleaned for k in keys), timeout, "every job's workers to be deleted")
         except TimeoutError as exc:
             print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.cleaned for k in keys)}/{self.jobs} "
                   "cleaned up", file=sys.stderr)
-        window = time.time() - first
+        cleaned_by = time.time()
+        window = cleaned_by - first
         after = self.subject.counters()
         return Finish(wall=wall, window=window, settled=settled, cpu=cpu_delta(cpu_before, cpu_snapshot(self.pid)),
-                      to_cleaned=latencies(tracker.cleaned, told, keys),
+                      to_cleaned=latencies(tracker.cleaned, told, keys, cleaned_by),
                       requests=requests_delta(requests_before, api_requests(self.kubeconfig)),
-                      to_succeeded=latencies(tracker.succeeded, told, keys),
-                      to_launcher_done=latencies(tracker.launcher_done, told, keys),
-                      react=[max(0.0, tracker.succeeded[k] - tracker.launcher_done[k]) for k in keys
-                             if k in tracker.succeeded and k in tracker.launcher_done],
+                      to_succeeded=latencies(tracker.succeeded, told, keys, succeeded_by),
+                      to_launcher_done=latencies(tracker.launcher_done, told, keys, succeeded_by),
+                      react=shares(tracker.succeeded, tracker.launcher_done, keys, succeeded_by),
                       runs=after["runs"] - before["runs"] if after else math.nan,
                       starts=after["starts"] - before["starts"] if after else math.nan)
 

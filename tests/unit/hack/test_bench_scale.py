@@ -81,6 +81,8 @@ def test_one_table_every_size_per_job_where_the_work_grows_and_where_a_size_stop
     assert table_rows["40 x 1: jobs Running"] == ["40/40", "30/40", ""]
     assert table_rows["40 x 1: jobs Succeeded"] == ["40/40", "0/40", ""]
     assert table_rows[f"40 x 1: {RUNNING_P95}"] == ["5.0 s", "> 300 s", "> 60.0"]
+    # no job of the peer got both the launcher Complete and Succeeded: no operator's share to show
+    assert table_rows["40 x 1: launcher Complete -> Succeeded p95 (operator)"] == ["1.0 s", "-", ""]
     # a peer that failed at a size: its note, and the run went on
     assert table_rows[f"20 x 4: {RUNNING_P95}"] == ["3.0 s", "failed: TimeoutError: ready", ""]
 
