@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue lint sanity-all run cluster-up cluster-down kubeconfig bench chaos e2e peer-e2e kind-up kind-down
+.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue lint sanity-all run cluster-up cluster-down kubeconfig bench bench-scale chaos e2e peer-e2e kind-up kind-down
 
 venv:
 	@bash hack/venv.sh
@@ -75,6 +75,10 @@ run: venv
 
 bench: venv
 	bash hack/bench.sh
+
+# make bench at several sizes, ours and Kubeflow tuned side by side: a table, a JSON and a plot (docs/benchmarks.md).
+bench-scale: venv
+	bash hack/bench.sh --scale
 
 # Faults at scale (docs/chaos.md): restarts the API server and etcd, so it runs alone.
 chaos: venv

@@ -37,11 +37,11 @@ sys.path.insert(0, str(ROOT))
 
 from kubernetes import client  # noqa: E402
 
-from hack.benchmark.cluster import delete_namespaces, prepare  # noqa: E402
+from hack.benchmark.cluster import delete_namespaces, pods_needed, prepare  # noqa: E402
 from hack.benchmark.report import compare, report  # noqa: E402
 from hack.benchmark.results import Result, reached  # noqa: E402
 from hack.benchmark.scenario import Bench, runner_baseline  # noqa: E402
-from hack.benchmark.settings import JOBS, OUTCOME  # noqa: E402
+from hack.benchmark.settings import JOBS, OUTCOME, SINGLE_RUNS, WORKERS  # noqa: E402
 from hack.benchmark.subjects import Ours, peer_subjects  # noqa: E402
 
 
@@ -52,7 +52,7 @@ def main() -> int:
 
     api = api_client({"kubeconfig": kubeconfig})
     peers = peer_subjects()  # before the long run: a wrong BENCH_PEERS fails now
-    capacity = prepare(api)
+    capacity = prepare(api, pods_needed(JOBS, WORKERS, SINGLE_RUNS))
     baseline = runner_baseline()
     results = [Bench(kubeconfig, api, Ours()).run()]
     report(results[0], capacity, baseline)

@@ -6,10 +6,27 @@
 # tuned, one operator after the other, and prints one table with the ratios; BENCH_PEER_TIMEOUT (300 s) bounds its waits.
 # The local cluster gets enough simulated nodes for every pod at once (a kwok node holds 110 pods, as a kubelet does):
 # without them the bench measures pods queueing for capacity ("Too many pods"), not the operator.
+# `hack/bench.sh --scale` is `make bench-scale` (hack/bench_scale.py, docs/benchmarks.md): BENCH_SCALE_SIZES, the
+# nodes sized for its largest, BENCH_SCALE_PEERS (kubeflow-tuned), and matplotlib for its plot.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+if [ "${1:-}" = "--scale" ]; then
+  sizes=${BENCH_SCALE_SIZES:-200x1 1000x1 5000x1 200x4} singles=0 peers=${BENCH_SCALE_PEERS-kubeflow-tuned}
+  script=hack/bench_scale.py
+  # The plot's only dependency, not the suite's: into the venv here, a warning (and no plot) where pip cannot.
+  "$root/.venv/bin/pip" install -q --disable-pip-version-check -r hack/benchmark/requirements-plot.txt ||
+    echo "bench-scale: matplotlib did not install: no plot (the table and the JSON are written)" >&2
+else
+  sizes=${BENCH_JOBS:-200}x${BENCH_WORKERS:-4} singles=${BENCH_SINGLE_RUNS:-5} peers=${BENCH_PEERS:-}
+  script=hack/bench.py
+fi
 if [ -z "${KUBECONFIG:-}" ]; then
-  pods=$(( (${BENCH_JOBS:-200} + ${BENCH_SINGLE_RUNS:-5}) * (${BENCH_WORKERS:-4} + 1) ))
+  pods=0
+  for size in ${sizes//,/ }; do
+    [[ $size =~ ^[0-9]+x[0-9]+$ ]] || { echo "bench: size '$size' is not JOBSxWORKERS, e.g. 1000x1" >&2; exit 2; }
+    p=$(( (${size%x*} + singles) * (${size#*x} + 1) ))
+    pods=$(( p > pods ? p : pods ))
+  done
   nodes=$(( (pods + 99) / 100 ))  # 10 % headroom under 110 pods a node
   MPI_CLUSTER_NODES=$(( nodes > ${MPI_CLUSTER_NODES:-4} ? nodes : ${MPI_CLUSTER_NODES:-4} )) bash hack/cluster/up.sh
   KUBECONFIG=$(bash hack/cluster/kubeconfig.sh)
@@ -17,6 +34,5 @@ fi
 export KUBECONFIG
 # Built here, outside the measurements, with its progress shown (about 20 min the first time); without Go it prints
 # nothing and the peer rows say so.
-peers=${BENCH_PEERS:-}
 case " ${peers//,/ } " in *" kubeflow "*|*" kubeflow-tuned "*) bash hack/kubeflow.sh >/dev/null ;; esac
-exec "$root/.venv/bin/python" hack/bench.py
+exec "$root/.venv/bin/python" "$script"

@@ -42,27 +42,53 @@ def cluster_wide_operators() -> dict[int, str]:
     return found
 
 
-def rss_tree_kib(pid: int) -> int:
-    """RSS of the operator and every process below it (ansible-runner, ansible, the module)."""
+def _process_tree(pid: int) -> dict[int, dict[str, str]]:
+    """The process `pid` and every process below it: pid -> its /proc/<pid>/status fields."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
+    status: dict[int, dict[str, str]] = {}
     for p in pathlib.Path("/proc").iterdir():
         if not p.name.isdigit():
             continue
         try:
-            status = (p / "status").read_text()
+            text = (p / "status").read_text()
         except OSError:
             continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        ppid = int(fields.get("PPid", "0").strip())
-        children.setdefault(ppid, []).append(int(p.name))
-        rss[int(p.name)] = int(fields.get("VmRSS", "0 kB").split()[0]) if "VmRSS" in fields else 0
-    total, stack = 0, [pid]
+        fields = {k: v.strip() for k, v in (line.split(":", 1) for line in text.splitlines() if ":" in line)}
+        children.setdefault(int(fields.get("PPid", "0")), []).append(int(p.name))
+        status[int(p.name)] = fields
+    tree, stack = {}, [pid]
     while stack:
         q = stack.pop()
-        total += rss.get(q, 0)
+        if q in status:
+            tree[q] = status[q]
         stack.extend(children.get(q, []))
-    return total
+    return tree
+
+
+def _kib(value: str | None) -> int:
+    return int(value.split()[0]) if value else 0
+
+
+def rss_tree_kib(pid: int) -> int:
+    """RSS of the operator and every process below it (ansible-runner, ansible, the module)."""
+    return sum(_kib(fields.get("VmRSS")) for fields in _process_tree(pid).values())
+
+
+def memory_by_process(pid: int) -> list[dict[str, object]]:
+    """What each process of the tree holds (BENCH_PROFILE=1): its command line, RSS and, from smaps_rollup, its
+    anonymous memory (the heap: what the process built) and proportional share (PSS: shared pages split)."""
+    out: list[dict[str, object]] = []
+    for q, fields in sorted(_process_tree(pid).items()):
+        try:
+            args = pathlib.Path(f"/proc/{q}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+            rollup = pathlib.Path(f"/proc/{q}/smaps_rollup").read_text().splitlines()
+        except OSError:
+            continue
+        smaps = {k: v.strip() for k, v in (line.split(":", 1) for line in rollup[1:] if ":" in line)}
+        command = " ".join(os.path.basename(a) if a.startswith("/") else a for a in args)  # the module's name too
+        out.append({"pid": q, "command": command[:120], "rss_kib": _kib(fields.get("VmRSS")),
+                    "anonymous_kib": _kib(smaps.get("Anonymous")), "pss_kib": _kib(smaps.get("Pss"))})
+    return out
 
 
 CLUSTER_PIDS = cache() / "cluster/pids"

@@ -12,11 +12,8 @@ from kubernetes.client.exceptions import ApiException
 
 from hack.benchmark.results import Capacity
 from hack.benchmark.settings import (
-    JOBS,
     OUTCOME,
     OUTCOME_ANNOTATION,
-    SINGLE_RUNS,
-    WORKERS,
 )
 from hack.drivers.mpijob import install_crd, new_mpijob
 from hack.drivers.wait import wait_until
@@ -78,12 +75,17 @@ def free_pod_slots(core: client.CoreV1Api) -> int:
     return free
 
 
-def prepare(api: client.ApiClient) -> Capacity:
-    """The CRD, no namespace of a previous run left, and a warning when the nodes cannot take every pod."""
+def pods_needed(jobs: int, workers: int, single_runs: int) -> int:
+    """Pods a run has at once: every job's launcher and workers, the single jobs' too (hack/bench.sh sizes the same)."""
+    return (jobs + single_runs) * (workers + 1)
+
+
+def prepare(api: client.ApiClient, needed: int, wait: float = 300) -> Capacity:
+    """The CRD, no namespace of a previous run left, and a warning when the nodes cannot take the `needed` pods."""
     core = client.CoreV1Api(api)
     install_crd(api)
-    delete_namespaces(core, wait=300)
-    capacity = Capacity(free_pod_slots(core), (JOBS + SINGLE_RUNS) * (WORKERS + 1))
+    delete_namespaces(core, wait=wait)
+    capacity = Capacity(free_pod_slots(core), needed)
     if capacity.slots < capacity.needed:
         print(f"WARNING: the schedulable nodes can take {capacity.slots} more pods, the bench needs {capacity.needed}: "
               "jobs will wait for capacity and the latencies measure that (make bench sizes the local cluster; "

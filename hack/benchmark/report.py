@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 
 from hack.benchmark.results import Capacity, Result, percentile, reached
 from hack.benchmark.settings import (
-    JOBS,
     OUTCOME,
     SETTLE_CORES,
     SINGLE_RUNS,
-    WORKERS,
 )
 from hack.benchmark.subjects import Ours
 
@@ -18,6 +17,9 @@ ROW = "| {:<44} | {:>10} |"
 
 
 def secs(value: float, limit: float, digits: int = 1) -> str:
+    """A latency; infinite: not reached within `limit`; NaN (no job to measure it on): a dash."""
+    if math.isnan(value):
+        return "-"
     return f"{value:.{digits}f} s" if math.isfinite(value) else f"> {limit:.0f} s"
 
 
@@ -31,8 +33,9 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
     row = ROW
     single, bulk, finish = result.single, result.bulk, result.finish
     assert single is not None and bulk is not None and finish is not None
+    jobs = result.jobs
     print()
-    print(f"## make bench: {result.name}, {JOBS} MPIJobs x {WORKERS} workers, flags: {' '.join(result.flags)}")
+    print(f"## make bench: {result.name}, {jobs} MPIJobs x {result.workers} workers, flags: {' '.join(result.flags)}")
     print()
     print(row.format("measure", "value"))
     print(row.format("-" * 44, "-" * 10))
@@ -44,13 +47,13 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
     print(row.format(f"single job, idle: create -> Running p50 ({SINGLE_RUNS} jobs)", secs(single.to_running, 120, 2)))
     print(row.format("single job, idle: create -> Running max", secs(single.running_max, 120, 2)))
     print(row.format("free pod slots on schedulable nodes / needed", f"{capacity.slots}/{capacity.needed}"))
-    print(row.format(f"{JOBS} jobs created (client, 16 threads)", f"{bulk.created_all:.1f} s"))
+    print(row.format(f"{jobs} jobs created (client, 16 threads)", f"{bulk.created_all:.1f} s"))
     for label, values in (("create -> all children", bulk.to_children),
                           ("create -> pods up (cluster side)", bulk.to_pods_up),
                           ("create -> Running", bulk.to_running), ("pods up -> Running (operator side)", bulk.react)):
         print_spread(label, values, bulk.wall)
     print(row.format("jobs with all children / Running",
-                     f"{reached(bulk.to_children)}/{reached(bulk.to_running)} of {JOBS}"))
+                     f"{reached(bulk.to_children)}/{reached(bulk.to_running)} of {jobs}"))
     print(row.format("total wall time (first create -> all Running)", f"{bulk.wall:.1f} s"))
     if math.isfinite(bulk.runs):
         print(row.format("reconciles/s", f"{bulk.reconciles / bulk.wall:.1f}"))
@@ -69,7 +72,7 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
         print_spread("launcher told -> Succeeded", finish.to_succeeded, finish.wall)
         print_spread("launcher Complete -> Succeeded (operator)", finish.react, finish.wall)
         print_spread("launcher told -> workers deleted", finish.to_cleaned, finish.window)
-        print(row.format("jobs Succeeded", f"{reached(finish.to_succeeded)} of {JOBS}"))
+        print(row.format("jobs Succeeded", f"{reached(finish.to_succeeded)} of {jobs}"))
         print(row.format("wall time (first told -> all Succeeded)", f"{finish.wall:.1f} s"))
         print(row.format("wall time (first told -> all cleaned up)", f"{finish.window:.1f} s"))
         if math.isfinite(finish.runs):
@@ -86,6 +89,7 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
     for name, value in bulk.cpu.items():
         extra = f" {finish.cpu.get(name, float('nan')):>18.1f} |" if finish.cpu else ""
         print(row.format(name, f"{value:.1f}") + extra)
+    print_memory(result)
     if bulk.requests:
         print()
         print("API requests (every client: the operator, kube-controller-manager, the scheduler, kwok, this script), "
@@ -101,18 +105,36 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
             print(row.format(name, f"{value:.0f}") + (f" {done:>18.0f} |" if finish.cpu else ""))
 
 
-def comparison_rows(r: Result) -> dict[str, tuple[float, str, float]]:
+Rows = dict[str, tuple[float, str, float]]  # label -> (value, printed value, how long the phase waited for it)
+
+
+def print_memory(result: Result) -> None:
+    """BENCH_PROFILE=1: what each process of the operator's tree held at the tree's peak RSS."""
+    if not result.rss_at_peak:
+        return
+    print()
+    print(f"{result.name}: memory at the peak RSS, by process (MiB; anonymous: its heap, PSS: shared pages split):")
+    print()
+    print("|    pid |    RSS |   anon |    PSS | command |")
+    print("|--------|--------|--------|--------|---------|")
+    for p in result.rss_at_peak:
+        print(f"| {p['pid']:>6} | {p['rss_kib'] / 1024:>6.0f} | {p['anonymous_kib'] / 1024:>6.0f} "
+              f"| {p['pss_kib'] / 1024:>6.0f} | {p['command']} |")
+
+
+def comparison_rows(r: Result) -> Rows:
     """The compared measures of one run: label -> (value, printed value, how long the phase waited for it)."""
     single, bulk, finish = r.single, r.bulk, r.finish
     assert single is not None and bulk is not None and finish is not None
+    size = f"{r.jobs} x {r.workers}"
     rows: dict[str, tuple[float, float, int]] = {  # value, limit, digits
         "single job, idle: create -> all children p50": (single.to_children, 120, 2),
         "single job, idle: create -> Running p50": (single.to_running, 120, 2),
-        f"{JOBS} x {WORKERS}: create -> all children p50": (percentile(bulk.to_children, 50), bulk.wall, 1),
-        f"{JOBS} x {WORKERS}: create -> all children p95": (percentile(bulk.to_children, 95), bulk.wall, 1),
-        f"{JOBS} x {WORKERS}: create -> Running p50": (percentile(bulk.to_running, 50), bulk.wall, 1),
-        f"{JOBS} x {WORKERS}: create -> Running p95": (percentile(bulk.to_running, 95), bulk.wall, 1),
-        f"{JOBS} x {WORKERS}: pods up -> Running p95 (operator)": (percentile(bulk.react, 95), bulk.wall, 1),
+        f"{size}: create -> all children p50": (percentile(bulk.to_children, 50), bulk.wall, 1),
+        f"{size}: create -> all children p95": (percentile(bulk.to_children, 95), bulk.wall, 1),
+        f"{size}: create -> Running p50": (percentile(bulk.to_running, 50), bulk.wall, 1),
+        f"{size}: create -> Running p95": (percentile(bulk.to_running, 95), bulk.wall, 1),
+        f"{size}: pods up -> Running p95 (operator)": (percentile(bulk.react, 95), bulk.wall, 1),
     }
     if OUTCOME == "run":
         for p in (50, 95):
@@ -120,9 +142,9 @@ def comparison_rows(r: Result) -> dict[str, tuple[float, str, float]]:
         rows["launcher Complete -> Succeeded p95 (operator)"] = (percentile(finish.react, 95), finish.wall, 1)
         rows["launcher told -> workers deleted p95"] = (percentile(finish.to_cleaned, 95), finish.window, 1)
     out = {k: (v, secs(v, limit, digits), limit) for k, (v, limit, digits) in rows.items()}
-    out["jobs Running"] = (math.nan, f"{reached(bulk.to_running)}/{JOBS}", 0)
+    out["jobs Running"] = (math.nan, f"{reached(bulk.to_running)}/{r.jobs}", 0)
     if OUTCOME == "run":
-        out["jobs Succeeded"] = (math.nan, f"{reached(finish.to_succeeded)}/{JOBS}", 0)
+        out["jobs Succeeded"] = (math.nan, f"{reached(finish.to_succeeded)}/{r.jobs}", 0)
     cpu, machine = "operator incl. runner subprocesses", "machine total (all cores)"
     out["operator CPU s, create -> all Running"] = (bulk.cpu[cpu], f"{bulk.cpu[cpu]:.1f}", 0)
     if finish.cpu:
@@ -147,36 +169,52 @@ def ratio(peer: tuple[float, str, float], ours: tuple[float, str, float]) -> str
     return f"{peer[0] / ours[0]:.2f}"
 
 
-def compare(results: list[Result]) -> None:
-    """One table: every operator's measures side by side, and each peer's ratio to ours (peer / ours: below 1 the
-    peer is faster or smaller)."""
+def side_by_side(results: list[Result], rows: Callable[[Result], Rows], prefix: str = "") -> list[list[str]]:
+    """The cells of `rows` for every operator, ours first, then each peer's ratio to ours (each label after
+    `prefix`); an operator that could not run shows its note."""
     ours, peers = results[0], results[1:]
-    mine = comparison_rows(ours)
-    theirs = [comparison_rows(p) if p.note == "" else {} for p in peers]
-    head = ["measure", ours.name, *(p.name for p in peers), *(f"{p.name} / ours" for p in peers)]
+    mine = rows(ours) if ours.note == "" else {}
+    theirs = [rows(p) if p.note == "" else {} for p in peers]
+    labels = list(mine) or list(dict.fromkeys(label for t in theirs for label in t))
     lines = []
-    for label, (_, shown, _) in mine.items():
-        cells = [label, shown]
-        cells += [t[label][1] if t else p.note for p, t in zip(peers, theirs, strict=True)]
-        cells += [ratio(t[label], mine[label]) if t else "" for t in theirs]
+    for label in labels:
+        cells = [prefix + label, mine[label][1] if label in mine else ours.note]
+        cells += [t[label][1] if label in t else p.note for p, t in zip(peers, theirs, strict=True)]
+        cells += [ratio(t[label], mine[label]) if label in t and label in mine else "" for t in theirs]
         lines.append(cells)
+    return lines
+
+
+def header(results: list[Result]) -> list[str]:
+    return ["measure", results[0].name, *(p.name for p in results[1:]), *(f"{p.name} / ours" for p in results[1:])]
+
+
+def markdown(head: list[str], lines: list[list[str]]) -> list[str]:
+    """A markdown table, the first column left-aligned, the others right-aligned."""
     widths = [max(len(str(c)) for c in col) for col in zip(head, *lines, strict=True)]
 
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
                                  for i, (c, w) in enumerate(zip(cells, widths, strict=True))) + " |"
 
+    return [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *(line(cells) for cells in lines)]
+
+
+def compare(results: list[Result]) -> None:
+    """One table: every operator's measures side by side, and each peer's ratio to ours (peer / ours: below 1 the
+    peer is faster or smaller)."""
+    ours = results[0]
     print()
-    print(f"## make bench, side by side: {JOBS} MPIJobs x {WORKERS} workers, one operator at a time on the same "
-          f"cluster, {os.cpu_count()} cores")
+    print(f"## make bench, side by side: {ours.jobs} MPIJobs x {ours.workers} workers, one operator at a time on the "
+          f"same cluster, {os.cpu_count()} cores")
     print()
     for r in results:
         print(f"- {r.name}: {r.note or ' '.join(r.flags)}")
     print()
-    print(line(head))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for cells in lines:
-        print(line(cells))
+    print("\n".join(markdown(header(results), side_by_side(results, comparison_rows))))
     print()
-    print('ratio = peer / ours: below 1 the peer is faster, uses less CPU or memory; "> N s": not reached in the '
-          "N s the phase waited (BENCH_TIMEOUT for ours, BENCH_PEER_TIMEOUT for peers).")
+    print(RATIO_NOTE + " (BENCH_TIMEOUT for ours, BENCH_PEER_TIMEOUT for peers).")
+
+
+RATIO_NOTE = ('ratio = peer / ours: below 1 the peer is faster, uses less CPU or memory; "> N s": not reached in the '
+              "N s the phase waited")

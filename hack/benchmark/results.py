@@ -15,10 +15,17 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def latencies(done: dict[tuple[str, str], float], start: dict[tuple[str, str], float],
-              keys: list[tuple[str, str]]) -> list[float]:
-    """Per job, from `start` to `done`; infinite for a job that did not get there (a percentile that falls on one
-    is printed as "> wall time")."""
-    return [done[k] - start[k] if k in done and k in start else math.inf for k in keys]
+              keys: list[tuple[str, str]], until: float = math.inf) -> list[float]:
+    """Per job, from `start` to `done`; infinite for a job that did not get there by `until`, when the wait for it
+    ended (a percentile that falls on one is printed as "> wall time")."""
+    return [done[k] - start[k] if k in done and k in start and done[k] <= until else math.inf for k in keys]
+
+
+def shares(done: dict[tuple[str, str], float], start: dict[tuple[str, str], float], keys: list[tuple[str, str]],
+           until: float = math.inf) -> list[float]:
+    """The part of a latency after `start` (the cluster's work done: pods up, the launcher Job Complete), for the
+    jobs that got both by `until`."""
+    return [max(0.0, done[k] - start[k]) for k in keys if k in done and k in start and done[k] <= until]
 
 
 def reached(values: list[float]) -> int:
@@ -87,3 +94,6 @@ class Result:
     rss_peak_tree: int = 0
     status_writers: dict[str, int] = field(default_factory=dict)
     note: str = ""
+    jobs: int = 0  # the burst's size: jobs x workers
+    workers: int = 0
+    rss_at_peak: list[dict[str, object]] = field(default_factory=list)  # BENCH_PROFILE=1: by process, at the peak

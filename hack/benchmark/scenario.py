@@ -19,17 +19,19 @@ from hack.benchmark.accounting import (
     cluster_wide_operators,
     cpu_delta,
     cpu_snapshot,
+    memory_by_process,
     peak_rss_kib,
     requests_delta,
     rss_tree_kib,
     settle,
 )
 from hack.benchmark.cluster import create_namespace, delete_namespaces, finish_all, mpijob
-from hack.benchmark.results import Bulk, Finish, Result, Single, latencies, percentile
+from hack.benchmark.results import Bulk, Finish, Result, Single, latencies, percentile, shares
 from hack.benchmark.settings import (
     JOBS,
     OUTCOME,
     PREFIX,
+    PROFILE,
     SINGLE_RUNS,
     WORKERS,
 )
@@ -40,12 +42,20 @@ from hack.drivers.wait import wait_until
 from mpijob_operator.runner import BatchRunner
 
 
+class StillRunning(RuntimeError):
+    """The operator did not exit when stopped: the next one would share the MPIJobs with it."""
+
+
 class Bench:
     """One run against one operator (`subject`): its namespace, the operator process, the watches and the RSS
-    sampler; a method per measured phase."""
+    sampler; a method per measured phase. `jobs` x `workers` for the burst (BENCH_JOBS x BENCH_WORKERS unless given),
+    `single_runs` single jobs first (0: none), each wait bounded by `timeout` (the subject's unless given)."""
 
-    def __init__(self, kubeconfig: str, api: client.ApiClient, subject: Ours | Kubeflow):
+    def __init__(self, kubeconfig: str, api: client.ApiClient, subject: Ours | Kubeflow, jobs: int = JOBS,
+                 workers: int = WORKERS, single_runs: int = SINGLE_RUNS, timeout: float | None = None):
         self.kubeconfig = kubeconfig
+        self.jobs, self.workers, self.single_runs = jobs, workers, single_runs
+        self.timeout = subject.timeout if timeout is None else timeout
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
         self.subject = subject
@@ -54,9 +64,10 @@ class Bench:
         self.ns = f"{PREFIX}{uuid.uuid4().hex[:6]}"
         create_namespace(self.core, self.ns)
         self.pid = subject.start(kubeconfig, self.ns, work)
-        self.tracker = Tracker(api, WORKERS)
+        self.tracker = Tracker(api, workers)
         self.rss_peak_tree = 0
         self.peak = 0
+        self.rss_at_peak: list[dict[str, object]] = []  # BENCH_PROFILE=1: each process of the tree at the peak
         self.status_writers: dict[str, int] = {}
         self.intruders: dict[int, str] = {}  # other operators that watched every namespace meanwhile
         self.sampling = threading.Event()
@@ -64,7 +75,10 @@ class Bench:
     def _sample(self) -> None:
         ticks = 0
         while not self.sampling.is_set():
-            self.rss_peak_tree = max(self.rss_peak_tree, rss_tree_kib(self.pid))
+            rss = rss_tree_kib(self.pid)
+            if rss > self.rss_peak_tree and PROFILE:
+                self.rss_at_peak = memory_by_process(self.pid)
+            self.rss_peak_tree = max(self.rss_peak_tree, rss)
             if ticks % 8 == 0:
                 self.intruders.update({k: v for k, v in cluster_wide_operators().items() if k != self.pid})
             ticks += 1
@@ -96,14 +110,14 @@ class Bench:
             exited = self.subject.stop()
             delete_namespaces(self.core)
         if not exited:  # the next operator must not share the MPIJobs with this one
-            raise RuntimeError(f"{self.subject.name} (pid {self.pid}) did not exit")
+            raise StillRunning(f"{self.subject.name} (pid {self.pid}) did not exit")
 
     def create(self, key: tuple[str, str]) -> None:
         self.tracker.created[key] = time.time()
-        self.custom.create_namespaced_custom_object(GROUP, VERSION, key[0], PLURAL, mpijob(key[1], WORKERS))
+        self.custom.create_namespaced_custom_object(GROUP, VERSION, key[0], PLURAL, mpijob(key[1], self.workers))
 
     def single(self) -> Single:
-        tracker, keys = self.tracker, [(self.ns, f"single-{i}") for i in range(SINGLE_RUNS)]
+        tracker, keys = self.tracker, [(self.ns, f"single-{i}") for i in range(self.single_runs)]
         for key in keys:
             time.sleep(2)  # idle: the loop has settled after the previous one
             self.create(key)
@@ -117,10 +131,10 @@ class Bench:
         return Single(percentile(children, 50), percentile(running, 50), max(children), max(running))
 
     def bulk(self) -> Bulk:
-        tracker, timeout = self.tracker, self.subject.timeout
+        tracker, timeout = self.tracker, self.timeout
         requests_before = api_requests(self.kubeconfig)
         before, cpu_before = self.subject.counters(), cpu_snapshot(self.pid)
-        keys = [(self.ns, f"job-{i:04d}") for i in range(JOBS)]
+        keys = [(self.ns, f"job-{i:04d}") for i in range(self.jobs)]
         start = time.time()
         with cf.ThreadPoolExecutor(16) as pool:
             list(pool.map(self.create, keys))
@@ -128,9 +142,10 @@ class Bench:
         try:
             wait_until(lambda: all(k in tracker.running for k in keys), timeout, "every job to run")
         except TimeoutError as exc:
-            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.running for k in keys)}/{JOBS} running",
+            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.running for k in keys)}/{self.jobs} running",
                   file=sys.stderr)
-        wall = time.time() - start
+        end = time.time()  # a job that gets there after the wait ended did not get there
+        wall = end - start
         cpu = cpu_delta(cpu_before, cpu_snapshot(self.pid))
         requests = requests_delta(requests_before, api_requests(self.kubeconfig))
         time.sleep(1)
@@ -138,18 +153,17 @@ class Bench:
         runs = after["runs"] - before["runs"] if after else math.nan
         return Bulk(
             keys=keys, created_all=created_all, wall=wall,
-            to_children=latencies(tracker.all_children, tracker.created, keys),
-            to_pods_up=latencies(tracker.pods_up, tracker.created, keys),
-            to_running=latencies(tracker.running, tracker.created, keys),
-            react=[max(0.0, tracker.running[k] - tracker.pods_up[k]) for k in keys
-                   if k in tracker.running and k in tracker.pods_up],
+            to_children=latencies(tracker.all_children, tracker.created, keys, end),
+            to_pods_up=latencies(tracker.pods_up, tracker.created, keys, end),
+            to_running=latencies(tracker.running, tracker.created, keys, end),
+            react=shares(tracker.running, tracker.pods_up, keys, end),
             runs=runs, starts=after["starts"] - before["starts"] if after else math.nan,
             reconciles=after["reconciles"] - before["reconciles"] if after else math.nan,
             mean_batch=(after["batched"] - before["batched"]) / runs if after and runs else math.nan, cpu=cpu,
             requests=requests)
 
     def finish(self, keys: list[tuple[str, str]]) -> Finish:
-        tracker, timeout = self.tracker, self.subject.timeout
+        tracker, timeout = self.tracker, self.timeout
         settled = settle()
         requests_before = api_requests(self.kubeconfig)
         before, cpu_before = self.subject.counters(), cpu_snapshot(self.pid)
@@ -157,31 +171,32 @@ class Bench:
         try:
             wait_until(lambda: all(k in tracker.succeeded for k in keys), timeout, "every job to succeed")
         except TimeoutError as exc:
-            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.succeeded for k in keys)}/{JOBS} "
+            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.succeeded for k in keys)}/{self.jobs} "
                   "succeeded", file=sys.stderr)
         first = min(told.values(), default=time.time())
-        wall = time.time() - first
+        succeeded_by = time.time()
+        wall = succeeded_by - first
         try:  # the clean-up (cleanPodPolicy Running) is work of this phase too, whenever an operator does it
             wait_until(lambda: all(k in tracker.cleaned for k in keys), timeout, "every job's workers to be deleted")
         except TimeoutError as exc:
-            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.cleaned for k in keys)}/{JOBS} "
+            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.cleaned for k in keys)}/{self.jobs} "
                   "cleaned up", file=sys.stderr)
-        window = time.time() - first
+        cleaned_by = time.time()
+        window = cleaned_by - first
         after = self.subject.counters()
         return Finish(wall=wall, window=window, settled=settled, cpu=cpu_delta(cpu_before, cpu_snapshot(self.pid)),
-                      to_cleaned=latencies(tracker.cleaned, told, keys),
+                      to_cleaned=latencies(tracker.cleaned, told, keys, cleaned_by),
                       requests=requests_delta(requests_before, api_requests(self.kubeconfig)),
-                      to_succeeded=latencies(tracker.succeeded, told, keys),
-                      to_launcher_done=latencies(tracker.launcher_done, told, keys),
-                      react=[max(0.0, tracker.succeeded[k] - tracker.launcher_done[k]) for k in keys
-                             if k in tracker.succeeded and k in tracker.launcher_done],
+                      to_succeeded=latencies(tracker.succeeded, told, keys, succeeded_by),
+                      to_launcher_done=latencies(tracker.launcher_done, told, keys, succeeded_by),
+                      react=shares(tracker.succeeded, tracker.launcher_done, keys, succeeded_by),
                       runs=after["runs"] - before["runs"] if after else math.nan,
                       starts=after["starts"] - before["starts"] if after else math.nan)
 
     def run(self) -> Result:
         try:
             self.start()
-            single = self.single()
+            single = self.single() if self.single_runs else None
             bulk = self.bulk()
             finish = self.finish(bulk.keys) if OUTCOME == "run" else Finish()
             self.peak = peak_rss_kib(self.pid)
@@ -195,7 +210,7 @@ class Bench:
                   f"controller reconciled them besides {self.subject.name}; these numbers are not its alone",
                   file=sys.stderr)
         return Result(self.subject.name, self.subject.flags, single, bulk, finish, self.peak, self.rss_peak_tree,
-                      self.status_writers)
+                      self.status_writers, jobs=self.jobs, workers=self.workers, rss_at_peak=self.rss_at_peak)
 
 
 def runner_baseline(runs: int = 3) -> float:

@@ -87,14 +87,14 @@ class Kubeflow:
         return {}  # no runs or batches to count
 
 
-def peer_subjects() -> list[Kubeflow | Result]:
-    """The peers BENCH_PEERS asks for, or, when one cannot run, a Result saying why."""
+def peer_subjects(peers: list[str] = PEERS, variable: str = "BENCH_PEERS") -> list[Kubeflow | Result]:
+    """The peers `peers` (BENCH_PEERS unless given) asks for, or, when one cannot run, a Result saying why."""
     out: list[Kubeflow | Result] = []
     known = {"kubeflow": (("Kubeflow", []), ("Kubeflow tuned", KUBEFLOW_TUNED)),
              "kubeflow-tuned": (("Kubeflow tuned", KUBEFLOW_TUNED),)}
-    for peer in PEERS:
+    for peer in peers:
         if peer not in known:
-            raise SystemExit(f"BENCH_PEERS: unknown peer {peer!r} (known: {', '.join(known)})")
+            raise SystemExit(f"{variable}: unknown peer {peer!r} (known: {', '.join(known)})")
         binary = kubeflow_operator_binary()
         for name, args in known[peer]:
             out.append(Kubeflow(name, binary, args) if binary else

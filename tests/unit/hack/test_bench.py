@@ -8,7 +8,7 @@ import pytest
 
 from hack.benchmark.accounting import namespace_scoped
 from hack.benchmark.report import compare
-from hack.benchmark.results import Bulk, Finish, Result, Single
+from hack.benchmark.results import Bulk, Finish, Result, Single, latencies, reached, shares
 from hack.benchmark.settings import JOBS, WORKERS
 
 
@@ -21,7 +21,7 @@ def result(name, single, running, succeeded, cpu, rss_mib, wall=100.0):
                    react=[], runs=math.nan, starts=math.nan, reconciles=math.nan, mean_batch=math.nan,
                    cpu={"operator incl. runner subprocesses": cpu, "machine total (all cores)": 10 * cpu}),
         Finish(wall=wall, to_succeeded=succeeded, cpu={"operator incl. runner subprocesses": cpu / 2}),
-        rss_peak_tree=rss_mib * 1024)
+        rss_peak_tree=rss_mib * 1024, jobs=jobs, workers=WORKERS)
 
 
 def test_table_ratios_a_peer_that_did_not_get_there_and_one_that_could_not_run(capsys):
@@ -54,3 +54,14 @@ def test_table_ratios_a_peer_that_did_not_get_there_and_one_that_could_not_run(c
 ])
 def test_namespace_scoped(args, scoped):
     assert namespace_scoped(args) is scoped
+
+
+def test_a_job_that_got_there_after_the_wait_ended_did_not_get_there():
+    keys = [("ns", "a"), ("ns", "b"), ("ns", "c")]
+    start = {k: 100.0 for k in keys}
+    done = {keys[0]: 101.0, keys[1]: 130.0}  # b after the wait ended at 110, c never
+    assert latencies(done, start, keys, until=110.0) == [1.0, math.inf, math.inf]
+    assert reached(latencies(done, start, keys, until=110.0)) == 1
+    assert latencies(done, start, keys) == [1.0, 30.0, math.inf]
+    # the operator's share: only the jobs that got there in time
+    assert shares(done, {k: 100.5 for k in keys}, keys, until=110.0) == [0.5]

@@ -1,0 +1,195 @@
+"""`make bench-scale`: `make bench`'s burst and finish (hack/benchmark) at several sizes, this operator and its peers
+(BENCH_SCALE_PEERS, default kubeflow-tuned) one at a time on the same cluster, each size and operator on a fresh
+namespace. Prints one table (every size's rows, each peer's ratio to ours), writes the results as JSON and a plot
+(PNG, matplotlib) of latency, operator CPU per job and peak RSS against the number of jobs.
+
+BENCH_SCALE_SIZES ("200x1 1000x1 5000x1 200x4": jobs x workers, in that order); BENCH_SCALE_TIMEOUT_PER_POD (0.15 s)
+and BENCH_SCALE_TIMEOUT_MIN (300 s) bound each wait of a size (max of the two, its pods times the first); a size
+that does not get there is reported with how many jobs did, and the run goes on. BENCH_SCALE_OUT
+(docs/images/bench-scale.png; the JSON beside it, .json). `python hack/bench_scale.py --plot RESULTS.json [PNG]`
+draws a saved run again. hack/bench.sh --scale sizes the local cluster for the largest size and installs matplotlib
+(hack/benchmark/requirements-plot.txt).
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import pathlib
+import subprocess
+import sys
+import traceback
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kubernetes import client  # noqa: E402
+
+from hack.benchmark.cluster import delete_namespaces, prepare  # noqa: E402
+from hack.benchmark.report import RATIO_NOTE, print_memory  # noqa: E402
+from hack.benchmark.results import Result  # noqa: E402
+from hack.benchmark.scale import DEFAULT_SIZES, PANELS, Run, Size, document, parse_sizes, plot_lines, table, timeout_for  # noqa: E402
+from hack.benchmark.scenario import Bench, StillRunning  # noqa: E402
+from hack.benchmark.subjects import Kubeflow, Ours, peer_subjects  # noqa: E402
+
+
+def setting(name: str, default: str) -> str:
+    return os.environ.get(name) or default
+
+
+def peer_names() -> list[str]:
+    """BENCH_SCALE_PEERS, spaces or commas; set and empty: ours alone."""
+    return os.environ.get("BENCH_SCALE_PEERS", "kubeflow-tuned").replace(",", " ").split()
+
+
+def measure(kubeconfig: str, api: client.ApiClient, subject: Ours | Kubeflow, run: Run) -> Result:
+    """One operator at one size; a failure becomes the row's note (StillRunning stops the whole run: the next
+    operator would share the jobs with this one)."""
+    size = run.size
+    try:  # the previous run's teardown (its pods garbage-collected), off this run's clock
+        delete_namespaces(client.CoreV1Api(api), wait=run.timeout)
+    except TimeoutError as exc:
+        print(f"WARNING: {exc}: {subject.name} at {size.label} is measured while the cluster still deletes them",
+              file=sys.stderr)
+    try:
+        return Bench(kubeconfig, api, subject, size.jobs, size.workers, single_runs=0, timeout=run.timeout).run()
+    except StillRunning:
+        raise
+    except Exception as exc:
+        traceback.print_exc()
+        return Result(subject.name, note=f"failed: {type(exc).__name__}: {exc}"[:200], jobs=size.jobs,
+                      workers=size.workers)
+
+
+def about(sizes: list[Size]) -> dict[str, Any]:
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            check=False).stdout.strip()
+    return {"command": f"BENCH_SCALE_SIZES=\"{' '.join(f'{s.jobs}x{s.workers}' for s in sizes)}\" "
+                       f"BENCH_SCALE_PEERS=\"{' '.join(peer_names())}\" make bench-scale",
+            "commit": commit, "cores": os.cpu_count(),
+            "started": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def draw(doc: dict[str, Any], png: pathlib.Path) -> bool:
+    """The plot: a panel per quantity of scale.PANELS against the number of jobs (log), a colour per operator, a
+    line style per measure, a marker per workers per job; a hollow triangle where a wait ran out (a lower bound)."""
+    try:
+        import matplotlib
+    except ImportError:
+        print(f"no plot: matplotlib is not installed (hack/bench.sh --scale installs it); later: {sys.executable} "
+              f"hack/bench_scale.py --plot {png.with_suffix('.json')}", file=sys.stderr)
+        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines = plot_lines(doc)
+    operators = list(dict.fromkeys(line.operator for line in lines))
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(6 * len(PANELS), 5), squeeze=False)
+    for ax, (panel, measures) in zip(axes[0], PANELS, strict=True):
+        styles = {short: style for (_, short), style in zip(measures, ("-", "--", ":"), strict=False)}
+        for line in (ln for ln in lines if ln.panel == panel):
+            color = f"C{operators.index(line.operator)}"
+            marker = "o" if line.workers == 1 else "s"
+            xs, ys = [p[0] for p in line.points], [p[1] for p in line.points]
+            ax.plot(xs, ys, color=color, linestyle=styles[line.measure], marker=marker, label=line.label)
+            bounds = [(x, y) for x, y, lower in line.points if lower]
+            if bounds:
+                ax.scatter(*zip(*bounds, strict=True), marker="^", s=120, facecolors="none", edgecolors=color)
+        ax.set_xscale("log")
+        jobs = sorted({size["jobs"] for size in doc["sizes"]})
+        ax.set_xticks(jobs, [str(j) for j in jobs])
+        ax.minorticks_off()
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("MPIJobs created at once")
+        ax.set_title(panel)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"make bench-scale, commit {doc.get('commit', '?')}, {doc.get('started', '')}, "
+                 f"{doc.get('cores', '?')} cores (triangle: a wait ran out, the value is a lower bound)", fontsize=10)
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def save(runs: list[Run], info: dict[str, Any], png: pathlib.Path) -> dict[str, Any]:
+    """The JSON beside the plot, rewritten after every operator: a run stopped half-way keeps what it measured."""
+    import json
+
+    doc = document(runs, info)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    png.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--plot"]:  # draw a saved run again
+        import json
+
+        saved = pathlib.Path(sys.argv[2])
+        png = pathlib.Path(sys.argv[3]) if len(sys.argv) > 3 else saved.with_suffix(".png")
+        if not draw(json.loads(saved.read_text()), png):
+            return 1
+        print(f"plot: {png}")
+        return 0
+    kubeconfig = os.environ["KUBECONFIG"]
+    # The shell's auth, as the modules and the operator connect (importable once mpijob_operator is imported).
+    from ansible_collections.mpi.operator.plugins.module_utils.kube.auth import api_client
+
+    api = api_client({"kubeconfig": kubeconfig})
+    sizes = parse_sizes(setting("BENCH_SCALE_SIZES", DEFAULT_SIZES))
+    per_pod = float(setting("BENCH_SCALE_TIMEOUT_PER_POD", "0.15"))
+    minimum = float(setting("BENCH_SCALE_TIMEOUT_MIN", "300"))
+    peers = peer_subjects(peer_names(), "BENCH_SCALE_PEERS")  # before the long run: a wrong name fails now
+    png = pathlib.Path(setting("BENCH_SCALE_OUT", str(ROOT / "docs/images/bench-scale.png"))).resolve()
+    largest = max(sizes, key=lambda s: s.pods)
+    capacity = prepare(api, largest.pods, wait=max(300.0, timeout_for(largest, per_pod, minimum)))
+    nodes = len(client.CoreV1Api(api).list_node(label_selector="type=kwok").items)
+    info = {**about(sizes), "kwok_nodes": nodes, "free_pod_slots": capacity.slots, "pods_largest_size": largest.pods}
+    print(f"## make bench-scale: sizes {', '.join(s.label for s in sizes)}; operators: mpi.operator, "
+          f"{', '.join(p.name for p in peers)}; {nodes} kwok nodes, {capacity.slots} free pod slots for "
+          f"{largest.pods} pods; results: {png.with_suffix('.json')}", flush=True)
+    runs: list[Run] = []
+    stopped = ""
+    for size in sizes:
+        run = Run(size, timeout_for(size, per_pod, minimum))
+        runs.append(run)
+        for subject in [Ours(), *peers]:
+            if isinstance(subject, Result):  # a peer that cannot run here: its note
+                run.results.append(Result(subject.name, note=subject.note, jobs=size.jobs, workers=size.workers))
+                continue
+            print(f"## {size.label}: {subject.name} (each wait at most {run.timeout:.0f} s)", flush=True)
+            try:
+                run.results.append(measure(kubeconfig, api, subject, run))
+                print_memory(run.results[-1])
+            except StillRunning as exc:
+                stopped = f"stopped: {exc}; the sizes after it were not run"
+                break
+            save(runs, info, png)
+        print("\n" + "\n".join(table([run])) + "\n", flush=True)
+        if stopped:
+            break
+    delete_namespaces(client.CoreV1Api(api))
+    doc = save(runs, info | ({"stopped": stopped} if stopped else {}), png)
+    print()
+    print(f"## make bench-scale, side by side: one operator at a time on the same cluster, {os.cpu_count()} cores, "
+          f"commit {info['commit']}")
+    print()
+    for r in runs[0].results:
+        print(f"- {r.name}: {r.note or ' '.join(r.flags)}")
+    print()
+    print("\n".join(table(runs)))
+    print()
+    print(RATIO_NOTE + " (each size's wait: BENCH_SCALE_TIMEOUT_PER_POD x its pods, at least BENCH_SCALE_TIMEOUT_MIN). "
+          "CPU and API requests per job are over the jobs created; API requests are every client's.")
+    if stopped:
+        print(stopped, file=sys.stderr)
+    print(f"results: {png.with_suffix('.json')}")
+    if draw(doc, png):
+        print(f"plot: {png}")
+    return 1 if stopped else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""`make bench-scale` (hack/bench_scale.py), its pure part: the sizes (BENCH_SCALE_SIZES), each size's wait, the
+measures of one operator at one size (per job where the work grows with the jobs), the table of every size, the
+results document (the JSON beside the plot) and the plot's lines, read from that document so that a saved run can be
+drawn again."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from hack.benchmark.report import Rows, header, markdown, secs, side_by_side
+from hack.benchmark.results import Result, percentile, reached
+
+DEFAULT_SIZES = "200x1 1000x1 5000x1 200x4"
+
+# The measures' labels: the rows of the table, the keys of the document, the plot's lines.
+RUNNING_P95 = "create -> Running p95"
+SUCCEEDED_P95 = "told -> Succeeded p95"
+CPU_RUNNING = "operator CPU ms/job, -> all Running"
+CPU_CLEANED = "operator CPU ms/job, told -> cleaned up"
+RSS = "peak RSS incl. children"
+OPERATOR_CPU = "operator incl. runner subprocesses"  # accounting.cpu_snapshot's name for the operator's tree
+
+# The plot: a panel per quantity, a line per measure (its line style), operator (its colour) and workers per job.
+PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("latency p95 (s)", ((RUNNING_P95, "create -> Running"), (SUCCEEDED_P95, "told -> Succeeded"))),
+    ("operator CPU per job (ms)", ((CPU_RUNNING, "to Running"), (CPU_CLEANED, "told -> cleaned up"))),
+    ("peak RSS incl. children (MiB)", ((RSS, "peak RSS"),)),
+)
+
+
+@dataclass(frozen=True)
+class Size:
+    jobs: int
+    workers: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.jobs} x {self.workers}"
+
+    @property
+    def pods(self) -> int:
+        return self.jobs * (self.workers + 1)
+
+
+def parse_sizes(text: str) -> list[Size]:
+    """"200x1 1000x1" (spaces or commas): jobs x workers per job, in the order given."""
+    sizes = []
+    for item in text.replace(",", " ").split():
+        jobs, sep, workers = item.partition("x")
+        if not (sep and jobs.isdigit() and workers.isdigit() and int(jobs) > 0 and int(workers) > 0):
+            raise ValueError(f"BENCH_SCALE_SIZES: {item!r} is not JOBSxWORKERS, e.g. 1000x1")
+        sizes.append(Size(int(jobs), int(workers)))
+    if not sizes:
+        raise ValueError("BENCH_SCALE_SIZES: no size")
+    return sizes
+
+
+def timeout_for(size: Size, per_pod: float, minimum: float) -> float:
+    """Each wait of a size (all Running, all Succeeded, all cleaned up, the previous namespace gone): grows with its
+    pods, the same for every operator."""
+    return max(minimum, per_pod * size.pods)
+
+
+def scale_rows(r: Result) -> Rows:
+    """One operator at one size: label -> (value, printed value, how long the phase waited for it). A latency that
+    was not reached is infinite ("> N s"); "jobs Running/Succeeded" say where a run that timed out stopped."""
+    bulk, finish, jobs = r.bulk, r.finish, r.jobs
+    assert bulk is not None and finish is not None
+    latencies: dict[str, tuple[float, float]] = {
+        "create -> Running p50": (percentile(bulk.to_running, 50), bulk.wall),
+        RUNNING_P95: (percentile(bulk.to_running, 95), bulk.wall),
+    }
+    ran = bool(finish.cpu)  # phase 4: not with BENCH_LAUNCHER_OUTCOME=succeed
+    if ran:
+        latencies.update({
+            "told -> Succeeded p50": (percentile(finish.to_succeeded, 50), finish.wall),
+            SUCCEEDED_P95: (percentile(finish.to_succeeded, 95), finish.wall),
+            "told -> launcher Complete p50 (cluster)": (percentile(finish.to_launcher_done, 50), finish.wall),
+            "told -> launcher Complete p95 (cluster)": (percentile(finish.to_launcher_done, 95), finish.wall),
+            "launcher Complete -> Succeeded p50 (operator)": (percentile(finish.react, 50), finish.wall),
+            "launcher Complete -> Succeeded p95 (operator)": (percentile(finish.react, 95), finish.wall),
+            "told -> workers deleted p95": (percentile(finish.to_cleaned, 95), finish.window),
+        })
+    out: Rows = {k: (v, secs(v, limit), limit) for k, (v, limit) in latencies.items()}
+    out["jobs Running"] = (math.nan, f"{reached(bulk.to_running)}/{jobs}", 0)
+    if ran:
+        out["jobs Succeeded"] = (math.nan, f"{reached(finish.to_succeeded)}/{jobs}", 0)
+    out["wall s, first create -> all Running"] = (bulk.wall, f"{bulk.wall:.1f}", 0)
+
+    def per_job(label: str, value: float, scale: float, digits: int) -> None:
+        v = value * scale / jobs
+        out[label] = (v, f"{v:.{digits}f}", 0)
+
+    per_job(CPU_RUNNING, bulk.cpu[OPERATOR_CPU], 1000, 1)
+    if ran:
+        per_job(CPU_CLEANED, finish.cpu[OPERATOR_CPU], 1000, 1)
+    if bulk.requests:
+        per_job("API requests/job (all clients), -> all Running", sum(bulk.requests.values()), 1, 1)
+    if finish.requests:
+        per_job("API requests/job (all clients), told -> cleaned up", sum(finish.requests.values()), 1, 1)
+    out[RSS] = (r.rss_peak_tree / 1024, f"{r.rss_peak_tree / 1024:.0f} MiB", 0)
+    for component in ("kube-apiserver", "etcd"):  # only on the local cluster (its pid files)
+        for label, cpu in (("-> all Running", bulk.cpu), ("told -> cleaned up", finish.cpu)):
+            if component in cpu:
+                out[f"{component} CPU s, {label}"] = (cpu[component], f"{cpu[component]:.1f}", 0)
+    return out
+
+
+@dataclass
+class Run:
+    """One size: every operator's result, ours first, and the wait it had."""
+    size: Size
+    timeout: float
+    results: list[Result] = field(default_factory=list)
+
+
+def table(runs: list[Run]) -> list[str]:
+    """Every size's rows in one markdown table (the label prefixed with the size), each peer's ratio to ours."""
+    measured = [run for run in runs if run.results]
+    if not measured:
+        return []
+    lines = [cells for run in measured for cells in side_by_side(run.results, scale_rows, prefix=f"{run.size.label}: ")]
+    return markdown(header(measured[0].results), lines)
+
+
+def _number(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def document(runs: list[Run], about: dict[str, Any]) -> dict[str, Any]:
+    """The results as JSON: `about` (command, commit, date, cores, nodes), then per size and operator each measure's
+    value (null when not reached or not a number), how it was printed and, when not reached, the wait it exceeded."""
+    sizes = []
+    for run in runs:
+        operators = []
+        for r in run.results:
+            measures = {}
+            for label, (value, shown, limit) in ({} if r.note else scale_rows(r)).items():
+                measures[label] = {"value": _number(value), "shown": shown}
+                if math.isinf(value):
+                    measures[label]["not_reached_within"] = limit
+            operators.append({"name": r.name, "flags": r.flags, "note": r.note, "measures": measures,
+                              "status_writers": r.status_writers, "memory_at_peak": r.rss_at_peak})
+        sizes.append({"jobs": run.size.jobs, "workers": run.size.workers, "timeout": run.timeout,
+                      "operators": operators})
+    return {**about, "sizes": sizes}
+
+
+@dataclass
+class Line:
+    """One line of the plot: a measure of one operator at one number of workers per job, against the jobs."""
+    panel: str
+    operator: str
+    measure: str  # the short name, PANELS' second item
+    workers: int
+    points: list[tuple[int, float, bool]] = field(default_factory=list)  # jobs, value, True: a lower bound (timeout)
+
+    @property
+    def label(self) -> str:
+        return f"{self.operator}, {self.measure}, {self.workers} worker{'s' if self.workers > 1 else ''}/job"
+
+
+def plot_lines(doc: dict[str, Any]) -> list[Line]:
+    """The plot's lines from a results document, each panel's in PANELS' order, the points by number of jobs. A
+    latency not reached is drawn at the wait it exceeded, as a lower bound; a measure not taken is left out."""
+    lines: dict[tuple[str, str, str, int], Line] = {}
+    for panel, measures in PANELS:
+        for size in doc["sizes"]:
+            for op in size["operators"]:
+                for label, short in measures:
+                    m = op["measures"].get(label)
+                    if m is None:
+                        continue
+                    value, lower = m["value"], m["value"] is None
+                    if lower:
+                        value = m.get("not_reached_within")
+                    if value is None:
+                        continue
+                    key = (panel, op["name"], short, size["workers"])
+                    line = lines.setdefault(key, Line(panel, op["name"], short, size["workers"]))
+                    line.points.append((size["jobs"], value, lower))
+    for line in lines.values():
+        line.points.sort()
+    return list(lines.values())

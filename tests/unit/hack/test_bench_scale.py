@@ -1,0 +1,103 @@
+"""`make bench-scale`'s pure part (hack/benchmark/scale.py): the sizes it accepts, each size's wait, the table of
+every size with a peer's ratios, a size that ran out of time (where it stopped) and one that failed, and the results
+document and plot lines that come out of it (valid JSON: a latency not reached is null, plotted as a lower bound)."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from hack.benchmark.results import Bulk, Finish, Result
+from hack.benchmark.scale import (
+    CPU_CLEANED,
+    CPU_RUNNING,
+    RSS,
+    RUNNING_P95,
+    Run,
+    Size,
+    document,
+    parse_sizes,
+    plot_lines,
+    table,
+    timeout_for,
+)
+
+
+def result(name, jobs, running, succeeded, cpu, rss_mib, wall=100.0, workers=1):
+    keys = [("ns", f"job-{i}") for i in range(jobs)]
+    components = {"operator incl. runner subprocesses": cpu, "kube-apiserver": 10.0, "etcd": 2.0}
+    return Result(
+        name, ["--flag"], None,
+        Bulk(keys=keys, created_all=1.0, wall=wall, to_children=running, to_pods_up=running, to_running=running,
+             react=[], runs=math.nan, starts=math.nan, reconciles=math.nan, mean_batch=math.nan, cpu=components,
+             requests={"POST pods": 2.0 * jobs, "GET mpijobs": 3.0 * jobs}),
+        Finish(wall=wall, window=wall, to_succeeded=succeeded, to_launcher_done=[s / 2 for s in succeeded],
+               react=[s / 2 for s in succeeded if math.isfinite(s)], to_cleaned=succeeded,
+               cpu={**components, "operator incl. runner subprocesses": cpu / 2}, requests={"DELETE pods": 1.0 * jobs}),
+        rss_peak_tree=rss_mib * 1024, jobs=jobs, workers=workers)
+
+
+def rows(lines):
+    return {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in lines[2:]}
+
+
+def test_sizes_in_the_order_given_and_a_wrong_one_named():
+    assert parse_sizes("200x1 1000x1,5000x1  200x4") == [Size(200, 1), Size(1000, 1), Size(5000, 1), Size(200, 4)]
+    assert Size(200, 4).pods == 1000
+    with pytest.raises(ValueError, match="'1000'"):
+        parse_sizes("200x1 1000")
+    with pytest.raises(ValueError, match="no size"):
+        parse_sizes(" ")
+
+
+def test_the_wait_grows_with_the_pods():
+    assert timeout_for(Size(200, 1), 0.15, 300) == 300
+    assert timeout_for(Size(5000, 1), 0.15, 300) == pytest.approx(1500)
+
+
+def runs():
+    small = Run(Size(10, 1), 300, [result("mpi.operator", 10, [2.0] * 10, [1.0] * 10, 0.5, 200),
+                                   result("Kubeflow tuned", 10, [4.0] * 10, [1.0] * 10, 0.25, 100)])
+    # at 40 jobs the peer got 30 Running within its 300 s and then none Succeeded
+    big = Run(Size(40, 1), 300, [result("mpi.operator", 40, [5.0] * 40, [2.0] * 40, 2.0, 210),
+                                 result("Kubeflow tuned", 40, [6.0] * 30 + [math.inf] * 10, [math.inf] * 40, 4.0, 300,
+                                        wall=300.0)])
+    failed = Run(Size(20, 4), 300, [result("mpi.operator", 20, [3.0] * 20, [1.0] * 20, 1.0, 220, workers=4),
+                                    Result("Kubeflow tuned", note="failed: TimeoutError: ready", jobs=20, workers=4)])
+    return [small, big, failed]
+
+
+def test_one_table_every_size_per_job_where_the_work_grows_and_where_a_size_stopped():
+    table_rows = rows(table(runs()))
+    assert table_rows[f"10 x 1: {RUNNING_P95}"] == ["2.0 s", "4.0 s", "2.00"]
+    assert table_rows[f"10 x 1: {CPU_RUNNING}"] == ["50.0", "25.0", "0.50"]  # ms per job
+    assert table_rows[f"10 x 1: {CPU_CLEANED}"] == ["25.0", "12.5", "0.50"]
+    assert table_rows["10 x 1: API requests/job (all clients), -> all Running"] == ["5.0", "5.0", "1.00"]
+    assert table_rows["10 x 1: told -> launcher Complete p95 (cluster)"][:2] == ["0.5 s", "0.5 s"]
+    assert table_rows["10 x 1: kube-apiserver CPU s, told -> cleaned up"][:2] == ["10.0", "10.0"]
+    assert table_rows[f"10 x 1: {RSS}"] == ["200 MiB", "100 MiB", "0.50"]
+    # where the peer stopped at 40 jobs, and its p95 a lower bound
+    assert table_rows["40 x 1: jobs Running"] == ["40/40", "30/40", ""]
+    assert table_rows["40 x 1: jobs Succeeded"] == ["40/40", "0/40", ""]
+    assert table_rows[f"40 x 1: {RUNNING_P95}"] == ["5.0 s", "> 300 s", "> 60.0"]
+    # no job of the peer got both the launcher Complete and Succeeded: no operator's share to show
+    assert table_rows["40 x 1: launcher Complete -> Succeeded p95 (operator)"] == ["1.0 s", "-", ""]
+    # a peer that failed at a size: its note, and the run went on
+    assert table_rows[f"20 x 4: {RUNNING_P95}"] == ["3.0 s", "failed: TimeoutError: ready", ""]
+
+
+def test_the_document_is_json_and_its_plot_lines_mark_a_timeout_as_a_lower_bound():
+    doc = json.loads(json.dumps(document(runs(), {"commit": "abc1234"}), allow_nan=False))
+    assert doc["commit"] == "abc1234"
+    assert [(s["jobs"], s["workers"]) for s in doc["sizes"]] == [(10, 1), (40, 1), (20, 4)]
+    peer_big = doc["sizes"][1]["operators"][1]["measures"][RUNNING_P95]
+    assert peer_big == {"value": None, "shown": "> 300 s", "not_reached_within": 300.0}
+    lines = {(ln.panel, ln.label): ln.points for ln in plot_lines(doc)}
+    assert lines[("latency p95 (s)", "Kubeflow tuned, create -> Running, 1 worker/job")] == [
+        (10, 4.0, False), (40, 300.0, True)]
+    assert lines[("operator CPU per job (ms)", "mpi.operator, to Running, 1 worker/job")] == [
+        (10, 50.0, False), (40, 50.0, False)]
+    assert lines[("peak RSS incl. children (MiB)", "mpi.operator, peak RSS, 4 workers/job")] == [(20, 220.0, False)]
+    # the peer that failed at 20 x 4 has no points there
+    assert ("peak RSS incl. children (MiB)", "Kubeflow tuned, peak RSS, 4 workers/job") not in lines
