@@ -83,6 +83,7 @@ def main() -> int:
     if "node" in names and node_missing(api):
         print(f"CHAOS_SCENARIOS: node needs the real node: {node_missing(api)}", file=sys.stderr)
         return 2
+    scenarios.delete_leftovers(client.CoreV1Api(api))
     rows, installed = [], []
     try:
         for name in names:

@@ -70,6 +70,17 @@ def fresh_namespace(core: client.CoreV1Api, name: str) -> None:
     core.create_namespace({"metadata": {"name": name, "labels": {LABEL: "true"}}})
 
 
+def delete_leftovers(core: client.CoreV1Api, timeout: float = 600) -> None:
+    """Deletes the namespaces an earlier run left (one with findings keeps them for a look) and waits until they are
+    gone: their pods would take the kwok nodes' slots this run is sized for."""
+    selector = f"{LABEL}=true"
+    for ns in core.list_namespace(label_selector=selector).items:
+        if not ns.metadata.deletion_timestamp:
+            retrying(lambda ns=ns: core.delete_namespace(ns.metadata.name))
+    wait_until(lambda: not core.list_namespace(label_selector=selector).items, timeout,
+               "the namespaces of an earlier chaos run to go", interval=1)
+
+
 def harness_job(name: str, workers: int) -> dict[str, Any]:
     """A job whose launcher runs until told (kwok), its workers kept when it ends (cleanPodPolicy None)."""
     return new_mpijob(name, workers, launcher_annotations={OUTCOME_ANNOTATION: "run"})

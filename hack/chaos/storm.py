@@ -184,8 +184,8 @@ def good_and_storm(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, n
         with cf.ThreadPoolExecutor(16) as pool:
             list(pool.map(lambda task: task(), tasks))
         try:
-            wait_until(lambda: (operator.check_alive(), observer.reached("Running") >= good)[1], timeout,
-                       f"{good} good jobs Running", interval=0.5)
+            wait_until(lambda: (operator.check_alive(), all((n, "Running") in observer.first for n in names))[1],
+                       timeout, f"{good} good jobs Running", interval=0.5)
             if storm is not None:
                 wait_until(lambda: storm.all_reconciled(custom), timeout, "every accepted storm job reconciled",
                            interval=2)
