@@ -87,6 +87,7 @@ def main() -> int:
     rows, installed = [], []
     try:
         for name in names:
+            scenarios.namespaces_settled(client.CoreV1Api(api))
             start = time.monotonic()
             row = run(name, api, kubeconfig, work, installed)
             rows.append(row)

@@ -155,8 +155,8 @@ def upgrade_under_load(api: client.ApiClient, op: InCluster, repository: str, ta
             took = op.install(repository, image_tag)
             pod = led_by(op, image_tag, jobs)
             row.faults.append(f"{time.monotonic() - start:.0f}s install.yml rolled out :{image_tag} ({took:.0f} s)")
-            row.notes.append(f":{image_tag}: leader {pod.metadata.name} reconciled"
-                             f" {metric_total(pod, 'mpi_operator_reconciles'):.0f} jobs")
+            row.notes.append(f":{image_tag}: leader {pod.metadata.name} had made"
+                             f" {metric_total(pod, 'mpi_operator_reconciles'):.0f} reconciles ({jobs} jobs)")
         time.sleep(5)
         row.findings += changes(before, snapshot(api, ns, set(names)))
         settle_and_check(api, row, observer, names, workers, timeout, time.monotonic())

@@ -81,6 +81,14 @@ def delete_leftovers(core: client.CoreV1Api, timeout: float = 600) -> None:
                "the namespaces of an earlier chaos run to go", interval=1)
 
 
+def namespaces_settled(core: client.CoreV1Api, timeout: float = 600) -> None:
+    """Waits until no namespace of the harness is being deleted: a scenario's clean-up (thousands of children for the
+    garbage collector) must not weigh on the next one's measurements."""
+    wait_until(lambda: not [ns for ns in core.list_namespace(label_selector=f"{LABEL}=true").items
+                            if ns.metadata.deletion_timestamp], timeout,
+               "the namespaces of the scenarios before to go", interval=1)
+
+
 def harness_job(name: str, workers: int) -> dict[str, Any]:
     """A job whose launcher runs until told (kwok), its workers kept when it ends (cleanPodPolicy None)."""
     return new_mpijob(name, workers, launcher_annotations={OUTCOME_ANNOTATION: "run"})
