@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from hack.chaos import failover, node, scenarios, storm
 from hack.chaos.incluster import InCluster
+from hack.drivers.images import built_image
 
 # In the order a full run takes them: the in-cluster install (failover, upgrade) comes last, then goes.
 SCENARIOS = ("kills", "storm", "node", "failover", "upgrade")
@@ -39,11 +40,9 @@ def table(rows: list[scenarios.Row]) -> str:
 
 def in_cluster(api: client.ApiClient, kubeconfig: str, work: Path) -> tuple[InCluster, str, str]:
     """The operator installed in-cluster (two replicas) watching a fresh namespace, for failover and upgrade."""
-    from hack.chaos.incluster import operator_image
-
     scenarios.fresh_namespace(client.CoreV1Api(api), "chaos-incluster")
     op = InCluster(kubeconfig, api, "chaos-incluster", work)
-    repository, tag = operator_image()
+    repository, tag = built_image("operator")
     took = op.install(repository, tag)
     print(f"## the operator {repository}:{tag} installed in-cluster, 2 replicas, in {took:.0f} s", flush=True)
     return op, repository, tag

@@ -5,7 +5,6 @@
   child recreated, no status rewritten, no Event written, then the jobs finish as usual."""
 from __future__ import annotations
 
-import concurrent.futures as cf
 import time
 import urllib.request
 from typing import Any
@@ -15,21 +14,8 @@ from kubernetes import client
 from hack.chaos import checks
 from hack.chaos.incluster import InCluster, pod_of, tag_image
 from hack.chaos.observer import Observer
-from hack.chaos.scenarios import Row, harness_job, retrying, settle_and_check
-from hack.drivers.mpijob import GROUP, PLURAL, VERSION
+from hack.chaos.scenarios import Row, create_all, settle_and_check
 from hack.drivers.wait import wait_until
-
-
-def create_all(api: client.ApiClient, namespace: str, names: list[str], workers: int) -> cf.Future:
-    """Creates the jobs (16 clients) in the background; the future ends when all are created."""
-    custom = client.CustomObjectsApi(api)
-
-    def run() -> None:
-        with cf.ThreadPoolExecutor(16) as pool:
-            list(pool.map(lambda n: retrying(lambda: custom.create_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, harness_job(n, workers))), names))
-
-    return cf.ThreadPoolExecutor(1).submit(run)
 
 
 def takeover(op: InCluster, observer: Observer, old: str, fault_at: float, timeout: float = 120) -> tuple[float, float]:

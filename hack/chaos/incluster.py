@@ -17,22 +17,13 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from hack.drivers.ansible import ansible_env
+from hack.drivers.images import REAL_NODE_SELECTOR, REAL_NODE_TOLERATION
 from hack.drivers.paths import ROOT
 
 OPERATOR_NAMESPACE = "chaos-operator"
 LEASE = "mpi-operator"  # mpijob_operator/__main__.py's LEASE_NAME
 DEPLOYMENT = "mpi-operator"
 CONTAINERD_SOCK = "/run/containerd/containerd.sock"
-REAL_NODE = {"mpi.operator/real-node": "true"}
-REAL_NODE_TOLERATION = {"key": "mpi.operator/real-node", "operator": "Exists", "effect": "NoSchedule"}
-
-
-def operator_image() -> tuple[str, str]:
-    """Builds (cached) and imports the operator image into the real node's containerd; (repository, tag), the tag
-    naming this build."""
-    out = subprocess.run(["bash", str(ROOT / "hack/images/build.sh"), "--print", "operator"], check=True,
-                         stdout=subprocess.PIPE, text=True).stdout.split()
-    return out[0].rsplit(":", 1)[0], out[2]
 
 
 def ctr(*args: str) -> str:
@@ -64,7 +55,7 @@ class InCluster:
             "mpi_operator_image_tag": tag,
             "mpi_operator_image_pull_policy": "Never",
             "mpi_operator_replicas": self.replicas,
-            "mpi_operator_node_selector": REAL_NODE,
+            "mpi_operator_node_selector": REAL_NODE_SELECTOR,
             "mpi_operator_tolerations": [REAL_NODE_TOLERATION],
             "mpi_operator_wait_timeout": 300,
             "mpi_operator_adopt_crd": True,

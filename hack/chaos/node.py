@@ -18,9 +18,9 @@ from kubernetes import client
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from hack.chaos import checks
 from hack.chaos.faults import Operator
-from hack.chaos.incluster import REAL_NODE, REAL_NODE_TOLERATION
 from hack.chaos.observer import Observer
 from hack.chaos.scenarios import Row, fresh_namespace, retrying
+from hack.drivers.images import REAL_NODE_SELECTOR, REAL_NODE_TOLERATION, built_image
 from hack.drivers.mpijob import GROUP, PLURAL, VERSION
 from hack.drivers.paths import ROOT
 from hack.drivers.wait import wait_until
@@ -34,13 +34,6 @@ def node_daemon(action: str, name: str) -> None:
                    text=True, timeout=180)
 
 
-def openmpi_image() -> str:
-    """The OpenMPI 4 image of this checkout's recipe (built and imported, cached), by the tag naming that build."""
-    out = subprocess.run(["bash", str(ROOT / "hack/images/build.sh"), "--print", "openmpi4"], check=True,
-                         stdout=subprocess.PIPE, text=True).stdout.split()
-    return f"{out[0].rsplit(':', 1)[0]}:{out[2]}"
-
-
 def real_job(name: str, image: str, seconds: int) -> dict[str, Any]:
     """Four ranks of pi on two workers of the real node, after `seconds` of sleep in each rank."""
     tolerations = [REAL_NODE_TOLERATION] + [
@@ -51,7 +44,7 @@ def real_job(name: str, image: str, seconds: int) -> dict[str, Any]:
         container: dict[str, Any] = {"name": role, "image": image, "imagePullPolicy": "Never"}
         if args:
             container["args"] = args
-        return {"spec": {"nodeSelector": REAL_NODE, "tolerations": tolerations, "containers": [container]}}
+        return {"spec": {"nodeSelector": REAL_NODE_SELECTOR, "tolerations": tolerations, "containers": [container]}}
 
     return {
         "apiVersion": f"{GROUP}/{VERSION}", "kind": "MPIJob", "metadata": {"name": name},
@@ -111,7 +104,7 @@ def real_node(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, second
     row = Row("real node", 2)
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     fresh_namespace(core, NAMESPACE)
-    image = openmpi_image()
+    image = ":".join(built_image("openmpi4"))  # this checkout's build of the OpenMPI 4 image
     operator = Operator(kubeconfig, work, NAMESPACE)
     operator.start()
     observer = Observer(api, NAMESPACE).start()

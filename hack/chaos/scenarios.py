@@ -94,6 +94,18 @@ def harness_job(name: str, workers: int) -> dict[str, Any]:
     return new_mpijob(name, workers, launcher_annotations={OUTCOME_ANNOTATION: "run"})
 
 
+def create_all(api: client.ApiClient, namespace: str, names: list[str], workers: int) -> cf.Future:
+    """Creates the jobs (16 clients) in the background; the future ends when all are created."""
+    custom = client.CustomObjectsApi(api)
+
+    def run() -> None:
+        with cf.ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda n: retrying(lambda: custom.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, harness_job(n, workers))), names))
+
+    return cf.ThreadPoolExecutor(1).submit(run)
+
+
 def tell_launchers(core: client.CoreV1Api, namespace: str) -> None:
     """Every launcher pod ends with success (kwok's stage acts on the changed annotation)."""
     pods = retrying(lambda: core.list_namespaced_pod(namespace, label_selector=f"{C.JOB_ROLE_LABEL}=launcher").items)
@@ -112,7 +124,7 @@ def kills_at_scale(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, j
     Succeeded; each job has exactly its children, its phases only went forward, one Event per transition."""
     ns = "chaos-kills"
     row = Row("kills at scale", jobs)
-    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    core = client.CoreV1Api(api)
     install_crd(api)
     fresh_namespace(core, ns)
     operator = Operator(kubeconfig, work, ns)
@@ -124,9 +136,7 @@ def kills_at_scale(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, j
     schedule = Schedule(faults, window or max(30.0, jobs / 10), seed=seed).start()
     names = [f"kill-{i:05d}" for i in range(jobs)]
     try:
-        with cf.ThreadPoolExecutor(16) as pool:
-            list(pool.map(lambda n: retrying(lambda: custom.create_namespaced_custom_object(
-                GROUP, VERSION, ns, PLURAL, harness_job(n, workers))), names))
+        create_all(api, ns, names, workers).result()
         schedule.join()
         row.faults = [f"{t:.0f}s {what}" for t, what in schedule.log]
         row.findings += [f"fault not injected: {e}" for e in schedule.errors]

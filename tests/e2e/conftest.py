@@ -10,7 +10,6 @@ import functools
 import os
 import pathlib
 import re
-import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,6 +21,7 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from hack.drivers.images import REAL_NODE_SELECTOR, REAL_NODE_TOLERATION, built_image
 from hack.drivers.kubeflow import KubeflowProcess, kubeflow_operator_binary
 from tests.support.ansible import ansible_env, run_playbook
 from tests.support.locks import installs_locked
@@ -35,8 +35,6 @@ _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 OPERATOR_NAMESPACE = os.environ.get("MPI_E2E_OPERATOR_NAMESPACE", "mpi-operator-e2e" + (f"-{_WORKER}" if _WORKER else ""))
 JOBS_NAMESPACE = os.environ.get("MPI_E2E_NAMESPACE", "mpi-e2e" + (f"-{_WORKER}" if _WORKER else ""))
 JOB_TIMEOUT_S = float(os.environ.get("MPI_E2E_JOB_TIMEOUT", "240"))
-REAL_NODE_SELECTOR = {"mpi.operator/real-node": "true"}
-REAL_NODE_TOLERATION = {"key": "mpi.operator/real-node", "operator": "Exists", "effect": "NoSchedule"}
 GROUP = "kubeflow.org"
 # What pi.c's rank 0 prints for every rank; and the seed's hello world.
 RANK_LINE = re.compile(r"^rank (\d+) of (\d+) on host (\S+)$", re.MULTILINE)
@@ -87,17 +85,12 @@ def _playbook(name: str, install_vars: dict, tmp: pathlib.Path) -> None:
 
 def operator_image() -> tuple[str, str]:
     """Builds (cached) and imports the operator image; returns (repository, tag), the tag naming this build."""
-    out = subprocess.run(["bash", str(ROOT / "hack/images/build.sh"), "--print", "operator"],
-                         check=True, stdout=subprocess.PIPE, text=True).stdout.split()
-    ref, recipe_hash = out[0], out[2]
-    return ref.rsplit(":", 1)[0], recipe_hash
+    return built_image("operator")
 
 
 def local_image(name: str) -> str:
     """Builds (cached) and imports hack/images' `name`; its reference by the tag naming this build."""
-    out = subprocess.run(["bash", str(ROOT / "hack/images/build.sh"), "--print", name],
-                         check=True, stdout=subprocess.PIPE, text=True).stdout.split()
-    return f"{out[0].rsplit(':', 1)[0]}:{out[2]}"
+    return ":".join(built_image(name))
 
 
 LOCAL_IMAGE = re.compile(r"^localhost/(mpi-[a-z0-9]+):local$")
@@ -114,9 +107,7 @@ def pin_local_images(job: dict, built: dict[str, str]) -> None:
             match = LOCAL_IMAGE.match(image) if isinstance(image, str) else None
             if match:
                 if match[1] not in built:
-                    out = subprocess.run(["bash", str(ROOT / "hack/images/build.sh"), "--print", match[1].removeprefix("mpi-")],
-                                         check=True, stdout=subprocess.PIPE, text=True).stdout.split()
-                    built[match[1]] = out[2]
+                    built[match[1]] = built_image(match[1].removeprefix("mpi-"))[1]
                 node["image"] = f"localhost/{match[1]}:{built[match[1]]}"
             for value in node.values():
                 visit(value)

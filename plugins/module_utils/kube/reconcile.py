@@ -3,7 +3,6 @@ an Applier, which creates, merge patches, deletes with a uid precondition, write
 events, and turns API errors into the job's JobResult."""
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -125,9 +124,8 @@ class Applier:
         plan = rejected(self.obj, a.kind, a.name, exc.message, now)
         self.result.decided(plan)
         head, tail = split_after_status(plan)
-        with contextlib.suppress(ApiError):
-            if self.apply(plan, head):
-                self.apply(plan, tail)
+        if self.apply(plan, head):  # an API error is the result's (failed), as in any plan
+            self.apply(plan, tail)
         self.result.error, self.result.outcome = error, Outcome.ERROR
 
     def event(self, ev: dict) -> None:
