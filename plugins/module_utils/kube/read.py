@@ -18,10 +18,10 @@ from ..mpijob.key import Key
 from ..mpijob.plan import World
 from .rest import Rest, collection, item, mpijob_path
 
-# Up to GET_MAX jobs of one API in a namespace are read with a GET each, more with one LIST of them all: a LIST returns
-# every MPIJob of the namespace (200 of them for a batch of 3, in the bench), which costs the API server more than the
-# GETs. READS: the reads in flight at once, of every namespace of a batch (the transport keeps 16 connections).
-GET_MAX = 16
+# Each job of a batch is read with a GET, never with a LIST of its API: a LIST returns every MPIJob of the namespace
+# (5,000 of them for a batch of 50, at scale), so a batch's cost and the run's memory would grow with the namespace, not
+# with the batch (make bench-scale measured it: the warm run's module at 127 MiB with 1,000 jobs in the namespace, 67
+# with 200). READS: the reads in flight at once, of every namespace of a batch (the transport keeps 16 connections).
 READS = 8
 _reads = threading.BoundedSemaphore(READS)
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -49,17 +49,9 @@ class Namespaced:
 
 
 def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options) -> tuple[dict[Key, dict], Namespaced]:
-    """(MPIJobs by key, their children) for the jobs `keys` of one namespace: a GET per job (a LIST
-    per API for more than GET_MAX of them), and one LIST per kind of child for all of them (the children of every API
-    are the same kinds), all at once: a batch waits for its slowest read, not for their sum."""
-    by_api: dict[str, list[Key]] = {}
-    for key in keys:
-        by_api.setdefault(key.api_version, []).append(key)
-
-    def listed(api_version: str) -> dict[Key, dict]:
-        found = _by_name(rest.list(mpijob_path(api_version, namespace)))
-        return {k: found[k.name] for k in by_api[api_version] if k.name in found}
-
+    """(MPIJobs by key, their children) for the jobs `keys` of one namespace: a GET per job and one LIST per kind of
+    child for all of them, selected by the jobs' names (the children of every API are the same kinds), all at once: a
+    batch waits for its slowest read, not for their sum."""
     def got(key: Key) -> dict[Key, dict]:
         obj = rest.get(mpijob_path(key.api_version, namespace, key.name))
         return {} if obj is None else {key: obj}
@@ -68,12 +60,7 @@ def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options)
     # The children of the jobs asked for (one that turns out to be gone has none to plan: they are ignored).
     labelled = sorted({k.name for k in keys if _LABEL_VALUE.match(k.name) and len(k.name) <= 63})
     app = f"{C.APP_LABEL} in {_in(labelled)}"
-    job_reads: dict[str, Callable[[], Any]] = {}
-    for api, api_keys in by_api.items():
-        if len(api_keys) > GET_MAX:
-            job_reads[f"mpijobs {api}"] = partial(listed, api)
-        else:
-            job_reads.update({f"mpijob {key}": partial(got, key) for key in api_keys})
+    job_reads: dict[str, Callable[[], Any]] = {f"mpijob {key}": partial(got, key) for key in keys}
     reads = dict(job_reads)
     if labelled:
         reads.update({
