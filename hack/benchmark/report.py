@@ -90,6 +90,7 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
         extra = f" {finish.cpu.get(name, float('nan')):>18.1f} |" if finish.cpu else ""
         print(row.format(name, f"{value:.1f}") + extra)
     print_memory(result)
+    print_cpu_profile(result)
     if bulk.requests:
         print()
         print("API requests (every client: the operator, kube-controller-manager, the scheduler, kwok, this script), "
@@ -120,6 +121,20 @@ def print_memory(result: Result) -> None:
     for p in result.rss_at_peak:
         print(f"| {p['pid']:>6} | {p['rss_kib'] / 1024:>6.0f} | {p['anonymous_kib'] / 1024:>6.0f} "
               f"| {p['pss_kib'] / 1024:>6.0f} | {p['command']} |")
+
+
+def print_cpu_profile(result: Result) -> None:
+    """BENCH_CPU_PROFILE=1: where the operator's CPU went in each phase (hack/benchmark/cpuprofile.py)."""
+    for phase, p in result.cpu_profile.items():
+        print()
+        print(f"{result.name}, {phase}: {p['samples']} CPU samples (py-spy, {p['stacks']}); by process: "
+              + ", ".join(f"{name} {share:.0%}" for name, share in p["by_process"].items()))
+        print()
+        print("| on the stack | share | running | share |")
+        print("|--------------|-------|---------|-------|")
+        for (inc, inc_share), (own, own_share) in zip(p["inclusive"], p["self"] + [("", 0.0)] * len(p["inclusive"]),
+                                                      strict=False):
+            print(f"| {inc} | {inc_share:.1%} | {own} | {own_share:.1%} |" if own else f"| {inc} | {inc_share:.1%} | | |")
 
 
 def comparison_rows(r: Result) -> Rows:

@@ -97,3 +97,4 @@ class Result:
     jobs: int = 0  # the burst's size: jobs x workers
     workers: int = 0
     rss_at_peak: list[dict[str, object]] = field(default_factory=list)  # BENCH_PROFILE=1: by process, at the peak
+    cpu_profile: dict[str, dict] = field(default_factory=dict)  # BENCH_CPU_PROFILE=1: phase -> cpuprofile.Summary's dict

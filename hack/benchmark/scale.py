@@ -141,7 +141,8 @@ def document(runs: list[Run], about: dict[str, Any]) -> dict[str, Any]:
                 if math.isinf(value):
                     measures[label]["not_reached_within"] = limit
             operators.append({"name": r.name, "flags": r.flags, "note": r.note, "measures": measures,
-                              "status_writers": r.status_writers, "memory_at_peak": r.rss_at_peak})
+                              "status_writers": r.status_writers, "memory_at_peak": r.rss_at_peak,
+                              "cpu_profile": r.cpu_profile})
         sizes.append({"jobs": run.size.jobs, "workers": run.size.workers, "timeout": run.timeout,
                       "operators": operators})
     return {**about, "sizes": sizes}

@@ -26,8 +26,10 @@ from hack.benchmark.accounting import (
     settle,
 )
 from hack.benchmark.cluster import create_namespace, delete_namespaces, finish_all, mpijob
+from hack.benchmark.cpuprofile import Sampler
 from hack.benchmark.results import Bulk, Finish, Result, Single, latencies, percentile, shares
 from hack.benchmark.settings import (
+    CPU_PROFILE,
     JOBS,
     OUTCOME,
     PREFIX,
@@ -59,7 +61,7 @@ class Bench:
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
         self.subject = subject
-        work = pathlib.Path(tempfile.mkdtemp(prefix="mpi-operator-bench-"))
+        self.work = work = pathlib.Path(tempfile.mkdtemp(prefix="mpi-operator-bench-"))
         # one namespace, watched alone: a shared cluster's other MPIJobs are none of the bench's business
         self.ns = f"{PREFIX}{uuid.uuid4().hex[:6]}"
         create_namespace(self.core, self.ns)
@@ -68,6 +70,7 @@ class Bench:
         self.rss_peak_tree = 0
         self.peak = 0
         self.rss_at_peak: list[dict[str, object]] = []  # BENCH_PROFILE=1: each process of the tree at the peak
+        self.cpu_profile: dict[str, dict] = {}  # BENCH_CPU_PROFILE=1: phase -> where this operator's CPU went (py-spy)
         self.status_writers: dict[str, int] = {}
         self.intruders: dict[int, str] = {}  # other operators that watched every namespace meanwhile
         self.sampling = threading.Event()
@@ -100,6 +103,19 @@ class Bench:
                       if m.get("subresource") == "status"}:
                 found[m] = found.get(m, 0) + 1
         return found
+
+    def sampler(self, phase: str) -> Sampler | None:
+        """BENCH_CPU_PROFILE=1: py-spy on this operator's tree for one phase (Python only: not a Go peer)."""
+        if not CPU_PROFILE or not isinstance(self.subject, Ours):
+            return None
+        s = Sampler(self.pid, self.work / f"cpu-{phase}.txt")
+        s.start()
+        return s
+
+    def sampled(self, phase: str, sampler: Sampler | None) -> None:
+        summary = sampler.stop() if sampler else None
+        if summary is not None:
+            self.cpu_profile[phase] = {**summary.as_dict(), "stacks": str(sampler.out)}
 
     def stop(self) -> None:
         self.sampling.set()
@@ -135,6 +151,7 @@ class Bench:
         requests_before = api_requests(self.kubeconfig)
         before, cpu_before = self.subject.counters(), cpu_snapshot(self.pid)
         keys = [(self.ns, f"job-{i:04d}") for i in range(self.jobs)]
+        sampler = self.sampler("to-running")
         start = time.time()
         with cf.ThreadPoolExecutor(16) as pool:
             list(pool.map(self.create, keys))
@@ -147,6 +164,7 @@ class Bench:
         end = time.time()  # a job that gets there after the wait ended did not get there
         wall = end - start
         cpu = cpu_delta(cpu_before, cpu_snapshot(self.pid))
+        self.sampled("to-running", sampler)
         requests = requests_delta(requests_before, api_requests(self.kubeconfig))
         time.sleep(1)
         after = self.subject.counters()
@@ -167,6 +185,7 @@ class Bench:
         settled = settle()
         requests_before = api_requests(self.kubeconfig)
         before, cpu_before = self.subject.counters(), cpu_snapshot(self.pid)
+        sampler = self.sampler("to-cleaned-up")
         told = finish_all(self.core, self.ns, keys)
         try:
             wait_until(lambda: all(k in tracker.succeeded for k in keys), timeout, "every job to succeed")
@@ -183,8 +202,10 @@ class Bench:
                   "cleaned up", file=sys.stderr)
         cleaned_by = time.time()
         window = cleaned_by - first
+        cpu = cpu_delta(cpu_before, cpu_snapshot(self.pid))
+        self.sampled("to-cleaned-up", sampler)
         after = self.subject.counters()
-        return Finish(wall=wall, window=window, settled=settled, cpu=cpu_delta(cpu_before, cpu_snapshot(self.pid)),
+        return Finish(wall=wall, window=window, settled=settled, cpu=cpu,
                       to_cleaned=latencies(tracker.cleaned, told, keys, cleaned_by),
                       requests=requests_delta(requests_before, api_requests(self.kubeconfig)),
                       to_succeeded=latencies(tracker.succeeded, told, keys, succeeded_by),
@@ -210,7 +231,8 @@ class Bench:
                   f"controller reconciled them besides {self.subject.name}; these numbers are not its alone",
                   file=sys.stderr)
         return Result(self.subject.name, self.subject.flags, single, bulk, finish, self.peak, self.rss_peak_tree,
-                      self.status_writers, jobs=self.jobs, workers=self.workers, rss_at_peak=self.rss_at_peak)
+                      self.status_writers, jobs=self.jobs, workers=self.workers, rss_at_peak=self.rss_at_peak,
+                      cpu_profile=self.cpu_profile)
 
 
 def runner_baseline(runs: int = 3) -> float:

@@ -101,3 +101,27 @@ def test_the_document_is_json_and_its_plot_lines_mark_a_timeout_as_a_lower_bound
     assert lines[("peak RSS incl. children (MiB)", "mpi.operator, peak RSS, 4 workers/job")] == [(20, 220.0, False)]
     # the peer that failed at 20 x 4 has no points there
     assert ("peak RSS incl. children (MiB)", "Kubeflow tuned, peak RSS, 4 workers/job") not in lines
+
+
+def test_a_cpu_profile_is_summed_by_sampled_process_and_by_function_whichever_line_ran() -> None:
+    """py-spy's collapsed stacks (--subprocesses): the processes first, from the recorded one down to the sampled
+    one; a function counts once per stack on the stack, and as running when it is the leaf."""
+    from hack.benchmark.cpuprofile import summarise
+
+    op = 'process 10:"python -m mpijob_operator --namespace x"'
+    ansible = 'process 11:"python3.11 /venv/bin/ansible -i hosts -m mpi.operator.mpijob_reconcile -a {}"'
+    mod = 'process 12:"python /tmp/ansible_mpijob_reconcile_payload.zip/AnsiballZ_mpijob_reconcile.py"'
+    collapsed = "\n".join([
+        f"{op};{ansible};_wait_on_pending_results (strategy/__init__.py:796) 2",
+        f"{op};main (__main__.py:10);loop (controller.py:5) 6",
+        f"{op};{mod};handle (reconcile.py:3);loads (json/__init__.py:346);decode (decoder.py:337) 3",
+        f"{op};{mod};handle (reconcile.py:4);handle (reconcile.py:9) 1",
+        "not a stack line",
+    ])
+    s = summarise(collapsed)
+    assert s.samples == 12
+    assert s.by_process == {"operator": 0.5, "module": 0.333, "ansible": 0.167}
+    assert dict(s.inclusive)["handle (reconcile.py)"] == 0.333  # recursion: once per stack
+    assert dict(s.own) == {"loop (controller.py)": 0.5, "decode (decoder.py)": 0.25, "handle (reconcile.py)": 0.083,
+                           "_wait_on_pending_results (__init__.py)": 0.167}
+    assert summarise("").samples == 0

@@ -36,6 +36,13 @@ def test_kubeconfig_goes_to_the_module_through_the_environment():
     assert "K8S_AUTH_KUBECONFIG" not in runner_env(None)
 
 
+def test_runs_keep_two_malloc_arenas_unless_the_operator_environment_says(monkeypatch):
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    assert runner_env(None)["MALLOC_ARENA_MAX"] == "2"
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")  # inherited by the run as it is
+    assert "MALLOC_ARENA_MAX" not in runner_env(None)
+
+
 def test_runs_poll_their_worker_every_20ms_unless_the_user_names_a_config(tmp_path, monkeypatch):
     # ansible's default (1 ms) costs 3 % of a core for as long as a module runs: an idle warm run waits for minutes
     import configparser
