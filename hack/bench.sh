@@ -7,18 +7,21 @@
 # The local cluster gets enough simulated nodes for every pod at once (a kwok node holds 110 pods, as a kubelet does):
 # without them the bench measures pods queueing for capacity ("Too many pods"), not the operator.
 # `hack/bench.sh --scale` is `make bench-scale` (hack/bench_scale.py, docs/benchmarks.md): BENCH_SCALE_SIZES, the
-# nodes sized for its largest, BENCH_SCALE_PEERS (kubeflow-tuned), and matplotlib for its plot.
+# nodes sized for its largest, BENCH_SCALE_PEERS (kubeflow-tuned), and matplotlib for its plot (py-spy for
+# BENCH_CPU_PROFILE=1).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 if [ "${1:-}" = "--scale" ]; then
   sizes=${BENCH_SCALE_SIZES:-200x1 1000x1 5000x1 200x4} singles=0 peers=${BENCH_SCALE_PEERS-kubeflow-tuned}
   script=hack/bench_scale.py
-  # The plot's only dependency, not the suite's: into the venv here, a warning (and no plot) where pip cannot.
-  "$root/.venv/bin/pip" install -q --disable-pip-version-check -r hack/benchmark/requirements-plot.txt ||
-    echo "bench-scale: matplotlib did not install: no plot (the table and the JSON are written)" >&2
 else
   sizes=${BENCH_JOBS:-200}x${BENCH_WORKERS:-4} singles=${BENCH_SINGLE_RUNS:-5} peers=${BENCH_PEERS:-}
   script=hack/bench.py
+fi
+if [ "$script" = hack/bench_scale.py ] || [ "${BENCH_CPU_PROFILE:-0}" != 0 ]; then
+  # The plot's and the CPU profile's, not the suite's: into the venv here, a warning where pip cannot.
+  "$root/.venv/bin/pip" install -q --disable-pip-version-check -r hack/benchmark/requirements-plot.txt ||
+    echo "bench: matplotlib and py-spy did not install: no plot, no CPU profile (the table and the JSON are written)" >&2
 fi
 if [ -z "${KUBECONFIG:-}" ]; then
   pods=0

@@ -100,7 +100,8 @@ def scale_rows(r: Result) -> Rows:
     if finish.requests:
         per_job("API requests/job (all clients), told -> cleaned up", sum(finish.requests.values()), 1, 1)
     out[RSS] = (r.rss_peak_tree / 1024, f"{r.rss_peak_tree / 1024:.0f} MiB", 0)
-    for component in ("kube-apiserver", "etcd"):  # only on the local cluster (its pid files)
+    # only on the local cluster (its pid files); the Job controller and kwok make the cluster's share of told -> Succeeded
+    for component in ("kube-apiserver", "etcd", "kube-controller-manager", "kwok"):
         for label, cpu in (("-> all Running", bulk.cpu), ("told -> cleaned up", finish.cpu)):
             if component in cpu:
                 out[f"{component} CPU s, {label}"] = (cpu[component], f"{cpu[component]:.1f}", 0)

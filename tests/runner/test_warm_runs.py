@@ -76,20 +76,33 @@ def test_one_warm_run_serves_batch_after_batch_without_a_start(warm, tmp_path, k
     assert max(o.duration for o in outcomes) < cold.duration, ([o.duration for o in outcomes], cold.duration)
 
 
-def test_a_warm_run_serves_its_slots_at_once(warm, tmp_path):
-    # an API server that accepts and never answers: each batch holds its slot until the request times out
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(16)
+@pytest.fixture
+def silent(tmp_path):
+    """A kubeconfig whose API server accepts and never answers: each batch holds its slot until the request times
+    out (or its module is killed)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
     config = tmp_path / "silent"
     config.write_text(f"""apiVersion: v1
 kind: Config
-clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{silent.getsockname()[1]}", insecure-skip-tls-verify: true}}}}]
+clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{server.getsockname()[1]}", insecure-skip-tls-verify: true}}}}]
 users: [{{name: u, user: {{token: t}}}}]
 contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
 current-context: x
 """)
-    pool, runner = warm(slots=2, config=str(config))
+    yield str(config)
+    server.close()
+
+
+def modules() -> list[int]:
+    """The reconcile modules running below this process (not their /bin/sh)."""
+    return [pid for pid in descendants(os.getpid()) if "python" in cmdline(pid)
+            and "AnsiballZ_mpijob_reconcile" in cmdline(pid) and "/bin/sh" not in cmdline(pid)]
+
+
+def test_a_warm_run_serves_its_slots_at_once(warm, silent):
+    pool, runner = warm(slots=2, config=silent)
     _wait(pool.ready, 60, "the warm run to wait for its batches")
     outcomes = {}
     threads = [threading.Thread(target=lambda n=n: outcomes.setdefault(n, runner.run([job_key(A.namespace, n)]))) for n in "ab"]
@@ -104,7 +117,31 @@ current-context: x
     for n in "ab":
         result = outcomes[n].jobs[job_key(A.namespace, n)]
         assert outcomes[n].status == "failed" and result.retry and "without this batch's result" in result.error
-    silent.close()
+
+
+def test_a_retired_run_ends_before_its_successor_starts(warm, silent):
+    """One run's processes at a time: the successor of a run that still holds a batch starts once that run ended."""
+    pool, runner = warm(config=silent)
+    _wait(pool.ready, 60, "the warm run to wait for its batch")
+    old = pool._current
+    held = threading.Thread(target=runner.run, args=([A],))
+    held.start()
+    _wait(lambda: pool.batches == 1, 20, "the first batch to be taken")
+    pool.RETIRE_S = pool.lifetime + 1  # every run is in its last seconds now: the next batch retires this one
+    second = threading.Thread(target=runner.run, args=([job_key(A.namespace, "b")],))
+    second.start()
+    new = _wait(lambda: pool._current is not old and pool._current, 10, "the successor to be made")
+    seen = []
+    for _ in range(30):  # 3 s, while the retired run still holds its batch
+        seen.append(len(modules()))
+        time.sleep(0.1)
+    assert old.alive() and not new.ready() and max(seen) == 1, seen
+    old.kill()  # its batch ends (retried), then the run
+    held.join(30)
+    _wait(new.ready, 60, "the successor to start once the retired run ended")
+    assert not old.alive() and len(modules()) == 1
+    new.kill()
+    second.join(30)
 
 
 def test_a_warm_run_is_replaced_when_its_time_is_up(warm):
@@ -120,10 +157,9 @@ def test_a_warm_run_is_replaced_when_its_time_is_up(warm):
 def test_a_warm_run_that_died_loses_no_batch(warm):
     pool, runner = warm()
     _wait(pool.ready, 60, "the warm run to wait for its batch")
-    modules = [pid for pid in descendants(os.getpid()) if "python" in cmdline(pid)
-               and "AnsiballZ_mpijob_reconcile" in cmdline(pid) and "/bin/sh" not in cmdline(pid)]
-    assert modules
-    for pid in modules:
+    running = modules()
+    assert running
+    for pid in running:
         os.kill(pid, signal.SIGKILL)
     outcome = runner.run([A])  # run cold: the warm one did not acknowledge the batch
     assert handed(outcome), outcome
