@@ -42,12 +42,13 @@ def peer_names() -> list[str]:
     return os.environ.get("BENCH_SCALE_PEERS", "kubeflow-tuned").replace(",", " ").split()
 
 
-def measure(kubeconfig: str, api: client.ApiClient, subject: Ours | Kubeflow, run: Run) -> Result:
-    """One operator at one size; a failure becomes the row's note (StillRunning stops the whole run: the next
-    operator would share the jobs with this one)."""
+def measure(kubeconfig: str, api: client.ApiClient, subject: Ours | Kubeflow, run: Run, teardown: float) -> Result:
+    """One operator at one size, once the previous run's namespace is gone (within `teardown` s: that run's wait,
+    the larger size's); a failure becomes the row's note (StillRunning stops the whole run: the next operator would
+    share the jobs with this one)."""
     size = run.size
     try:  # the previous run's teardown (its pods garbage-collected), off this run's clock
-        delete_namespaces(client.CoreV1Api(api), wait=run.timeout)
+        delete_namespaces(client.CoreV1Api(api), wait=teardown)
     except TimeoutError as exc:
         print(f"WARNING: {exc}: {subject.name} at {size.label} is measured while the cluster still deletes them",
               file=sys.stderr)
@@ -161,7 +162,9 @@ def main() -> int:
                 continue
             print(f"## {size.label}: {subject.name} (each wait at most {run.timeout:.0f} s)", flush=True)
             try:
-                run.results.append(measure(kubeconfig, api, subject, run))
+                # 200 x 4 after 5,000 x 1: the 10,000 pods' namespace takes longer to go than 200 x 4's own wait
+                teardown = max(r.timeout for r in runs)
+                run.results.append(measure(kubeconfig, api, subject, run, teardown))
                 print_memory(run.results[-1])
                 print_cpu_profile(run.results[-1])
             except StillRunning as exc:

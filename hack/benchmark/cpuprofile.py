@@ -1,8 +1,9 @@
 """BENCH_CPU_PROFILE=1: where this operator's CPU goes in a measured phase. py-spy (hack/benchmark/requirements-plot.txt)
 samples the operator and every process below it (the warm run's ansible and its worker, the module) from outside,
-on-CPU stacks only (py-spy asks the OS whether each thread runs; that needs its default, blocking mode: with
---nonblocking it guesses, and a thread waiting on a socket counts as busy), so it pauses them a moment 50 times a
-second and takes some of a small machine's CPU itself: the numbers of a profiled run are not the ones to compare.
+50 times a second, each process's thread that holds its GIL only (--gil): the Python work each process does. Without
+it py-spy counts a thread waiting on a socket or a lock as busy on this machine's interpreters (it could not tell
+idle threads apart: 62 % of the samples were SSLSocket.read). It pauses the processes a moment per sample and takes
+some of a small machine's CPU itself: the numbers of a profiled run are not the ones to compare.
 The collapsed stacks are kept (their path is printed) and summed up here: the share of samples by process, and the
 functions most often on the stack (inclusive) and running (self). A peer written in Go is not sampled."""
 from __future__ import annotations
@@ -109,7 +110,7 @@ class Sampler:
             return
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
-            [exe, "record", "--pid", str(self.pid), "--subprocesses", "--rate", str(RATE),
+            [exe, "record", "--pid", str(self.pid), "--subprocesses", "--gil", "--rate", str(RATE),
              "--format", "raw", "--output", str(self.out)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
