@@ -195,6 +195,8 @@ class WarmRun:
         try:
             if after is not None:  # the run it replaces finishes its batches first: one run's processes at a time
                 after.thread.join(after_within)
+                if self.handoff.closed:  # retired or shut down meanwhile: nothing to start
+                    return
             self.result = runner.execute(args, timeout=runner.timeout + self.lifetime + 30)
         finally:
             self.handoff.close()

@@ -92,6 +92,11 @@ class Handoff:
         self.taken = 0  # batches the module acknowledged
         self._accept = threading.Lock()
 
+    @property
+    def closed(self) -> bool:
+        """It takes no more batches (close() was called)."""
+        return self.listener.fileno() < 0
+
     def ready(self) -> bool:
         """A slot of the module waits for a batch."""
         try:

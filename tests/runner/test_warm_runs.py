@@ -222,3 +222,19 @@ def test_handoff_not_taken_when_the_module_timed_out_or_the_operator_closed(tmp_
     h.close()  # shutdown
     t.join(5)
     assert got == [0] and time.monotonic() - started < 2
+
+
+def test_a_successor_closed_while_it_waits_never_starts(warm, silent):
+    pool, runner = warm(config=silent)
+    _wait(pool.ready, 60, "the warm run to wait for its batch")
+    old = pool._current
+    threading.Thread(target=runner.run, args=([A],), daemon=True).start()  # held by the silent API server
+    _wait(lambda: pool.batches == 1, 20, "the first batch to be taken")
+    pool.RETIRE_S = pool.lifetime + 1
+    threading.Thread(target=runner.run, args=([job_key(A.namespace, "b")],), daemon=True).start()
+    new = _wait(lambda: pool._current is not old and pool._current, 10, "the successor to be made")
+    pool.close(wait=2)  # shut down: the held batch's run is killed; the successor must not start after it
+    _wait(lambda: not new.alive(), 15, "the successor's thread to end")
+    # never run (its result is the one it starts with); the second batch, not taken, is the caller's to run cold
+    assert new.handoff.pid is None and new.result[3] == "error: the run did not end", new.result
+
