@@ -78,8 +78,9 @@ def summarise(collapsed: str, top: int = 15) -> Summary:
         total += n
         frames = stack.split(";")
         proc = None
-        while frames and _process(frames[0]) is not None:  # the process, then its child, ... down to the sampled one
-            proc = _process(frames.pop(0))
+        while frames and (named := _process(frames[0])) is not None:  # the process, its child, ... the sampled one
+            proc = named
+            frames.pop(0)
         processes[proc or "?"] += n
         funcs = [_function(f) for f in frames if not f.startswith("thread ")]
         for func in set(funcs):
@@ -105,7 +106,7 @@ class Sampler:
     def start(self) -> None:
         exe = py_spy()
         if exe is None:
-            print("BENCH_PROFILE: py-spy is not installed (hack/bench.sh --scale installs it): no CPU profile",
+            print("BENCH_CPU_PROFILE: py-spy is not installed (hack/bench.sh installs it for this): no CPU profile",
                   file=sys.stderr)
             return
         self.out.parent.mkdir(parents=True, exist_ok=True)
@@ -125,6 +126,6 @@ class Sampler:
             self.proc.kill()
             _, err = self.proc.communicate()
         if not self.out.exists():
-            print(f"BENCH_PROFILE: py-spy wrote no profile: {err.decode(errors='replace')[-300:]}", file=sys.stderr)
+            print(f"BENCH_CPU_PROFILE: py-spy wrote no profile: {err.decode(errors='replace')[-300:]}", file=sys.stderr)
             return None
         return summarise(self.out.read_text())

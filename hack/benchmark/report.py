@@ -1,6 +1,7 @@
 """The report: one operator's table, and the side-by-side table of every operator with each peer's ratio to ours."""
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Callable
@@ -132,9 +133,9 @@ def print_cpu_profile(result: Result) -> None:
         print()
         print("| on the stack | share | running | share |")
         print("|--------------|-------|---------|-------|")
-        for (inc, inc_share), (own, own_share) in zip(p["inclusive"], p["self"] + [("", 0.0)] * len(p["inclusive"]),
-                                                      strict=False):
-            print(f"| {inc} | {inc_share:.1%} | {own} | {own_share:.1%} |" if own else f"| {inc} | {inc_share:.1%} | | |")
+        for (inc, inc_share), (own, own_share) in itertools.zip_longest(p["inclusive"], p["self"], fillvalue=("", None)):
+            running = f"{own} | {own_share:.1%}" if own_share is not None else " |"
+            print(f"| {inc} | {inc_share:.1%} | {running} |")
 
 
 def comparison_rows(r: Result) -> Rows:
