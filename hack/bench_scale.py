@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from kubernetes import client  # noqa: E402
 
 from hack.benchmark.cluster import delete_namespaces, prepare  # noqa: E402
-from hack.benchmark.report import RATIO_NOTE, print_cpu_profile, print_memory  # noqa: E402
+from hack.benchmark.report import RATIO_NOTE, print_cpu_profile, print_memory, print_requests  # noqa: E402
 from hack.benchmark.results import Result  # noqa: E402
 from hack.benchmark.scale import DEFAULT_SIZES, PANELS, Run, Size, document, parse_sizes, plot_lines, table, timeout_for  # noqa: E402
 from hack.benchmark.scenario import Bench, StillRunning  # noqa: E402
@@ -167,6 +167,7 @@ def main() -> int:
                 run.results.append(measure(kubeconfig, api, subject, run, teardown))
                 print_memory(run.results[-1])
                 print_cpu_profile(run.results[-1])
+                print_requests(run.results[-1])
             except StillRunning as exc:
                 stopped = f"stopped: {exc}; the sizes after it were not run"
                 break

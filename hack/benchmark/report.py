@@ -6,7 +6,7 @@ import math
 import os
 from collections.abc import Callable
 
-from hack.benchmark.results import Capacity, Result, percentile, reached
+from hack.benchmark.results import Capacity, Finish, Result, percentile, reached
 from hack.benchmark.settings import (
     OUTCOME,
     SETTLE_CORES,
@@ -92,19 +92,26 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
         print(row.format(name, f"{value:.1f}") + extra)
     print_memory(result)
     print_cpu_profile(result)
-    if bulk.requests:
-        print()
-        print("API requests (every client: the operator, kube-controller-manager, the scheduler, kwok, this script), "
-              "the 12 most frequent:")
-        print()
-        print(row.format("verb resource", "to Running") + (" Succeeded, cleaned |" if finish.cpu else ""))
-        print(row.format("-" * 44, "-" * 10) + (" ------------------ |" if finish.cpu else ""))
-        top = sorted(set(bulk.requests) | set(finish.requests),
-                     key=lambda k: -(bulk.requests.get(k, 0) + finish.requests.get(k, 0)))[:12]
-        for name in [*top, "total"]:
-            value = sum(bulk.requests.values()) if name == "total" else bulk.requests.get(name, 0)
-            done = sum(finish.requests.values()) if name == "total" else finish.requests.get(name, 0)
-            print(row.format(name, f"{value:.0f}") + (f" {done:>18.0f} |" if finish.cpu else ""))
+    print_requests(result)
+
+def print_requests(result: Result) -> None:
+    """The API requests of every client in both phases, the 12 most frequent by verb and resource."""
+    bulk, finish = result.bulk, result.finish or Finish()
+    if bulk is None or not bulk.requests:
+        return
+    row = ROW
+    print()
+    print(f"{result.name}: API requests (every client: the operator, kube-controller-manager, the scheduler, kwok, "
+          "this script), the 12 most frequent:")
+    print()
+    print(row.format("verb resource", "to Running") + (" Succeeded, cleaned |" if finish.cpu else ""))
+    print(row.format("-" * 44, "-" * 10) + (" ------------------ |" if finish.cpu else ""))
+    top = sorted(set(bulk.requests) | set(finish.requests),
+                 key=lambda k: -(bulk.requests.get(k, 0) + finish.requests.get(k, 0)))[:12]
+    for name in [*top, "total"]:
+        value = sum(bulk.requests.values()) if name == "total" else bulk.requests.get(name, 0)
+        done = sum(finish.requests.values()) if name == "total" else finish.requests.get(name, 0)
+        print(row.format(name, f"{value:.0f}") + (f" {done:>18.0f} |" if finish.cpu else ""))
 
 
 Rows = dict[str, tuple[float, str, float]]  # label -> (value, printed value, how long the phase waited for it)

@@ -129,6 +129,12 @@ def _number(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _requests(result: Result) -> dict[str, dict[str, float]]:
+    """API requests of every client by verb and resource: to all Running, and from told to cleaned up."""
+    return {"to_running": result.bulk.requests if result.bulk else {},
+            "told_to_cleaned_up": result.finish.requests if result.finish else {}}
+
+
 def document(runs: list[Run], about: dict[str, Any]) -> dict[str, Any]:
     """The results as JSON: `about` (command, commit, date, cores, nodes), then per size and operator each measure's
     value (null when not reached or not a number), how it was printed and, when not reached, the wait it exceeded."""
@@ -143,7 +149,7 @@ def document(runs: list[Run], about: dict[str, Any]) -> dict[str, Any]:
                     measures[label]["not_reached_within"] = limit
             operators.append({"name": r.name, "flags": r.flags, "note": r.note, "measures": measures,
                               "status_writers": r.status_writers, "memory_at_peak": r.rss_at_peak,
-                              "cpu_profile": r.cpu_profile})
+                              "cpu_profile": r.cpu_profile, "requests": _requests(r)})
         sizes.append({"jobs": run.size.jobs, "workers": run.size.workers, "timeout": run.timeout,
                       "operators": operators})
     return {**about, "sizes": sizes}

@@ -77,8 +77,13 @@ start_scheduler() {
     --authentication-kubeconfig="$STATE/scheduler.kubeconfig" --authorization-kubeconfig="$STATE/scheduler.kubeconfig" \
     --leader-elect=false --kube-api-qps=100 --kube-api-burst=200
 }
+kwok_configuration() {
+  printf '%s\n' 'apiVersion: config.kwok.x-k8s.io/v1alpha1' 'kind: KwokConfiguration' \
+    "options: {podPlayStageParallelism: $KWOK_POD_WORKERS}"
+}
 start_kwok() {
+  kwok_configuration >"$STATE/kwok-configuration.yaml"
   start kwok --kubeconfig="$STATE/kwok.kubeconfig" --manage-nodes-with-label-selector=type=kwok \
     --cidr="$KWOK_POD_CIDR" --node-lease-duration-seconds=40 --server-address="127.0.0.1:$KWOK_PORT" \
-    -c "$CLUSTER_DIR/kwok/node-stages.yaml" -c "$CLUSTER_DIR/kwok/pod-stages.yaml"
+    -c "$STATE/kwok-configuration.yaml" -c "$CLUSTER_DIR/kwok/node-stages.yaml" -c "$CLUSTER_DIR/kwok/pod-stages.yaml"
 }

@@ -69,7 +69,7 @@ healthy() {
 control_plane_recipe() {
   { cat "$BIN"/.stamps/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}; echo "GOGC=$GOGC_CONTROL_PLANE GOMEMLIMIT=$GOMEMLIMIT_CONTROL_PLANE $APISERVER_ROUTING"; } | sha256sum | cut -c1-16
 }
-kwok_recipe() { cat "$BIN/.stamps/kwok" "$CLUSTER_DIR"/kwok/*.yaml | sha256sum | cut -c1-16; }
+kwok_recipe() { { cat "$BIN/.stamps/kwok" "$CLUSTER_DIR"/kwok/*.yaml; kwok_configuration; } | sha256sum | cut -c1-16; }
 recorded() { cat "$STATE/$1.recipe" 2>/dev/null || true; }
 
 restart_kwok() {
@@ -91,7 +91,7 @@ if healthy "${control_plane[@]}"; then
       log "kwok is down: restarting it"
       restart_kwok
     elif [ "$(recorded kwok)" != "$(kwok_recipe)" ]; then
-      log "kwok stages or binary changed: restarting kwok"
+      log "kwok stages, configuration or binary changed: restarting kwok"
       restart_kwok
     fi
     ensure_nodes

@@ -93,6 +93,10 @@ def test_the_document_is_json_and_its_plot_lines_mark_a_timeout_as_a_lower_bound
     assert [(s["jobs"], s["workers"]) for s in doc["sizes"]] == [(10, 1), (40, 1), (20, 4)]
     peer_big = doc["sizes"][1]["operators"][1]["measures"][RUNNING_P95]
     assert peer_big == {"value": None, "shown": "> 300 s", "not_reached_within": 300.0}
+    # every client's API requests by verb and resource, in each window: what the cluster's time went on
+    assert doc["sizes"][0]["operators"][0]["requests"] == {
+        "to_running": {"POST pods": 20.0, "GET mpijobs": 30.0}, "told_to_cleaned_up": {"DELETE pods": 10.0}}
+    assert doc["sizes"][2]["operators"][1]["requests"] == {"to_running": {}, "told_to_cleaned_up": {}}
     lines = {(ln.panel, ln.label): ln.points for ln in plot_lines(doc)}
     assert lines[("latency p95 (s)", "Kubeflow tuned, create -> Running, 1 worker/job")] == [
         (10, 4.0, False), (40, 300.0, True)]
