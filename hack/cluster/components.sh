@@ -77,13 +77,33 @@ start_scheduler() {
     --authentication-kubeconfig="$STATE/scheduler.kubeconfig" --authorization-kubeconfig="$STATE/scheduler.kubeconfig" \
     --leader-elect=false --kube-api-qps=100 --kube-api-burst=200
 }
+# Only when MPI_CLUSTER_KWOK_POD_WORKERS is not kwok's default: a KwokConfiguration replaces kwok's defaults as a
+# whole, so it carries every one of them (kwok v0.8.0's SetObjectDefaults_KwokConfiguration) but that one.
 kwok_configuration() {
-  printf '%s\n' 'apiVersion: config.kwok.x-k8s.io/v1alpha1' 'kind: KwokConfiguration' \
-    "options: {podPlayStageParallelism: $KWOK_POD_WORKERS}"
+  [ "$KWOK_POD_WORKERS" = 4 ] && return
+  cat <<KWOK
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: $KWOK_POD_WORKERS
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
+  manageAllNodes: false
+  enableDebuggingHandlers: true
+  enableContentionProfiling: false
+  enableProfilingHandler: true
+KWOK
 }
 start_kwok() {
-  kwok_configuration >"$STATE/kwok-configuration.yaml"
+  local configuration=()
+  if [ -n "$(kwok_configuration)" ]; then
+    kwok_configuration >"$STATE/kwok-configuration.yaml"
+    configuration=(-c "$STATE/kwok-configuration.yaml")
+  fi
   start kwok --kubeconfig="$STATE/kwok.kubeconfig" --manage-nodes-with-label-selector=type=kwok \
     --cidr="$KWOK_POD_CIDR" --node-lease-duration-seconds=40 --server-address="127.0.0.1:$KWOK_PORT" \
-    -c "$STATE/kwok-configuration.yaml" -c "$CLUSTER_DIR/kwok/node-stages.yaml" -c "$CLUSTER_DIR/kwok/pod-stages.yaml"
+    "${configuration[@]}" -c "$CLUSTER_DIR/kwok/node-stages.yaml" -c "$CLUSTER_DIR/kwok/pod-stages.yaml"
 }

@@ -33,7 +33,7 @@ NODES=${MPI_CLUSTER_NODES:-4}
 GOGC_CONTROL_PLANE=${MPI_CLUSTER_GOGC:-400}
 GOMEMLIMIT_CONTROL_PLANE=${MPI_CLUSTER_GOMEMLIMIT:-2GiB}
 # How many pod stages (a pod Running, Succeeded, deleted: one API request each) kwok plays at once for all its nodes.
-# kwok's default, 4, serialises what 100 kubelets would do side by side (docs/local-cluster.md).
+# One kwok plays them for every simulated node; 4 is kwok's default (docs/local-cluster.md).
 KWOK_POD_WORKERS=${MPI_CLUSTER_KWOK_POD_WORKERS:-4}
 # In start order (cluster-down stops etcd last).
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)

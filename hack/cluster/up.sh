@@ -11,6 +11,7 @@ for tool in curl openssl flock setsid; do
   command -v "$tool" >/dev/null || die "$tool is required (Debian: apt-get install curl openssl util-linux)"
 done
 [[ $NODES =~ ^[0-9]+$ ]] && [ "$NODES" -ge 1 ] && [ "$NODES" -le 200 ] || die "MPI_CLUSTER_NODES must be 1..200, got '$NODES'"
+[[ $KWOK_POD_WORKERS =~ ^[1-9][0-9]{0,2}$ ]] || die "MPI_CLUSTER_KWOK_POD_WORKERS must be 1..999, got '$KWOK_POD_WORKERS'"
 cluster_lock
 
 tb=$(now_ms)
