@@ -94,6 +94,7 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
     print_cpu_profile(result)
     print_requests(result)
 
+
 def print_requests(result: Result) -> None:
     """The API requests of every client in both phases, the 12 most frequent by verb and resource."""
     bulk, finish = result.bulk, result.finish or Finish()
