@@ -99,10 +99,8 @@ KWOK
 }
 start_kwok() {
   local configuration=()
-  if [ -n "$(kwok_configuration)" ]; then
-    kwok_configuration >"$STATE/kwok-configuration.yaml"
-    configuration=(-c "$STATE/kwok-configuration.yaml")
-  fi
+  kwok_configuration >"$STATE/kwok-configuration.yaml"
+  [ -s "$STATE/kwok-configuration.yaml" ] && configuration=(-c "$STATE/kwok-configuration.yaml")
   start kwok --kubeconfig="$STATE/kwok.kubeconfig" --manage-nodes-with-label-selector=type=kwok \
     --cidr="$KWOK_POD_CIDR" --node-lease-duration-seconds=40 --server-address="127.0.0.1:$KWOK_PORT" \
     "${configuration[@]}" -c "$CLUSTER_DIR/kwok/node-stages.yaml" -c "$CLUSTER_DIR/kwok/pod-stages.yaml"

@@ -237,4 +237,3 @@ def test_a_successor_closed_while_it_waits_never_starts(warm, silent):
     _wait(lambda: not new.alive(), 15, "the successor's thread to end")
     # never run (its result is the one it starts with); the second batch, not taken, is the caller's to run cold
     assert new.handoff.pid is None and new.result[3] == "error: the run did not end", new.result
-
