@@ -10,39 +10,39 @@ export PATH := $(VENV)/bin:$(PATH)
 .PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue lint sanity-all run cluster-up cluster-down kubeconfig bench bench-scale chaos e2e peer-e2e kind-up kind-down
 
 venv:
-	@bash hack/venv.sh
+	@bash hack/build/venv.sh
 
 cluster-up:
-	@bash hack/cluster/up.sh
+	@bash hack/worlds/cluster/up.sh
 
 cluster-down:
-	@bash hack/cluster/down.sh
+	@bash hack/worlds/cluster/down.sh
 
 kubeconfig:
-	@bash hack/cluster/kubeconfig.sh
+	@bash hack/worlds/cluster/kubeconfig.sh
 
-# A kind cluster on podman, its images built here (hack/kind/up.sh; molecule/kind/README.md). KIND_CLUSTER=NAME.
+# A kind cluster on podman, its images built here (hack/worlds/kind/up.sh; molecule/kind/README.md). KIND_CLUSTER=NAME.
 kind-up:
-	@bash hack/kind/up.sh
+	@bash hack/worlds/kind/up.sh
 
 kind-down:
-	@bash hack/kind/down.sh
+	@bash hack/worlds/kind/down.sh
 
 images:
-	@bash hack/images/build.sh
+	@bash hack/build/images/build.sh
 
 # The operator image with podman, buildah or docker, else the project's own builder; IMAGE=NAME:TAG,
 # IMAGE_BUILDER=auto|podman|buildah|docker|local, IMAGE_ARCHIVE=PATH (docs/install.md#image).
 image: venv
-	@bash hack/images/image.sh build
+	@bash hack/build/images/image.sh build
 
 image-archive: venv
-	@bash hack/images/image.sh archive
+	@bash hack/build/images/image.sh archive
 
 cluster-status:
-	@bash hack/cluster/status.sh
+	@bash hack/worlds/cluster/status.sh
 
-# The test tiers, each alone (hack/test.sh), each named as its folder under tests/ and its pytest marker: unit
+# The test tiers, each alone (hack/make/test.sh), each named as its folder under tests/ and its pytest marker: unit
 # (seconds), runner (real ansible-runner/-playbook/-test processes, no cluster), integration (the API server), e2e
 # (the real kubelet + containerd node), kueue (a real Kueue in front of the operator: alone, never beside the
 # others; not part of `make test`).
@@ -50,47 +50,47 @@ test-unit: venv
 	$(PY) -m pytest tests/unit -q
 
 test-runner: venv
-	bash hack/test.sh runner
+	bash hack/make/test.sh runner
 
 test-integration: venv
-	bash hack/test.sh integration
+	bash hack/make/test.sh integration
 
 test-e2e: venv
-	bash hack/test.sh e2e
+	bash hack/make/test.sh e2e
 
 test-kueue: venv
-	bash hack/test.sh kueue
+	bash hack/make/test.sh kueue
 
 test: venv
-	bash hack/test.sh
+	bash hack/make/test.sh
 
 lint: venv
-	bash hack/lint.sh
+	bash hack/make/lint.sh
 
 sanity-all: venv
-	bash hack/sanity-all.sh
+	bash hack/make/sanity-all.sh
 
 run: venv
-	bash hack/run.sh
+	bash hack/make/run.sh
 
 bench: venv
-	bash hack/bench.sh
+	bash hack/experiments/bench/bench.sh
 
 # make bench at several sizes, ours and Kubeflow tuned side by side: a table, a JSON and a plot (docs/benchmarks.md).
 bench-scale: venv
-	bash hack/bench.sh --scale
+	bash hack/experiments/bench/bench.sh --scale
 
 # Faults at scale (docs/chaos.md): restarts the API server and etcd, so it runs alone.
 chaos: venv
-	bash hack/chaos.sh
+	bash hack/experiments/chaos/chaos.sh
 
 e2e: venv
-	bash hack/e2e.sh
+	bash hack/make/e2e.sh
 
 # The Kubeflow MPI Operator's own e2e suite (v0.8.2, unchanged) against ours and against Kubeflow's, on the real node
-# (hack/peer_e2e.py; docs/peer-e2e.md). PEER_E2E_OPERATORS="kubeflow ours" (default), or one of them.
+# (hack/experiments/peer_e2e/peer_e2e.py; docs/peer-e2e.md). PEER_E2E_OPERATORS="kubeflow ours" (default), or one of them.
 peer-e2e: venv
-	$(PY) hack/peer_e2e.py
+	$(PY) hack/experiments/peer_e2e/peer_e2e.py
 
 demo: venv
-	bash hack/demo.sh
+	bash hack/make/demo.sh

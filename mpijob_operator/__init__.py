@@ -14,7 +14,7 @@ CHECKOUT_COLLECTIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.absp
 
 
 def collections_paths() -> list[str]:
-    """Where this collection is installed: $ANSIBLE_COLLECTIONS_PATH (the image, hack/env.sh), else the checkout's
+    """Where this collection is installed: $ANSIBLE_COLLECTIONS_PATH (the image, hack/make/env.sh), else the checkout's
     .collections (`make venv`): the collection the operator's runs use."""
     given = os.environ.get("ANSIBLE_COLLECTIONS_PATH") or os.environ.get("ANSIBLE_COLLECTIONS_PATHS") or ""
     return [p for p in [*given.split(os.pathsep), CHECKOUT_COLLECTIONS]

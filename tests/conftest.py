@@ -24,7 +24,7 @@ _AnsibleCollectionFinder(paths=[COLLECTIONS])._install()
 
 # The tiers, by what a test needs: each folder is one tier, named as the folder, and its tests get that marker. A
 # test that needs more than its folder's tier says so with the other tier's marker (an integration test that needs
-# the real node: e2e) and runs with that tier. hack/test.sh TIER (`make test-TIER`) selects one tier alone.
+# the real node: e2e) and runs with that tier. hack/make/test.sh TIER (`make test-TIER`) selects one tier alone.
 TIERS = ("unit", "runner", "integration", "e2e", "kueue")
 TESTS = pathlib.Path(__file__).resolve().parent
 
@@ -36,11 +36,11 @@ def pytest_itemcollected(item):
 
 
 # The groups of tests that one worker runs one after the other (`xdist_group`), longest first: under
-# `pytest -n N --dist loadgroup --no-loadscope-reorder` (hack/test.sh) the workers take work in this order, so the
+# `pytest -n N --dist loadgroup --no-loadscope-reorder` (hack/make/test.sh) the workers take work in this order, so the
 # longest chains start first and the short independent tests fill the other workers around them.
 LONGEST_FIRST = ("installs", "e2e", "e2e-elastic", "kubeflow-peer")
-# The background build each group's tests wait for (hack/test.sh), or a test's own (`needs_build(NAME)`): on a fresh
-# machine the cluster tiers start while these still build, and hack/test.sh names them in MPI_TEST_BUILDING. A group
+# The background build each group's tests wait for (hack/make/test.sh), or a test's own (`needs_build(NAME)`): on a fresh
+# machine the cluster tiers start while these still build, and hack/make/test.sh names them in MPI_TEST_BUILDING. A group
 # whose every test waits then goes after two thirds of the ungrouped tests instead of blocking a worker from the
 # start; in a group where only some tests wait, those go to the group's end and the group keeps its place (the `e2e`
 # group: only seed 002's test runs Horovod, and deferring the whole group left it running alone at the end of the
@@ -63,7 +63,7 @@ def suite_order(items: list[pytest.Item], building: set[str]) -> list[pytest.Ite
     those (in other groups, the tests that wait for a build at the group's end), and the image-archive tests last. The image-archive tests import the operator's image content under other
     names, and in a full run the next in-cluster install on the real node then got ErrImageNeverPull for the build's
     own tag (containerd 1.6's CRI; not root-caused yet), so nothing that installs from the build runs after them
-    (hack/test.sh runs them in its serial phase, after every parallel one)."""
+    (hack/make/test.sh runs them in its serial phase, after every parallel one)."""
     def rank(item: pytest.Item) -> int:
         group = _group(item)
         return LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# usage: hack/deb-unpack.sh PACKAGE PROGRAM...
+# usage: hack/build/deb-unpack.sh PACKAGE PROGRAM...
 # Prints the directory holding the PROGRAMs (/usr/bin/PROGRAM) of Debian's PACKAGE, unpacked once from the package
 # into the cache: nothing is installed on the system and no daemon is started (a daemon package's postinst would
 # start its service). For programs the tests run as their own processes: Debian's `prometheus` (prometheus,
 # promtool: tests/runner/test_alerts.py, tests/integration/test_alerts_fire.py) and `docker-registry` (the CNCF
 # distribution registry: tests/e2e/test_image_archive.py). Needs apt-get and Debian's archive, as
-# hack/node/packages.sh does.
+# hack/worlds/node/packages.sh does.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 PACKAGE PROGRAM..." >&2; exit 2; }
 package=$1; shift

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Creates .venv with everything the tests need, and a collections path that holds this
 # collection (as a symlink) and kubernetes.core (taken from the `ansible` wheel: no Galaxy here).
-#   hack/venv.sh --python X.Y   a small venv for the unit tier on Python X.Y (prints its python), cached
-#   hack/venv.sh --python X.Y --ansible-core SPEC   the same with that ansible-core as a controller (its own deps)
-#   hack/venv.sh --interpreter X.Y   prints a working python X.Y of this machine (pyenv's own binary first)
+#   hack/build/venv.sh --python X.Y   a small venv for the unit tier on Python X.Y (prints its python), cached
+#   hack/build/venv.sh --python X.Y --ansible-core SPEC   the same with that ansible-core as a controller (its own deps)
+#   hack/build/venv.sh --interpreter X.Y   prints a working python X.Y of this machine (pyenv's own binary first)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}
 
 # interpreter X.Y: pyenv's shims may point at a version that does not run: the interpreter itself, checked to run.
@@ -14,16 +14,16 @@ interpreter() {
   for candidate in "$HOME"/.pyenv/versions/"$1".*/bin/python"$1" "$(command -v "python$1" || true)"; do
     if [ -x "$candidate" ] && "$candidate" -c 'import ensurepip, venv' 2>/dev/null; then echo "$candidate"; return; fi
   done
-  echo "hack/venv.sh: no working python$1 on this machine" >&2
+  echo "hack/build/venv.sh: no working python$1 on this machine" >&2
   exit 3
 }
 if [ "${1:-}" = "--interpreter" ]; then
-  interpreter "${2:?usage: hack/venv.sh --interpreter X.Y}"
+  interpreter "${2:?usage: hack/build/venv.sh --interpreter X.Y}"
   exit 0
 fi
 
 if [ "${1:-}" = "--python" ]; then
-  ver=${2:?usage: hack/venv.sh --python X.Y}
+  ver=${2:?usage: hack/build/venv.sh --python X.Y}
   interp=$(interpreter "$ver")
   # Under .venv's real path: .venv links to a venv in the cache that every clone shares, and pip writes the venv's
   # path into its scripts' #! lines (made through one clone's link, they would break when that clone goes).
@@ -32,7 +32,7 @@ if [ "${1:-}" = "--python" ]; then
   core=$(grep -E '^ansible-core==' "$root/requirements.txt")
   controller=
   if [ "${3:-}" = "--ansible-core" ]; then
-    core="ansible-core${4:?usage: hack/venv.sh --python X.Y --ansible-core SPEC}" controller=1
+    core="ansible-core${4:?usage: hack/build/venv.sh --python X.Y --ansible-core SPEC}" controller=1
     pvenv=$pythons/$ver-core$(echo "$4" | tr -c 'A-Za-z0-9.\n' '_')
   fi
   want=$( { "$interp" -V; cat "$root/requirements-unit.txt"; echo "$core"; echo "$pvenv"; } | sha256sum | cut -c1-16)
@@ -104,7 +104,7 @@ PY
   rm -rf "$tmp"
 fi
 # ansible-test's get-pip.py, which it would download from a host this machine cannot reach: a stand-in.
-bash "$root/hack/ansible-test/stand-ins.sh" "$venv/bin/python"
+bash "$root/hack/build/ansible-test/stand-ins.sh" "$venv/bin/python"
 cols=$root/.collections/ansible_collections
 mkdir -p "$cols/mpi" "$cols/kubernetes"
 # Only when they point elsewhere: `ln -sfn` unlinks before it links, and a concurrent ansible run (another test

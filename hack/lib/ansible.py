@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
-from hack.drivers.paths import ROOT
+from hack.lib.paths import ROOT
 
 
 def ansible_env(kubeconfig: str | None = None, **extra: str) -> dict[str, str]:

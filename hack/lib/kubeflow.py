@@ -1,7 +1,7 @@
-"""The Kubeflow MPI Operator as a peer: the binary hack/kubeflow.sh builds from the Go module proxy (cached), run out
+"""The Kubeflow MPI Operator as a peer: the binary hack/build/kubeflow.sh builds from the Go module proxy (cached), run out
 of cluster against a cluster through a kubeconfig, watching one namespace and holding its leader election lease there.
 The differential tests (tests/integration/test_reconcile_kubeflow.py), the e2e timing runs and `make bench`
-(hack/bench.py) all run it through this module."""
+(hack/experiments/bench/bench.py) all run it through this module."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,7 @@ import socket
 import subprocess
 import time
 
-from hack.drivers.paths import ROOT
+from hack.lib.paths import ROOT
 
 KUBEFLOW_VERSION = "v0.8.2"  # the Kubeflow MPI Operator release the contract is taken from
 # v0.8.2 serves /healthz on this port, fixed in cmd/mpi-operator/app/server.go (no flag), and exits when it is taken:
@@ -19,8 +19,8 @@ HEALTH_PORT = 8080
 
 
 def kubeflow_operator_binary() -> str | None:
-    """The Kubeflow MPI Operator built from the Go module proxy by hack/kubeflow.sh (cached); None without Go."""
-    script = ROOT / "hack" / "kubeflow.sh"
+    """The Kubeflow MPI Operator built from the Go module proxy by hack/build/kubeflow.sh (cached); None without Go."""
+    script = ROOT / "hack/build/kubeflow.sh"
     env = dict(os.environ, KUBEFLOW_MPI_OPERATOR_VERSION=KUBEFLOW_VERSION)
     proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=3600, check=False)
     if proc.returncode != 0:

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.constants import GROUP, PLURAL, VERSION
-from hack.drivers.paths import ROOT
+from hack.lib.paths import ROOT
 
 CRD = ROOT / "roles/crds/files/mpijobs.kubeflow.org.yaml"
 

@@ -13,7 +13,7 @@ import time
 import urllib.error
 import urllib.request
 
-from hack.drivers.paths import ROOT
+from hack.lib.paths import ROOT
 
 
 def _free_port() -> int:

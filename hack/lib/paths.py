@@ -14,5 +14,5 @@ def cache() -> pathlib.Path:
 
 
 def local_kubeconfig() -> pathlib.Path:
-    """Where hack/cluster/up.sh writes the local cluster's cluster-admin kubeconfig."""
+    """Where hack/worlds/cluster/up.sh writes the local cluster's cluster-admin kubeconfig."""
     return cache() / "cluster" / "kubeconfig"

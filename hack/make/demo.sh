@@ -9,8 +9,8 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 ns=${MPI_DEMO_NAMESPACE:-mpi-demo}
-bash hack/cluster/up.sh
-KUBECONFIG=$(bash hack/cluster/kubeconfig.sh)
+bash hack/worlds/cluster/up.sh
+KUBECONFIG=$(bash hack/worlds/cluster/kubeconfig.sh)
 export KUBECONFIG K8S_AUTH_KUBECONFIG=$KUBECONFIG
 kubectl=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}/bin/kubectl
 "$kubectl" create namespace "$ns" --dry-run=client -o yaml | "$kubectl" apply -f - >/dev/null
@@ -22,7 +22,7 @@ submit() {
 }
 
 if "$kubectl" get node mpi-real-node >/dev/null 2>&1; then
-  read -r image _ tag < <(bash hack/images/build.sh --print operator | tail -n 1)
+  read -r image _ tag < <(bash hack/build/images/build.sh --print operator | tail -n 1)
   echo "== installing the operator in-cluster (${image%:*}:$tag), watching namespace $ns"
   ansible-playbook playbooks/install.yml -e mpi_operator_namespace_name=mpi-operator-demo \
     -e mpi_operator_watch_namespace="$ns" -e mpi_operator_image_repository="${image%:*}" \
@@ -34,7 +34,7 @@ if "$kubectl" get node mpi-real-node >/dev/null 2>&1; then
 else
   echo "== no real node on this machine: the operator runs as a local process, the job on simulated nodes"
   log=$(mktemp)
-  bash hack/run.sh --namespace "$ns" >"$log" 2>&1 &
+  bash hack/make/run.sh --namespace "$ns" >"$log" 2>&1 &
   operator=$!
   trap 'kill "$operator" 2>/dev/null; wait "$operator" 2>/dev/null; rm -f "$log"' EXIT
   submit examples/local/pi.yaml

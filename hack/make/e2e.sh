@@ -7,17 +7,17 @@
 # MPI_E2E_REPEAT=N runs each pi job N times in a row (default 1).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
-bash hack/cluster/up.sh
-MPI_CLUSTER_REAL_NODE=${MPI_CLUSTER_REAL_NODE:-1} bash hack/node/up.sh
+bash hack/worlds/cluster/up.sh
+MPI_CLUSTER_REAL_NODE=${MPI_CLUSTER_REAL_NODE:-1} bash hack/worlds/node/up.sh
 export MPI_E2E_TIMING_RUNS=${MPI_E2E_TIMING_RUNS:-5}
 # The timing runs' peer, the Kubeflow MPI Operator: built (cached) before pytest, outside the timings, with its
 # progress shown; without Go it prints nothing and the timing table says so.
-if [ "$MPI_E2E_TIMING_RUNS" -gt 0 ]; then bash hack/kubeflow.sh >/dev/null; fi
+if [ "$MPI_E2E_TIMING_RUNS" -gt 0 ]; then bash hack/build/kubeflow.sh >/dev/null; fi
 # The images the jobs run, built (cached) before pytest: the Horovod one compiles Horovod when cold (minutes).
-nice bash hack/images/build.sh operator horovod kubectl-delivery >/dev/null
+nice bash hack/build/images/build.sh operator horovod kubectl-delivery >/dev/null
 # Here a missing real node is an error, not a skip.
 export MPI_E2E_REQUIRE=1
-# The kernel settings the pods' network depends on, in the log of every run (hack/node/up.sh checks them).
+# The kernel settings the pods' network depends on, in the log of every run (hack/worlds/node/up.sh checks them).
 echo "e2e: host net.ipv4.ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)" \
   "net.bridge.bridge-nf-call-iptables=$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null || echo absent)"
 set +e

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # make lint: ansible-lint (production profile), ruff, yamllint, antsibull-changelog's checks, `ansible-doc` for every module, and
-# ansible-test sanity on the built collection (hack/sanity.sh).
+# ansible-test sanity on the built collection (hack/make/sanity.sh).
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-bash hack/venv.sh >/dev/null || exit 1
+bash hack/build/venv.sh >/dev/null || exit 1
 export PATH=$root/.venv/bin:$PATH ANSIBLE_CONFIG=$root/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$root/.collections
 failed=()
 step() { echo "== $1"; shift; "$@" || failed+=("$1"); }
@@ -23,6 +23,6 @@ for f in plugins/modules/*.py; do [ -e "$f" ] && modules+=("mpi.operator.$(basen
 if [ ${#modules[@]} -gt 0 ]; then
   step ansible-doc bash -c 'for m in "$@"; do out=$(ansible-doc "$m" 2>&1) && [ -n "$out" ] || { echo "ansible-doc $m failed: $out"; exit 1; }; done' _ "${modules[@]}"
 fi
-step ansible-test-sanity bash hack/sanity.sh
+step ansible-test-sanity bash hack/make/sanity.sh
 if [ ${#failed[@]} -gt 0 ]; then echo "lint failed: ${failed[*]}" >&2; exit 1; fi
 echo "lint passed"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # `make run`: the operator in the foreground against the current kubeconfig ($KUBECONFIG, else the
 # local cluster's). No leader election unless asked: `make run ARGS=--leader-elect` or
-# `bash hack/run.sh --leader-elect --namespace team-a`. Extra arguments are operator flags.
+# `bash hack/make/run.sh --leader-elect --namespace team-a`. Extra arguments are operator flags.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 if [ -z "${KUBECONFIG:-}" ]; then
-  if [ -f hack/cluster/kubeconfig.sh ]; then
-    KUBECONFIG=$(bash hack/cluster/kubeconfig.sh)
+  if [ -f hack/worlds/cluster/kubeconfig.sh ]; then
+    KUBECONFIG=$(bash hack/worlds/cluster/kubeconfig.sh)
   elif [ -f "$HOME/.kube/config" ]; then
     KUBECONFIG=$HOME/.kube/config
   fi

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# make sanity-all: `ansible-test sanity` on the collection as users get it (the built tarball, as hack/sanity.sh)
-# under every ansible-core of hack/ansible-test/cores.txt, each in its own cached venv with its controller Python;
+# make sanity-all: `ansible-test sanity` on the collection as users get it (the built tarball, as hack/make/sanity.sh)
+# under every ansible-core of hack/build/ansible-test/cores.txt, each in its own cached venv with its controller Python;
 # then, under the ansible-core of requirements.txt, the modules' import and compile tests on every Python
 # tests/config.yml declares for them (3.9 to 3.13, pyenv's interpreters). Prints one line per run and a table.
-#   hack/sanity-all.sh [VERSION...]   only these ansible-core versions (e.g. 2.18.19); the Python runs need none
-# Offline as hack/sanity.sh: each ansible-core's get-pip cache gets the stand-in (hack/ansible-test/get_pip.py).
+#   hack/make/sanity-all.sh [VERSION...]   only these ansible-core versions (e.g. 2.18.19); the Python runs need none
+# Offline as hack/make/sanity.sh: each ansible-core's get-pip cache gets the stand-in (hack/build/ansible-test/get_pip.py).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}
-bash "$root/hack/venv.sh" >/dev/null
+bash "$root/hack/build/venv.sh" >/dev/null
 pythons=(3.9 3.10 3.11 3.12 3.13)
 pinned=$(sed -n 's/^ansible-core==//p' "$root/requirements.txt")
 
-interpreter() { bash "$root/hack/venv.sh" --interpreter "$1"; }
+interpreter() { bash "$root/hack/build/venv.sh" --interpreter "$1"; }
 
 # ansible-test finds a Python by its name (pythonX.Y) on PATH: one folder naming each real interpreter.
 work=${TMPDIR:-/tmp}/mpi-operator-sanity-all-$(echo "$root" | sha256sum | cut -c1-12)
@@ -62,12 +62,12 @@ while read -r core py; do
   case $core in ''|'#'*) continue ;; esac
   if [ ${#want[@]} -gt 0 ] && [[ " ${want[*]} " != *" $core "* ]]; then continue; fi
   venv=$(venv_for "$core" "$py")
-  bash "$root/hack/ansible-test/stand-ins.sh" "$venv/bin/python"
+  bash "$root/hack/build/ansible-test/stand-ins.sh" "$venv/bin/python"
   run "ansible-core-$core-python-$py" "$venv" --python "$py"
-done <"$root/hack/ansible-test/cores.txt"
+done <"$root/hack/build/ansible-test/cores.txt"
 
 if [ ${#want[@]} -eq 0 ]; then
-  bash "$root/hack/ansible-test/stand-ins.sh" "$root/.venv/bin/python"
+  bash "$root/hack/build/ansible-test/stand-ins.sh" "$root/.venv/bin/python"
   for v in "${pythons[@]}"; do
     run "import-compile-python-$v" "$root/.venv" --test import --test compile --python "$v"
   done

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # ansible-test sanity on the collection as users get it: the tarball `ansible-galaxy collection build` makes
 # (galaxy.yml's build_ignore leaves out hack/, the test suites, dev config), unpacked at
-# .../ansible_collections/mpi/operator where ansible-test needs it. Offline: hack/venv.sh gives ansible-test's
+# .../ansible_collections/mpi/operator where ansible-test needs it. Offline: hack/build/venv.sh gives ansible-test's
 # get-pip cache a stand-in. Extra arguments go to ansible-test (e.g. --test validate-modules).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bash "$root/hack/venv.sh" >/dev/null
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bash "$root/hack/build/venv.sh" >/dev/null
 export PATH=$root/.venv/bin:$PATH
 # Outside the worktree: inside it, ansible-test would take git's view of the parent repository.
 work=${TMPDIR:-/tmp}/mpi-operator-sanity-$(echo "$root" | sha256sum | cut -c1-12)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The test suite, or one tier of it: `hack/test.sh [unit|runner|integration|e2e|kueue] [pytest args]`. Without a
+# The test suite, or one tier of it: `hack/make/test.sh [unit|runner|integration|e2e|kueue] [pytest args]`. Without a
 # tier, every tier but kueue (`make test`, CI). Each tier is named as its folder, and tests/conftest.py marks each
 # test with its folder's name (pytest -m TIER):
 #   unit         tests/unit         no processes, seconds                                       make test-unit
 #   runner       tests/runner       ansible-runner/-playbook/-test, bash processes; no cluster   make test-runner
 #   integration  tests/integration  an API server (the local kwok cluster, or $KUBECONFIG)      make test-integration
 #   e2e          tests/e2e + the integration tests marked e2e: the real kubelet + containerd node  make test-e2e
-#   kueue        tests/kueue        a real Kueue (hack/kueue/up.sh) in front of the operator; one process, and
+#   kueue        tests/kueue        a real Kueue (hack/worlds/kueue/up.sh) in front of the operator; one process, and
 #                                   only when asked: Kueue's webhooks see every MPIJob and Job created  make test-kueue
 #
 # How a full run spends its time (docs/testing.md has the measured numbers):
@@ -64,10 +64,10 @@ run_pytest() {
 
 # The builds: each step timed into $results/build.log; exit status in $results/build.rc. Go compiles on both cores
 # while debootstrap and apt wait on the network and the disk, so the images' tars are made meanwhile; the real node's
-# (the MPI images, at full priority: the node waits for them, hack/images/build.sh's per-image locks make its own
+# (the MPI images, at full priority: the node waits for them, hack/build/images/build.sh's per-image locks make its own
 # build.sh call wait, then import them), and Horovod's (niced: its compile is long and only the e2e tiers' Horovod
 # jobs need it), and so is the Kubeflow peer, which only its differential tests need: they wait for it
-# (hack/kubeflow.sh's lock), the run does not. (On 28 Nov, with all the image tars niced in one chain behind the Go
+# (hack/build/kubeflow.sh's lock), the run does not. (On 28 Nov, with all the image tars niced in one chain behind the Go
 # build, a cold run's node waited about 8 minutes for them, the machine 64-79 % busy meanwhile.)
 build() {
   local local_kubeconfig=$1 start cpu
@@ -79,30 +79,30 @@ build() {
     echo "[build] $1: $((SECONDS - start)) s, $((children_cpu_s - cpu)) CPU-s"
   }
   if [ "$(id -u)" = 0 ] && command -v debootstrap >/dev/null; then
-    (step "image tars (pause, openmpi4, openmpi5, mpich, intel, operator)" bash hack/images/build.sh --no-import \
+    (step "image tars (pause, openmpi4, openmpi5, mpich, intel, operator)" bash hack/build/images/build.sh --no-import \
        pause openmpi4 openmpi5 mpich intel operator 2>"$results/image-tars.log" || true) &
     # Horovod's base (Debian 12, debootstrap) at full priority first: the MPI images' tars start from the same base
     # and wait for whichever build.sh makes it (its lock); made niced, it took 947 s instead of about 40 on a cold
     # machine on 28 Nov, and the real node waited for it.
-    (step "image tar (horovod)" bash -c 'bash hack/images/build.sh --no-import debian-bookworm &&
-       exec nice bash hack/images/build.sh --no-import horovod' 2>"$results/image-horovod.log" || true) &
+    (step "image tar (horovod)" bash -c 'bash hack/build/images/build.sh --no-import debian-bookworm &&
+       exec nice bash hack/build/images/build.sh --no-import horovod' 2>"$results/image-horovod.log" || true) &
     echo $! >"$results/building.horovod"
   fi
   if [ "$tier" = kueue ]; then
-    (step "Kueue" nice bash hack/kueue/build.sh 2>"$results/kueue-build.log" || true) &
+    (step "Kueue" nice bash hack/worlds/kueue/build.sh 2>"$results/kueue-build.log" || true) &
   fi
   if [ "$tier" = all ] || [ "$tier" = integration ]; then
-    (step "Kubeflow peer" nice bash hack/kubeflow.sh 2>"$results/kubeflow.log" || true) &
+    (step "Kubeflow peer" nice bash hack/build/kubeflow.sh 2>"$results/kubeflow.log" || true) &
     echo $! >"$results/building.kubeflow-peer"
   fi
-  step "cluster (Kubernetes, the real node, its images)" bash hack/cluster/up.sh || return 1
+  step "cluster (Kubernetes, the real node, its images)" bash hack/worlds/cluster/up.sh || return 1
   if KUBECONFIG=$local_kubeconfig "$(dirname "$local_kubeconfig")/../bin/kubectl" get node mpi-real-node >/dev/null 2>&1
   then
     # The images every in-cluster install runs (the operator; kubectl-delivery, v1 launchers' init container). Not
     # Horovod's: its tar goes on building (niced, above) into the cluster tiers, and the e2e tests that run it import
-    # it through hack/images/build.sh, which waits for that tar (its lock). On a cold machine the cluster tiers then
+    # it through hack/build/images/build.sh, which waits for that tar (its lock). On a cold machine the cluster tiers then
     # start when the node is Ready instead of about 3 minutes later, when Horovod's compile ends.
-    step "images (operator, kubectl-delivery)" bash hack/images/build.sh operator kubectl-delivery || return 1
+    step "images (operator, kubectl-delivery)" bash hack/build/images/build.sh operator kubectl-delivery || return 1
   fi
 }
 
@@ -127,14 +127,14 @@ client.VersionApi(config.new_client_from_config()).get_code(_request_timeout=5)'
      ! users_cluster_answers; then
     start=$SECONDS
     # The tools of the image builds first: the runner tier's build tests look for them before the cluster is up.
-    bash hack/node/packages.sh
+    bash hack/worlds/node/packages.sh
     timings+=("packages $((SECONDS - start))")
     { build "$local_kubeconfig"; echo $? >"$results/build.rc"; } >"$results/build.log" 2>&1 &
     build_pid=$!
     # Every worker takes this cluster as it is: no worker runs up.sh again (tests/integration/_fixtures/cluster.py).
     export MPI_TEST_CLUSTER_UP=$local_kubeconfig
   else
-    (bash hack/kubeflow.sh >/dev/null)  # the differential tests' peer, for the user's cluster too
+    (bash hack/build/kubeflow.sh >/dev/null)  # the differential tests' peer, for the user's cluster too
   fi
 fi
 

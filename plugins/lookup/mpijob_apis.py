@@ -44,7 +44,7 @@ _raw:
   elements: dict
   contains:
     name:
-      description: Its module's name in the collection, and its CRD source's (hack/crd/<name>.py).
+      description: Its module's name in the collection, and its CRD source's (crd/<name>.py).
       type: str
     group:
       description: The API group.

@@ -21,8 +21,8 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from hack.drivers.images import REAL_NODE_SELECTOR, REAL_NODE_TOLERATION, built_image
-from hack.drivers.kubeflow import KubeflowProcess, kubeflow_operator_binary
+from hack.lib.images import REAL_NODE_SELECTOR, REAL_NODE_TOLERATION, built_image
+from hack.lib.kubeflow import KubeflowProcess, kubeflow_operator_binary
 from tests.support.ansible import ansible_env, run_playbook
 from tests.support.locks import installs_locked
 from tests.support.paths import ROOT, local_kubeconfig
@@ -62,7 +62,7 @@ def real_node_missing(api: client.ApiClient) -> str | None:
 
 
 def unavailable(reason: str) -> None:
-    """Skips the e2e tests; fails them under hack/e2e.sh (make e2e), which asks for the real node."""
+    """Skips the e2e tests; fails them under hack/make/e2e.sh (make e2e), which asks for the real node."""
     (pytest.fail if os.environ.get("MPI_E2E_REQUIRE") == "1" else pytest.skip)(f"real node e2e: {reason}")
 
 
@@ -89,7 +89,7 @@ def operator_image() -> tuple[str, str]:
 
 
 def local_image(name: str) -> str:
-    """Builds (cached) and imports hack/images' `name`; its reference by the tag naming this build."""
+    """Builds (cached) and imports hack/build/images' `name`; its reference by the tag naming this build."""
     return ":".join(built_image(name))
 
 
@@ -146,7 +146,7 @@ def operator(api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) ->
         "mpi_operator_wait_timeout": 180,
         # Every MPIJob API (tests/e2e/test_apis.py runs the seeds' other operators' jobs).
         "mpi_operator_apis": ["kubeflow.org", "batch.tensorstack.dev", "batch.test.bdap.com"],
-        # batch.test.bdap.com launchers get kubectl from this local image (hack/images/kubectl-delivery).
+        # batch.test.bdap.com launchers get kubectl from this local image (hack/build/images/kubectl-delivery).
         "mpi_operator_kubectl_delivery_image": local_image("kubectl-delivery"),
         # Integration test sessions on the same cluster write the CRD with other field managers.
         "mpi_operator_adopt_crd": True,

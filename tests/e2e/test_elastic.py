@@ -43,7 +43,7 @@ JOB_TIMEOUT_S = 1200.0
 def horovod_image() -> str:
     """Builds (cached: the Horovod wheel and the image) and imports localhost/mpi-horovod:local."""
     started = time.monotonic()
-    out = subprocess.run(["nice", "bash", str(ROOT / "hack/images/build.sh"), "--print", "horovod"],
+    out = subprocess.run(["nice", "bash", str(ROOT / "hack/build/images/build.sh"), "--print", "horovod"],
                          check=True, stdout=subprocess.PIPE, text=True).stdout.split()
     print(f"\n{out[0]} ready in {time.monotonic() - started:.0f} s")
     return out[0]

@@ -3,7 +3,7 @@ kind user: the archive is loaded into the real node's containerd with the very c
 on a kind node, read by skopeo, and the operator it holds is installed by playbooks/install.yml with pull policy
 Never, becomes Ready (and elected) without a restart, and runs a job submitted with submit.yml.
 Registry user: the archive is pushed with skopeo to a registry (the CNCF distribution registry of Debian's
-`docker-registry` package, unpacked by hack/deb-unpack.sh, on 127.0.0.1, which containerd reaches over plain HTTP) and
+`docker-registry` package, unpacked by hack/build/deb-unpack.sh, on 127.0.0.1, which containerd reaches over plain HTTP) and
 the kubelet pulls it (pull policy Always)."""
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def test_image_pushed_to_a_registry_is_pulled_by_the_kubelet(api: client.ApiClie
     # Debian's docker-registry (distribution 2.8): nothing to compile (building distribution v3 from the Go module
     # proxy cost a cold run about 190 CPU-seconds).
     binary = deb_program("docker-registry", "docker-registry")
-    assert shutil.which("skopeo"), "skopeo (Debian's, installed by hack/node/packages.sh) is needed to push"
+    assert shutil.which("skopeo"), "skopeo (Debian's, installed by hack/worlds/node/packages.sh) is needed to push"
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -1,4 +1,4 @@
-"""hack/images/prune.py on the real node's containerd: what an import leaves behind goes, nothing else.
+"""hack/build/images/prune.py on the real node's containerd: what an import leaves behind goes, nothing else.
 Five tiny images (the pause image's layer under five distinct configs) named as build.sh names builds."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def test_prune_removes_earlier_unused_builds_and_keeps_the_rest() -> None:
         ctr("containers", "create", in_use, container)
         [old_digest] = {d for name, d in listed() if name == old}
 
-        proc = subprocess.run([sys.executable, str(ROOT / "hack/images/prune.py"), "--repo", repo, "--keep", "b" * 16,
+        proc = subprocess.run([sys.executable, str(ROOT / "hack/build/images/prune.py"), "--repo", repo, "--keep", "b" * 16,
                                "--address", SOCK], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         left = names()

@@ -8,7 +8,7 @@ import pytest
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
 
 
-# MPI_E2E_REPEAT=N runs each pi job N times in a row (`MPI_E2E_REPEAT=20 bash hack/e2e.sh -k mpich`): a hang that
+# MPI_E2E_REPEAT=N runs each pi job N times in a row (`MPI_E2E_REPEAT=20 bash hack/make/e2e.sh -k mpich`): a hang that
 # shows once in a few runs, such as Debian 12 MPICH's in MPI_Finalize, fails it. CI runs each once.
 REPEAT = int(os.environ.get("MPI_E2E_REPEAT") or 1)
 

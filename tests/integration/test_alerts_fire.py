@@ -1,4 +1,4 @@
-"""A real Prometheus (Debian's, hack/deb-unpack.sh) scrapes the running operator and evaluates the shipped
+"""A real Prometheus (Debian's, hack/build/deb-unpack.sh) scrapes the running operator and evaluates the shipped
 alerting rules (roles/operator/files/prometheus-rules.yml) on what it scrapes: healthy, nothing fires; a job the
 operator cannot accept (an injected reconcile error) makes MPIOperatorReconcileErrors pending, and its copy without
 `for` fires; a job that cannot be scheduled shows in the waiting gauge; the operator stopped makes MPIOperatorDown
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hack.drivers.operator import OperatorProcess
+from hack.lib.operator import OperatorProcess
 from tests.debian import deb_program
 from tests.support.mpijob import create_mpijob, new_mpijob
 from tests.support.paths import ROOT

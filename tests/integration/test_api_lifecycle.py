@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hack.drivers.operator import OperatorProcess
+from hack.lib.operator import OperatorProcess
 from tests.integration._fixtures.install import MANIFESTS
 from tests.support.mpijob import children, create_mpijob, install_crd, new_mpijob
 from tests.support.paths import ROOT

@@ -1,7 +1,7 @@
 """`make chaos`'s first scenario, small enough for every run of the suite: 100 MPIJobs x 2 workers created while the
 operator is SIGKILLed 5 times and the API server is killed and restarted once (its state kept). Nothing may be lost:
 every job Running, then Succeeded when told, exactly its children, its phases only forward, one Event per
-transition (hack/chaos/; docs/chaos.md has the full-size run)."""
+transition (hack/experiments/chaos/; docs/chaos.md has the full-size run)."""
 from __future__ import annotations
 
 import pathlib
@@ -9,7 +9,7 @@ import pathlib
 import pytest
 from kubernetes import client
 
-from hack.chaos import scenarios
+from hack.experiments.chaos import scenarios
 
 
 @pytest.mark.serial  # it restarts the API server under every other test
@@ -17,7 +17,7 @@ from hack.chaos import scenarios
 def test_operator_kills_and_an_api_server_restart_lose_nothing(api_client: client.ApiClient, kubeconfig: str,
                                                               local_cluster: bool, tmp_path: pathlib.Path) -> None:
     if not local_cluster:
-        pytest.skip("restarts the API server: only on the local cluster (hack/cluster/restart.sh)")
+        pytest.skip("restarts the API server: only on the local cluster (hack/worlds/cluster/restart.sh)")
     row = scenarios.kills_at_scale(api_client, kubeconfig, tmp_path, jobs=100, workers=2, operator_kills=5,
                                    apiserver_restarts=1, etcd_restarts=0, window=20, timeout=300, seed=7)
     assert len(row.faults) == 6, row.faults

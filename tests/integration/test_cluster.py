@@ -85,7 +85,7 @@ def test_server_version_is_pinned(api_client: client.ApiClient, local_cluster: b
 
 
 def _versions() -> dict[str, str]:
-    with open(ROOT / "hack" / "cluster" / "versions.env", encoding="utf-8") as f:
+    with open(ROOT / "hack/worlds/cluster/versions.env", encoding="utf-8") as f:
         return dict(line.strip().split("=", 1) for line in f if line.strip() and not line.startswith("#"))
 
 
@@ -393,7 +393,7 @@ def test_kubeconfig_script_prints_only_the_path(local_cluster: bool):
     if not local_cluster:
         pytest.skip("checks the local cluster's scripts")
     out = subprocess.run(
-        ["bash", "hack/cluster/kubeconfig.sh"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["bash", "hack/worlds/cluster/kubeconfig.sh"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
     assert out == f"{local_kubeconfig()}\n"
 
@@ -414,7 +414,7 @@ def test_cluster_up_recovers_from_a_killed_session(local_cluster: bool, tmp_path
 
     def script(name: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["bash", f"hack/cluster/{name}"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+            ["bash", f"hack/worlds/cluster/{name}"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
         )
 
     def ours() -> set[int]:

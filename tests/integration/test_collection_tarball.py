@@ -26,7 +26,7 @@ BIN = pathlib.Path(sys.executable).parent
 
 
 def kubernetes_core() -> pathlib.Path:
-    """kubernetes.core as hack/venv.sh took it out of the ansible wheel (no Galaxy here)."""
+    """kubernetes.core as hack/build/venv.sh took it out of the ansible wheel (no Galaxy here)."""
     found = sorted(CACHE.glob("kubernetes.core-from-ansible-*/ansible_collections/kubernetes/core/MANIFEST.json"))
     assert found, "run make venv first (it caches kubernetes.core)"
     return found[-1].parent
@@ -204,9 +204,9 @@ def test_image_playbook_builds_a_working_operator_image_from_the_installed_colle
     the archive is written, and the image runs the operator. The base image is the project's own Python image (no
     registry here), loaded into podman as a user's engine would pull it."""
     if os.geteuid() != 0:
-        pytest.skip("installs podman and its configuration (hack/kind/lib.sh): needs root")
-    setup = subprocess.run(["bash", "-c", 'source hack/kind/lib.sh && ensure_podman && '
-                            'hack/images/build.sh --no-import --print python'],
+        pytest.skip("installs podman and its configuration (hack/worlds/kind/lib.sh): needs root")
+    setup = subprocess.run(["bash", "-c", 'source hack/worlds/kind/lib.sh && ensure_podman && '
+                            'hack/build/images/build.sh --no-import --print python'],
                            cwd=ROOT, capture_output=True, text=True, check=False, timeout=1200)
     assert setup.returncode == 0, setup.stdout[-3000:] + setup.stderr[-3000:]
     base_ref, base_tar, _key = setup.stdout.split()[-3:]

@@ -67,7 +67,7 @@ def test_generated_crd_is_up_to_date() -> None:
     if shutil.which("go") is None:
         pytest.skip("go is needed to read Kubernetes' OpenAPI document from the module cache")
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "hack/crd/gen.py"), "--check"], capture_output=True, text=True, timeout=300
+        [sys.executable, str(ROOT / "crd/gen.py"), "--check"], capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 0, proc.stderr
 

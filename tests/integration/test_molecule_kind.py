@@ -1,6 +1,6 @@
 """`molecule test -s kind`: the default scenario's converge and verify on a throw-away kind cluster. With a Docker
 engine as a user has it; without one, on podman with kind, its base and node images and the job's image all made on
-this machine (hack/kind/up.sh). It needs no shared cluster, only a container engine, and is skipped without one."""
+this machine (hack/worlds/kind/up.sh). It needs no shared cluster, only a container engine, and is skipped without one."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def why_no_kind() -> str | None:
     if docker and subprocess.run([docker, "info"], capture_output=True, timeout=30).returncode == 0:
         return None if shutil.which("kind") else "a Docker engine but no `kind` on PATH"
     if os.geteuid() != 0:
-        return "no Docker engine, and the podman way (hack/kind/up.sh) needs root"
+        return "no Docker engine, and the podman way (hack/worlds/kind/up.sh) needs root"
     if not shutil.which("podman") and not shutil.which("apt-get"):
         return "no Docker engine, no podman, and no apt-get to install podman"
     if not shutil.which("go") and not (CACHE / "bin/kind").exists():

@@ -11,7 +11,7 @@ import time
 import pytest
 from kubernetes import client
 
-from hack.drivers.operator import alive, cmdline, descendants
+from hack.lib.operator import alive, cmdline, descendants
 from tests.support.mpijob import (
     children,
     create_mpijob,

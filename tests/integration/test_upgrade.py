@@ -20,7 +20,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from hack.drivers.operator import OperatorProcess
+from hack.lib.operator import OperatorProcess
 from tests.integration._fixtures.install import local_cluster_vars
 from tests.support.ansible import PlaybookRun, ansible_env, run_playbook
 from tests.support.mpijob import has_condition, new_mpijob, owned_children, wait_condition

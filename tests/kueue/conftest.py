@@ -1,4 +1,4 @@
-"""The kueue tier (`make test-kueue`): a real Kueue (hack/kueue/up.sh: built from the Go module proxy, run on the
+"""The kueue tier (`make test-kueue`): a real Kueue (hack/worlds/kueue/up.sh: built from the Go module proxy, run on the
 real node from its manifests) in front of a real operator process, on the local cluster. Kueue's webhooks see every
 MPIJob created while it runs, so this tier runs on its own, never beside the other cluster tiers.
 
@@ -54,9 +54,9 @@ def _script(name: str, cluster: str) -> None:
     # Only on the local cluster: Kueue runs on its real node.
     assert pathlib.Path(cluster).resolve() == local_kubeconfig().resolve(), (
         f"the kueue tier needs the local cluster (make cluster-up), not {cluster}")
-    proc = subprocess.run(["bash", str(ROOT / "hack/kueue" / name)], capture_output=True, text=True, timeout=900,
+    proc = subprocess.run(["bash", str(ROOT / "hack/worlds/kueue" / name)], capture_output=True, text=True, timeout=900,
                           check=False)
-    assert proc.returncode == 0, f"hack/kueue/{name} failed:\n{proc.stdout}\n{proc.stderr}"
+    assert proc.returncode == 0, f"hack/worlds/kueue/{name} failed:\n{proc.stdout}\n{proc.stderr}"
 
 
 @pytest.fixture(scope="session")
@@ -69,13 +69,13 @@ def kueue(kubeconfig: str, operator_crd: None) -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def worker_kubeconfig(kueue: None) -> Iterator[str]:
-    """A MultiKueue worker (hack/kueue/worker.sh): a second local cluster with the MPIJob CRD and its own Kueue; its
+    """A MultiKueue worker (hack/worlds/kueue/worker.sh): a second local cluster with the MPIJob CRD and its own Kueue; its
     kubeconfig. Stopped after the session."""
-    proc = subprocess.run(["bash", str(ROOT / "hack/kueue/worker.sh")], capture_output=True, text=True, timeout=900,
+    proc = subprocess.run(["bash", str(ROOT / "hack/worlds/kueue/worker.sh")], capture_output=True, text=True, timeout=900,
                           check=False)
-    assert proc.returncode == 0, f"hack/kueue/worker.sh failed:\n{proc.stdout}\n{proc.stderr}"
+    assert proc.returncode == 0, f"hack/worlds/kueue/worker.sh failed:\n{proc.stdout}\n{proc.stderr}"
     yield proc.stdout.split()[-1]
-    subprocess.run(["bash", str(ROOT / "hack/kueue/worker.sh"), "down"], capture_output=True, timeout=300, check=False)
+    subprocess.run(["bash", str(ROOT / "hack/worlds/kueue/worker.sh"), "down"], capture_output=True, timeout=300, check=False)
 
 
 class Queues:

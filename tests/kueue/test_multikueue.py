@@ -9,7 +9,7 @@ from typing import Any
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from hack.drivers.operator import OperatorProcess
+from hack.lib.operator import OperatorProcess
 from tests.kueue.conftest import GROUP, JOB_CPU, Queues, queued_job
 from tests.support.mpijob import get_mpijob, has_condition, install_crd
 from tests.support.wait import wait_for

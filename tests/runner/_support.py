@@ -21,10 +21,10 @@ def supported_pythons() -> tuple[str, str]:
 
 
 def python_venv(version: str, ansible_core: str = "") -> str:
-    """The unit tier's small venv on Python `version` (made and cached by hack/venv.sh --python), with that
+    """The unit tier's small venv on Python `version` (made and cached by hack/build/venv.sh --python), with that
     ansible-core as a controller when given."""
     extra = ["--ansible-core", ansible_core] if ansible_core else []
-    proc = subprocess.run(["bash", str(ROOT / "hack/venv.sh"), "--python", version, *extra], capture_output=True,
+    proc = subprocess.run(["bash", str(ROOT / "hack/build/venv.sh"), "--python", version, *extra], capture_output=True,
                           text=True, check=False, timeout=900)
-    assert proc.returncode == 0, f"hack/venv.sh --python {version} failed:\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"hack/build/venv.sh --python {version} failed:\n{proc.stderr[-3000:]}"
     return proc.stdout.strip().splitlines()[-1]

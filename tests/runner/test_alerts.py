@@ -1,7 +1,7 @@
 """The operator's alerting rules (roles/operator/files/prometheus-rules.yml) checked and unit-tested by Prometheus'
 own tool: `promtool check rules` on the file and `promtool test rules` on tests/alerts/ (each alert fires on its
 fault, after its `for`, with its labels and annotations, and stays silent on a healthy operator). promtool is Debian's
-(hack/deb-unpack.sh unpacks the package into the cache)."""
+(hack/build/deb-unpack.sh unpacks the package into the cache)."""
 
 from __future__ import annotations
 

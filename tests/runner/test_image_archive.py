@@ -1,4 +1,4 @@
-"""hack/images/archive.py (one cached build handed out under any name) and hack/images/image.sh's choices, without
+"""hack/build/images/archive.py (one cached build handed out under any name) and hack/build/images/image.sh's choices, without
 building anything: the archive keeps the docker-save layout and every byte but the name; bad settings fail at once,
 naming the setting. (tests/e2e/test_image_archive.py loads a real archive into the real node's containerd.)"""
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.paths import ROOT
 
-IMAGES = ROOT / "hack/images"
+IMAGES = ROOT / "hack/build/images"
 sys.path.insert(0, str(IMAGES))
 
 from archive import retag  # noqa: E402

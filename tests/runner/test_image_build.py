@@ -1,4 +1,4 @@
-"""hack/images/build.sh and its one builder, containerfile.py, with a throw-away Containerfile (a root filesystem of
+"""hack/build/images/build.sh and its one builder, containerfile.py, with a throw-away Containerfile (a root filesystem of
 the host's own dash and libc, so no debootstrap): a build is cached by its key and a second run is a hit; a change
 re-runs only the steps from the one it touches; a step that fails fails the build and packs nothing, instead of
 caching and importing a broken image."""
@@ -27,9 +27,9 @@ ROOT_FILES = ("/bin/sh", "/usr/bin/env", "/lib/x86_64-linux-gnu/libc.so.6", "/li
 
 @pytest.fixture
 def images(tmp_path: pathlib.Path) -> pathlib.Path:
-    """A copy of hack/images with an image `scratchtest`: FROM scratch, that root, a COPY and RUN steps."""
-    images = tmp_path / "hack/images"
-    shutil.copytree(ROOT / "hack/images", images)
+    """A copy of hack/build/images with an image `scratchtest`: FROM scratch, that root, a COPY and RUN steps."""
+    images = tmp_path / "hack/build/images"
+    shutil.copytree(ROOT / "hack/build/images", images)
     rootfs = tmp_path / "rootfs"
     for name in ("etc", "proc", "dev", "run", "tmp"):
         (rootfs / name).mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""hack/test.sh's parallel phase rests on pytest-xdist's `--dist loadgroup`: the tests of one `xdist_group` (fixed
+"""hack/make/test.sh's parallel phase rests on pytest-xdist's `--dist loadgroup`: the tests of one `xdist_group` (fixed
 names, one port, one installed operator) run on one worker, one after the other. pytest 9.2 broke that silently with
 pytest-xdist 3.8 (groups ran on any worker): this runs a small suite the same way and looks at where each test ran."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`ansible-test sanity` passes on the collection as users get it (hack/sanity.sh: the built tarball, offline)."""
+"""`ansible-test sanity` passes on the collection as users get it (hack/make/sanity.sh: the built tarball, offline)."""
 from __future__ import annotations
 
 import re
@@ -12,7 +12,7 @@ from tests.support.paths import ROOT
 
 @pytest.mark.slow
 def test_ansible_test_sanity_passes() -> None:
-    proc = subprocess.run(["bash", str(ROOT / "hack/sanity.sh")], cwd=ROOT, capture_output=True, text=True,
+    proc = subprocess.run(["bash", str(ROOT / "hack/make/sanity.sh")], cwd=ROOT, capture_output=True, text=True,
                           check=False, timeout=1800, env=ansible_env())
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-8000:]

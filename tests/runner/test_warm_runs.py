@@ -12,7 +12,7 @@ import time
 import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
-from hack.drivers.operator import cmdline, descendants
+from hack.lib.operator import cmdline, descendants
 from mpijob_operator.runner import BatchRunner, WarmRuns
 
 A = job_key("ns", "a")

@@ -1,4 +1,4 @@
-"""Running ansible against the checkout, as users do: the environment (hack/drivers/ansible.py's ansible_env, the
+"""Running ansible against the checkout, as users do: the environment (hack/lib/ansible.py's ansible_env, the
 one the tools use too), a playbook through ansible-playbook (its output and PLAY RECAP: `run_playbook`) or through
 ansible-runner (every task's result from its events: `run_playbook_events`, for the tests that look at what one
 task returned), and one module ad hoc (`run_module`: its result)."""
@@ -13,7 +13,7 @@ import subprocess
 import sys
 from typing import Any
 
-from hack.drivers.ansible import ansible_env
+from hack.lib.ansible import ansible_env
 from tests.support.paths import ROOT
 
 __all__ = ["PlaybookRun", "SubmitRun", "ansible_env", "run_module", "run_playbook", "run_playbook_events",

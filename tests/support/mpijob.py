@@ -1,4 +1,4 @@
-"""MPIJobs for the cluster tests: the builder, the CRD and the API calls of hack/drivers/mpijob.py (one source for
+"""MPIJobs for the cluster tests: the builder, the CRD and the API calls of hack/lib/mpijob.py (one source for
 the tests and `make bench`), and what the tests check on top: a condition waited for, the children the operator
 made, the events it wrote."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from hack.drivers.mpijob import (
+from hack.lib.mpijob import (
     CRD,
     GROUP,
     PLURAL,

@@ -1,4 +1,4 @@
-"""Where the tests find the checkout, this machine's cache and the tools in it (hack/drivers/paths.py: the hack/
+"""Where the tests find the checkout, this machine's cache and the tools in it (hack/lib/paths.py: the hack/
 scripts' $MPI_OPERATOR_CACHE, ~/.cache/mpi-operator unless set, which holds the cluster's binaries and state, the
 images and the peers' builds). CACHE is read once, at import; cache() when called: a test may point a subprocess,
 never this process, at another cache."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from hack.drivers.paths import ROOT, cache, local_kubeconfig
+from hack.lib.paths import ROOT, cache, local_kubeconfig
 
 __all__ = ["CACHE", "ROOT", "cache", "kubectl_path", "local_kubeconfig"]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hack/ansible-test/stand-ins.sh PYTHON: ansible-test (of the ansible-core PYTHON imports) downloads get-pip.py from a
+# hack/build/ansible-test/stand-ins.sh PYTHON: ansible-test (of the ansible-core PYTHON imports) downloads get-pip.py from a
 # host this machine cannot reach: its cache gets a stand-in that bootstraps pip with ensurepip (get_pip.py here), one
 # per pip version that ansible-core pins. A real cached script is left alone.
 set -euo pipefail

@@ -2,14 +2,14 @@
 # Builds the local images without Docker or a registry, each from its Containerfile with the project's one builder
 # (containerfile.py: cached by its build key, see there), and imports each into containerd (namespace k8s.io) when
 # containerd runs and lacks that build. Images: localhost/<name>:${MPI_IMAGE_TAG:-local}, also named by their key.
-# usage: hack/images/build.sh [--no-import] [--print] [pause|openmpi4|openmpi5|mpich|intel|horovod|python|operator|
+# usage: hack/build/images/build.sh [--no-import] [--print] [pause|openmpi4|openmpi5|mpich|intel|horovod|python|operator|
 #                                                    kubectl-delivery|pi-openmpi|pi-mpich|pi-intel|
 #                                                    kubeflow-operator ...]
 #   (default: pause openmpi4 openmpi5 mpich intel operator; horovod is built on demand, its first build compiles;
-#   the pi-* images, the Kubeflow e2e suite's, and kubeflow-operator by hack/peer_e2e.py)
+#   the pi-* images, the Kubeflow e2e suite's, and kubeflow-operator by hack/experiments/peer_e2e/peer_e2e.py)
 #   --print: print "<ref> <tar> <build key>" per image.
-# The Containerfiles: the project's own (operator) and hack/images/<name>/Containerfile, whose context is
-# hack/images. A Containerfile's `ARG BASE_IMAGE=<registry image>` names its base; here a local stand-in built the
+# The Containerfiles: the project's own (operator) and hack/build/images/<name>/Containerfile, whose context is
+# hack/build/images. A Containerfile's `ARG BASE_IMAGE=<registry image>` names its base; here a local stand-in built the
 # same way replaces it (stand_in below), the one difference from `podman build`.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -59,14 +59,14 @@ build_image() {
     pause) context=$image_cache/context/pause
            mkdir -p "$context"
            gcc -O2 -static -o "$context/pause" "$images_dir/pause/pause.c" ;;
-    # The local cluster's kubectl (built from the Kubernetes sources by hack/cluster/up.sh; static) and the copier.
+    # The local cluster's kubectl (built from the Kubernetes sources by hack/worlds/cluster/up.sh; static) and the copier.
     kubectl-delivery)
            context=$image_cache/context/kubectl-delivery
            [ -x "$cache/bin/kubectl" ] || { log "no $cache/bin/kubectl: run make cluster-up first"; exit 2; }
            mkdir -p "$context"
            cp "$cache/bin/kubectl" "$context/kubectl"
            gcc -O2 -static -o "$context/deliver" "$images_dir/kubectl-delivery/deliver.c" ;;
-    # The peer's binary (hack/kubeflow.sh: built once, cached).
+    # The peer's binary (hack/build/kubeflow.sh: built once, cached).
     kubeflow-operator)
            context=$image_cache/context/kubeflow-operator
            mkdir -p "$context"

@@ -1,4 +1,4 @@
-"""Builds an image from a Containerfile without a container engine: the one image builder of hack/images.
+"""Builds an image from a Containerfile without a container engine: the one image builder of hack/build/images.
 RUN steps run chrooted in the root filesystem (in a private mount namespace), COPY/ADD copy from the build
 context (ADD unpacks a local tar, as podman does), and ENV/USER/WORKDIR/ENTRYPOINT/CMD/LABEL/EXPOSE go into the
 image config.

@@ -4,13 +4,13 @@
 # no container engine, no registry; needs root). The archive is one image in the `docker save` layout, which
 # `kind load image-archive`, `ctr -n k8s.io images import`, `podman load`, `docker load` and
 # `skopeo copy docker-archive:` read.
-# usage: hack/images/image.sh build|archive
+# usage: hack/build/images/image.sh build|archive
 #   IMAGE          the name (default localhost/mpi-operator:<collection version>, the role's default image)
 #   IMAGE_BUILDER  auto (default) | podman | buildah | docker | local
 #   IMAGE_ARCHIVE  where archive writes (default _output/images/mpi-operator-<tag>.tar)
 set -euo pipefail
 images_dir=$(cd "$(dirname "$0")" && pwd)
-root_dir=$(cd "$images_dir/../.." && pwd)
+root_dir=$(cd "$images_dir/../../.." && pwd)
 mode=${1:?usage: image.sh build|archive}
 version=$(sed -n 's/^version: *//p' "$root_dir/galaxy.yml")
 image=${IMAGE:-localhost/mpi-operator:$version}
@@ -55,7 +55,7 @@ case $builder in
   *) die "IMAGE_BUILDER=$builder: one of auto, podman, buildah, docker, local" ;;
 esac
 if [ "$builder" = local ] && [ "$(id -u)" != 0 ]; then
-  die "no working podman, buildah or docker, and the project's own builder (hack/images/build.sh) needs root"
+  die "no working podman, buildah or docker, and the project's own builder (hack/build/images/build.sh) needs root"
 fi
 say "building $image with $builder"
 

@@ -1,7 +1,7 @@
-# Shared by hack/images/build.sh and image.sh: the inputs a build needs from the host (Debian's root filesystem,
+# Shared by hack/build/images/build.sh and image.sh: the inputs a build needs from the host (Debian's root filesystem,
 # kubernetes.core) and the import into containerd. Sourced, not run. Needs root (debootstrap).
 images_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root_dir=$(cd "$images_dir/../.." && pwd)
+root_dir=$(cd "$images_dir/../../.." && pwd)
 cache=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}
 image_cache=$cache/images
 image_tag=${MPI_IMAGE_TAG:-local}
@@ -69,11 +69,11 @@ prune_earlier_builds() {
 }
 
 # Puts kubernetes.core into the operator's build context (build/collections/, as the Containerfile expects), from the
-# copy hack/venv.sh took out of the ansible wheel: no Galaxy needed, whichever engine builds.
+# copy hack/build/venv.sh took out of the ansible wheel: no Galaxy needed, whichever engine builds.
 operator_context() {
   local kc dest=$root_dir/build/collections/ansible_collections/kubernetes
   kc=$(ls -d "$cache"/kubernetes.core-from-ansible-*/ansible_collections/kubernetes/core 2>/dev/null | tail -1)
-  [ -n "$kc" ] || { log "no kubernetes.core in $cache: run hack/venv.sh (make venv) first"; return 1; }
+  [ -n "$kc" ] || { log "no kubernetes.core in $cache: run hack/build/venv.sh (make venv) first"; return 1; }
   mkdir -p "$dest"
   rm -rf "$dest/core"; cp -a "$kc" "$dest/core"
 }

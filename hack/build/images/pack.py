@@ -1,7 +1,7 @@
 """Packs a root filesystem into one image tar in the `docker save` layout, which
 `ctr images import` reads: manifest.json, the image config, and a single layer tar.
 
-usage: pack.py ROOTFS OUT.tar NAME:TAG CONFIG_JSON   (hack/images/containerfile.py packs its builds with it)
+usage: pack.py ROOTFS OUT.tar NAME:TAG CONFIG_JSON   (hack/build/images/containerfile.py packs its builds with it)
 CONFIG_JSON holds the OCI runtime config (Env, Entrypoint, Cmd, User, WorkingDir, ...).
 """
 
@@ -42,7 +42,8 @@ def pack(rootfs: str, out: str, refs: str | list[str], runtime_config: dict) -> 
             "os": "linux",
             "config": runtime_config,
             "rootfs": {"type": "layers", "diff_ids": [f"sha256:{diff_id}"]},
-            # No tag in the config: its digest is the image's identity in the keys of the images built on it.
+            # No tag in the config: its digest is the image's identity in the keys of the images built on it. So the
+            # builder's path here stays as it was before hack/ was sorted: a new one would rebuild every image.
             "history": [{"created_by": "hack/images/containerfile.py"}],
         }
         config_bytes = json.dumps(config, sort_keys=True).encode()

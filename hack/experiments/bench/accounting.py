@@ -8,11 +8,11 @@ import pathlib
 import re
 import time
 
-from hack.benchmark.settings import (
+from hack.experiments.bench.settings import (
     SETTLE_CORES,
     SETTLE_MAX,
 )
-from hack.drivers.paths import cache
+from hack.lib.paths import cache
 
 
 def namespace_scoped(args: list[str]) -> bool:

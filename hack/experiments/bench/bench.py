@@ -17,13 +17,13 @@ BENCH_ALL_NAMESPACES=1); times are taken by this script's
 own watches, from just before each create call to the first event that shows the object or condition.
 
 BENCH_PEERS=kubeflow then runs steps 2-4 again, in fresh namespaces on the same cluster, against the Kubeflow MPI
-Operator v0.8.2 (hack/drivers/kubeflow.py: the binary hack/kubeflow.sh builds, out of cluster, watching
+Operator v0.8.2 (hack/lib/kubeflow.py: the binary hack/build/kubeflow.sh builds, out of cluster, watching
 only the bench's namespace and holding its lease there) at its defaults, then tuned (client QPS/burst 1000/2000 and
 its work queue's rate limit/burst 1000/2000), and prints one table with the ratios peer / ours. One operator at a
 time: each is stopped (and must have exited) and its namespace deleted before the next starts. A peer's wait for all
 Running and for all Succeeded is bounded by BENCH_PEER_TIMEOUT (300 s): at its defaults it may not get there.
 BENCH_PEERS=kubeflow-tuned runs only the tuned one (a long run, e.g. BENCH_JOBS=1000, where the defaults cannot keep up).
-The code is in hack/benchmark/, a module per job (settings, accounting, tracker, cluster, subjects, scenario,
+The code is in hack/experiments/bench/, a module per job (settings, accounting, tracker, cluster, subjects, scenario,
 results, report); this is its entry point.
 """
 from __future__ import annotations
@@ -32,17 +32,17 @@ import os
 import pathlib
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from kubernetes import client  # noqa: E402
 
-from hack.benchmark.cluster import delete_namespaces, pods_needed, prepare  # noqa: E402
-from hack.benchmark.report import compare, report  # noqa: E402
-from hack.benchmark.results import Result, reached  # noqa: E402
-from hack.benchmark.scenario import Bench, runner_baseline  # noqa: E402
-from hack.benchmark.settings import JOBS, OUTCOME, SINGLE_RUNS, WORKERS  # noqa: E402
-from hack.benchmark.subjects import Ours, peer_subjects  # noqa: E402
+from hack.experiments.bench.cluster import delete_namespaces, pods_needed, prepare  # noqa: E402
+from hack.experiments.bench.report import compare, report  # noqa: E402
+from hack.experiments.bench.results import Result, reached  # noqa: E402
+from hack.experiments.bench.scenario import Bench, runner_baseline  # noqa: E402
+from hack.experiments.bench.settings import JOBS, OUTCOME, SINGLE_RUNS, WORKERS  # noqa: E402
+from hack.experiments.bench.subjects import Ours, peer_subjects  # noqa: E402
 
 
 def main() -> int:

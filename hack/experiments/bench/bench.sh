@@ -1,26 +1,26 @@
 #!/usr/bin/env bash
 # `make bench`: brings up (or reuses) the local cluster, installs the CRD, runs the operator locally and
-# measures it (hack/bench.py). BENCH_JOBS (200) x BENCH_WORKERS (4); BENCH_OPERATOR_ARGS adds operator flags;
+# measures it (hack/experiments/bench/bench.py). BENCH_JOBS (200) x BENCH_WORKERS (4); BENCH_OPERATOR_ARGS adds operator flags;
 # BENCH_ALL_NAMESPACES=1 runs the operator cluster-wide; BENCH_TIMEOUT (600 s) bounds the wait for Running.
-# BENCH_PEERS=kubeflow also measures the Kubeflow MPI Operator (hack/kubeflow.sh builds it, cached) at its defaults and
+# BENCH_PEERS=kubeflow also measures the Kubeflow MPI Operator (hack/build/kubeflow.sh builds it, cached) at its defaults and
 # tuned, one operator after the other, and prints one table with the ratios; BENCH_PEER_TIMEOUT (300 s) bounds its waits.
 # The local cluster gets enough simulated nodes for every pod at once (a kwok node holds 110 pods, as a kubelet does):
 # without them the bench measures pods queueing for capacity ("Too many pods"), not the operator.
-# `hack/bench.sh --scale` is `make bench-scale` (hack/bench_scale.py, docs/benchmarks.md): BENCH_SCALE_SIZES, the
+# `hack/experiments/bench/bench.sh --scale` is `make bench-scale` (hack/experiments/bench/bench_scale.py, docs/benchmarks.md): BENCH_SCALE_SIZES, the
 # nodes sized for its largest, BENCH_SCALE_PEERS (kubeflow-tuned), and matplotlib for its plot (py-spy for
 # BENCH_CPU_PROFILE=1).
 set -euo pipefail
-source "$(dirname "$0")/env.sh"
+source "$(dirname "$0")/../../make/env.sh"
 if [ "${1:-}" = "--scale" ]; then
   sizes=${BENCH_SCALE_SIZES:-200x1 1000x1 5000x1 200x4} singles=0 peers=${BENCH_SCALE_PEERS-kubeflow-tuned}
-  script=hack/bench_scale.py
+  script=hack/experiments/bench/bench_scale.py
 else
   sizes=${BENCH_JOBS:-200}x${BENCH_WORKERS:-4} singles=${BENCH_SINGLE_RUNS:-5} peers=${BENCH_PEERS:-}
-  script=hack/bench.py
+  script=hack/experiments/bench/bench.py
 fi
-if [ "$script" = hack/bench_scale.py ] || [ "${BENCH_CPU_PROFILE:-0}" != 0 ]; then
+if [ "$script" = hack/experiments/bench/bench_scale.py ] || [ "${BENCH_CPU_PROFILE:-0}" != 0 ]; then
   # The plot's and the CPU profile's, not the suite's: into the venv here, a warning where pip cannot.
-  "$root/.venv/bin/pip" install -q --disable-pip-version-check -r hack/benchmark/requirements-plot.txt ||
+  "$root/.venv/bin/pip" install -q --disable-pip-version-check -r hack/experiments/bench/requirements-plot.txt ||
     echo "bench: matplotlib and py-spy did not install: no plot, no CPU profile (the table and the JSON are written)" >&2
 fi
 if [ -z "${KUBECONFIG:-}" ]; then
@@ -31,11 +31,11 @@ if [ -z "${KUBECONFIG:-}" ]; then
     pods=$(( p > pods ? p : pods ))
   done
   nodes=$(( (pods + 99) / 100 ))  # 10 % headroom under 110 pods a node
-  MPI_CLUSTER_NODES=$(( nodes > ${MPI_CLUSTER_NODES:-4} ? nodes : ${MPI_CLUSTER_NODES:-4} )) bash hack/cluster/up.sh
-  KUBECONFIG=$(bash hack/cluster/kubeconfig.sh)
+  MPI_CLUSTER_NODES=$(( nodes > ${MPI_CLUSTER_NODES:-4} ? nodes : ${MPI_CLUSTER_NODES:-4} )) bash hack/worlds/cluster/up.sh
+  KUBECONFIG=$(bash hack/worlds/cluster/kubeconfig.sh)
 fi
 export KUBECONFIG
 # Built here, outside the measurements, with its progress shown (about 20 min the first time); without Go it prints
 # nothing and the peer rows say so.
-case " ${peers//,/ } " in *" kubeflow "*|*" kubeflow-tuned "*) bash hack/kubeflow.sh >/dev/null ;; esac
+case " ${peers//,/ } " in *" kubeflow "*|*" kubeflow-tuned "*) bash hack/build/kubeflow.sh >/dev/null ;; esac
 exec "$root/.venv/bin/python" "$script"

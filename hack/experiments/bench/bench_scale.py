@@ -1,4 +1,4 @@
-"""`make bench-scale`: `make bench`'s burst and finish (hack/benchmark) at several sizes, this operator and its peers
+"""`make bench-scale`: `make bench`'s burst and finish (hack/experiments/bench) at several sizes, this operator and its peers
 (BENCH_SCALE_PEERS, default kubeflow-tuned) one at a time on the same cluster, each size and operator on a fresh
 namespace. Prints one table (every size's rows, each peer's ratio to ours), writes the results as JSON and a plot
 (PNG, matplotlib) of latency, operator CPU per job and peak RSS against the number of jobs.
@@ -6,9 +6,9 @@ namespace. Prints one table (every size's rows, each peer's ratio to ours), writ
 BENCH_SCALE_SIZES ("200x1 1000x1 5000x1 200x4": jobs x workers, in that order); BENCH_SCALE_TIMEOUT_PER_POD (0.15 s)
 and BENCH_SCALE_TIMEOUT_MIN (300 s) bound each wait of a size (max of the two, its pods times the first); a size
 that does not get there is reported with how many jobs did, and the run goes on. BENCH_SCALE_OUT
-(docs/images/bench-scale.png; the JSON beside it, .json). `python hack/bench_scale.py --plot RESULTS.json [PNG]`
-draws a saved run again. hack/bench.sh --scale sizes the local cluster for the largest size and installs matplotlib
-(hack/benchmark/requirements-plot.txt).
+(docs/images/bench-scale.png; the JSON beside it, .json). `python hack/experiments/bench/bench_scale.py --plot RESULTS.json [PNG]`
+draws a saved run again. hack/experiments/bench/bench.sh --scale sizes the local cluster for the largest size and installs matplotlib
+(hack/experiments/bench/requirements-plot.txt).
 """
 from __future__ import annotations
 
@@ -20,17 +20,27 @@ import sys
 import traceback
 from typing import Any
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from kubernetes import client  # noqa: E402
 
-from hack.benchmark.cluster import delete_namespaces, prepare  # noqa: E402
-from hack.benchmark.report import RATIO_NOTE, print_cpu_profile, print_memory, print_requests  # noqa: E402
-from hack.benchmark.results import Result  # noqa: E402
-from hack.benchmark.scale import DEFAULT_SIZES, PANELS, Run, Size, document, parse_sizes, plot_lines, table, timeout_for  # noqa: E402
-from hack.benchmark.scenario import Bench, StillRunning  # noqa: E402
-from hack.benchmark.subjects import Kubeflow, Ours, peer_subjects  # noqa: E402
+from hack.experiments.bench.cluster import delete_namespaces, prepare  # noqa: E402
+from hack.experiments.bench.report import RATIO_NOTE, print_cpu_profile, print_memory, print_requests  # noqa: E402
+from hack.experiments.bench.results import Result  # noqa: E402
+from hack.experiments.bench.scale import (  # noqa: E402
+    DEFAULT_SIZES,
+    PANELS,
+    Run,
+    Size,
+    document,
+    parse_sizes,
+    plot_lines,
+    table,
+    timeout_for,
+)
+from hack.experiments.bench.scenario import Bench, StillRunning  # noqa: E402
+from hack.experiments.bench.subjects import Kubeflow, Ours, peer_subjects  # noqa: E402
 
 
 def setting(name: str, default: str) -> str:
@@ -77,8 +87,8 @@ def draw(doc: dict[str, Any], png: pathlib.Path) -> bool:
     try:
         import matplotlib
     except ImportError:
-        print(f"no plot: matplotlib is not installed (hack/bench.sh --scale installs it); later: {sys.executable} "
-              f"hack/bench_scale.py --plot {png.with_suffix('.json')}", file=sys.stderr)
+        print(f"no plot: matplotlib is not installed (hack/experiments/bench/bench.sh --scale installs it); later: {sys.executable} "
+              f"hack/experiments/bench/bench_scale.py --plot {png.with_suffix('.json')}", file=sys.stderr)
         return False
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

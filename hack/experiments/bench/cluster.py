@@ -1,4 +1,4 @@
-"""The bench's objects on the cluster: its MPIJob (the tests' builder, hack/drivers/mpijob.py), its namespaces, the
+"""The bench's objects on the cluster: its MPIJob (the tests' builder, hack/lib/mpijob.py), its namespaces, the
 launchers told to finish (kwok), the nodes' free pod slots, and the CRD installed before a run."""
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from hack.benchmark.results import Capacity
-from hack.benchmark.settings import (
+from hack.experiments.bench.results import Capacity
+from hack.experiments.bench.settings import (
     OUTCOME,
     OUTCOME_ANNOTATION,
 )
-from hack.drivers.mpijob import install_crd, new_mpijob
-from hack.drivers.wait import wait_until
+from hack.lib.mpijob import install_crd, new_mpijob
+from hack.lib.wait import wait_until
 
 
 def mpijob(name: str, workers: int) -> dict[str, Any]:
@@ -76,7 +76,7 @@ def free_pod_slots(core: client.CoreV1Api) -> int:
 
 
 def pods_needed(jobs: int, workers: int, single_runs: int) -> int:
-    """Pods a run has at once: every job's launcher and workers, the single jobs' too (hack/bench.sh sizes the same)."""
+    """Pods a run has at once: every job's launcher and workers, the single jobs' too (hack/experiments/bench/bench.sh sizes the same)."""
     return (jobs + single_runs) * (workers + 1)
 
 

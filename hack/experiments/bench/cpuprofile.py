@@ -1,4 +1,4 @@
-"""BENCH_CPU_PROFILE=1: where this operator's CPU goes in a measured phase. py-spy (hack/benchmark/requirements-plot.txt)
+"""BENCH_CPU_PROFILE=1: where this operator's CPU goes in a measured phase. py-spy (hack/experiments/bench/requirements-plot.txt)
 samples the operator and every process below it (the warm run's ansible and its worker, the module) from outside,
 50 times a second, each process's thread that holds its GIL only (--gil): the Python work each process does. Without
 it py-spy counts a thread waiting on a socket or a lock as busy on this machine's interpreters (it could not tell
@@ -106,7 +106,7 @@ class Sampler:
     def start(self) -> None:
         exe = py_spy()
         if exe is None:
-            print("BENCH_CPU_PROFILE: py-spy is not installed (hack/bench.sh installs it for this): no CPU profile",
+            print("BENCH_CPU_PROFILE: py-spy is not installed (hack/experiments/bench/bench.sh installs it for this): no CPU profile",
                   file=sys.stderr)
             return
         self.out.parent.mkdir(parents=True, exist_ok=True)

@@ -6,13 +6,13 @@ import math
 import os
 from collections.abc import Callable
 
-from hack.benchmark.results import Capacity, Finish, Result, percentile, reached
-from hack.benchmark.settings import (
+from hack.experiments.bench.results import Capacity, Finish, Result, percentile, reached
+from hack.experiments.bench.settings import (
     OUTCOME,
     SETTLE_CORES,
     SINGLE_RUNS,
 )
-from hack.benchmark.subjects import Ours
+from hack.experiments.bench.subjects import Ours
 
 ROW = "| {:<44} | {:>10} |"
 
@@ -133,7 +133,7 @@ def print_memory(result: Result) -> None:
 
 
 def print_cpu_profile(result: Result) -> None:
-    """BENCH_CPU_PROFILE=1: where the operator's CPU went in each phase (hack/benchmark/cpuprofile.py)."""
+    """BENCH_CPU_PROFILE=1: where the operator's CPU went in each phase (hack/experiments/bench/cpuprofile.py)."""
     for phase, p in result.cpu_profile.items():
         print()
         print(f"{result.name}, {phase}: {p['samples']} CPU samples (py-spy, {p['stacks']}); by process: "

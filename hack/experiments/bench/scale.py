@@ -1,4 +1,4 @@
-"""`make bench-scale` (hack/bench_scale.py), its pure part: the sizes (BENCH_SCALE_SIZES), each size's wait, the
+"""`make bench-scale` (hack/experiments/bench/bench_scale.py), its pure part: the sizes (BENCH_SCALE_SIZES), each size's wait, the
 measures of one operator at one size (per job where the work grows with the jobs), the table of every size, the
 results document (the JSON beside the plot) and the plot's lines, read from that document so that a saved run can be
 drawn again."""
@@ -8,8 +8,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from hack.benchmark.report import Rows, header, markdown, secs, side_by_side
-from hack.benchmark.results import Result, percentile, reached
+from hack.experiments.bench.report import Rows, header, markdown, secs, side_by_side
+from hack.experiments.bench.results import Result, percentile, reached
 
 DEFAULT_SIZES = "200x1 1000x1 5000x1 200x4"
 

@@ -14,7 +14,7 @@ import uuid
 
 from kubernetes import client
 
-from hack.benchmark.accounting import (
+from hack.experiments.bench.accounting import (
     api_requests,
     cluster_wide_operators,
     cpu_delta,
@@ -25,10 +25,10 @@ from hack.benchmark.accounting import (
     rss_tree_kib,
     settle,
 )
-from hack.benchmark.cluster import create_namespace, delete_namespaces, finish_all, mpijob
-from hack.benchmark.cpuprofile import Sampler
-from hack.benchmark.results import Bulk, Finish, Result, Single, latencies, percentile, shares
-from hack.benchmark.settings import (
+from hack.experiments.bench.cluster import create_namespace, delete_namespaces, finish_all, mpijob
+from hack.experiments.bench.cpuprofile import Sampler
+from hack.experiments.bench.results import Bulk, Finish, Result, Single, latencies, percentile, shares
+from hack.experiments.bench.settings import (
     CPU_PROFILE,
     JOBS,
     OUTCOME,
@@ -37,10 +37,10 @@ from hack.benchmark.settings import (
     SINGLE_RUNS,
     WORKERS,
 )
-from hack.benchmark.subjects import Kubeflow, Ours
-from hack.benchmark.tracker import Tracker
-from hack.drivers.mpijob import GROUP, PLURAL, VERSION
-from hack.drivers.wait import wait_until
+from hack.experiments.bench.subjects import Kubeflow, Ours
+from hack.experiments.bench.tracker import Tracker
+from hack.lib.mpijob import GROUP, PLURAL, VERSION
+from hack.lib.wait import wait_until
 from mpijob_operator.runner import BatchRunner
 
 
@@ -236,7 +236,7 @@ class Bench:
 
 
 def runner_baseline(runs: int = 3) -> float:
-    # importable once hack.drivers (mpijob_operator) has put the collection on sys.path
+    # importable once hack.lib (mpijob_operator) has put the collection on sys.path
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
 
     with tempfile.TemporaryDirectory() as d:

@@ -1,21 +1,21 @@
-"""The two operator drivers the bench measures: this operator (`python -m mpijob_operator`, hack/drivers/operator.py)
-and the Kubeflow MPI Operator (hack/drivers/kubeflow.py), each behind start / wait_ready / stop / counters; and the
+"""The two operator drivers the bench measures: this operator (`python -m mpijob_operator`, hack/lib/operator.py)
+and the Kubeflow MPI Operator (hack/lib/kubeflow.py), each behind start / wait_ready / stop / counters; and the
 peers BENCH_PEERS asks for."""
 from __future__ import annotations
 
 import os
 import pathlib
 
-from hack.benchmark.results import Result
-from hack.benchmark.settings import (
+from hack.experiments.bench.results import Result
+from hack.experiments.bench.settings import (
     KUBEFLOW_TUNED,
     OPERATOR_ARGS,
     PEER_TIMEOUT,
     PEERS,
     TIMEOUT,
 )
-from hack.drivers.kubeflow import KubeflowProcess, kubeflow_operator_binary
-from hack.drivers.operator import OperatorProcess
+from hack.lib.kubeflow import KubeflowProcess, kubeflow_operator_binary
+from hack.lib.operator import OperatorProcess
 
 
 class Ours:

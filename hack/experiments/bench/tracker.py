@@ -9,10 +9,10 @@ from typing import Any
 
 from kubernetes import client
 
-from hack.benchmark.settings import (
+from hack.experiments.bench.settings import (
     PREFIX,
 )
-from hack.drivers.mpijob import GROUP, PLURAL, VERSION, child_refs
+from hack.lib.mpijob import GROUP, PLURAL, VERSION, child_refs
 
 
 class Tracker:

@@ -2,5 +2,5 @@
 (mutations.py: the bad manifests of the storm, also fed to the pure core by tests/unit)."""
 
 # Importing it makes the checkout's collection importable as ansible_collections.mpi.operator (mpijob_operator puts
-# .collections on sys.path), as hack/drivers does.
+# .collections on sys.path), as hack/lib does.
 import mpijob_operator  # noqa: F401

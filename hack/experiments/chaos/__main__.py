@@ -1,4 +1,4 @@
-"""`make chaos` (hack/chaos.sh sizes the local cluster, then runs `python -m hack.chaos`): the scenarios named in
+"""`make chaos` (hack/experiments/chaos/chaos.sh sizes the local cluster, then runs `python -m hack.experiments.chaos`): the scenarios named in
 CHAOS_SCENARIOS (default all five: kills storm node failover upgrade), one table. Sizes by environment (docs/chaos.md
 lists them): CHAOS_JOBS (1000) x CHAOS_WORKERS (2), CHAOS_OPERATOR_KILLS (20), CHAOS_APISERVER_RESTARTS (2),
 CHAOS_ETCD_RESTARTS (1), CHAOS_STORM_GOOD (200), CHAOS_STORM_SIZE (1000), CHAOS_FAILOVER_JOBS (200),
@@ -15,9 +15,9 @@ from pathlib import Path
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from hack.chaos import failover, node, scenarios, storm
-from hack.chaos.incluster import InCluster
-from hack.drivers.images import built_image
+from hack.experiments.chaos import failover, node, scenarios, storm
+from hack.experiments.chaos.incluster import InCluster
+from hack.lib.images import built_image
 
 # In the order a full run takes them: the in-cluster install (failover, upgrade) comes last, then goes.
 SCENARIOS = ("kills", "storm", "node", "failover", "upgrade")
@@ -115,7 +115,7 @@ def node_missing(api: client.ApiClient) -> str | None:
     try:
         ready = [c for c in client.CoreV1Api(api).read_node("mpi-real-node").status.conditions if c.type == "Ready"]
     except ApiException as exc:
-        return f"no node mpi-real-node ({exc.status}): hack/node/up.sh brings it up where the machine allows"
+        return f"no node mpi-real-node ({exc.status}): hack/worlds/node/up.sh brings it up where the machine allows"
     return None if ready and ready[0].status == "True" else "node mpi-real-node is not Ready"
 
 

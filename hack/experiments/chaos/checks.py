@@ -8,8 +8,8 @@ from typing import Any
 from kubernetes import client
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from hack.drivers.mpijob import GROUP, PLURAL, VERSION, child_refs
-from hack.drivers.wait import wait_until
+from hack.lib.mpijob import GROUP, PLURAL, VERSION, child_refs
+from hack.lib.wait import wait_until
 
 JOB_LABEL = C.JOB_NAME_LABEL
 # The reasons of the transitions a harness job makes, each wanted exactly once.

@@ -1,4 +1,4 @@
-"""Scenarios 2 and 3, on the operator in-cluster (hack/chaos/incluster.py: two replicas, leader election):
+"""Scenarios 2 and 3, on the operator in-cluster (hack/experiments/chaos/incluster.py: two replicas, leader election):
 - leader failover: during a burst of jobs the leader's pod is deleted, then the new leader's container is SIGKILLed
   on the node; how long until another replica holds the Lease and writes, and nothing lost;
 - upgrade under load: jobs running, playbooks/install.yml rolls out another image and then the first one back; no
@@ -11,11 +11,11 @@ from typing import Any
 
 from kubernetes import client
 
-from hack.chaos import checks
-from hack.chaos.incluster import InCluster, pod_of, tag_image
-from hack.chaos.observer import Observer
-from hack.chaos.scenarios import Row, create_all, settle_and_check
-from hack.drivers.wait import wait_until
+from hack.experiments.chaos import checks
+from hack.experiments.chaos.incluster import InCluster, pod_of, tag_image
+from hack.experiments.chaos.observer import Observer
+from hack.experiments.chaos.scenarios import Row, create_all, settle_and_check
+from hack.lib.wait import wait_until
 
 
 def takeover(op: InCluster, observer: Observer, old: str, fault_at: float, timeout: float = 120) -> tuple[float, float]:

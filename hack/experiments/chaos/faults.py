@@ -2,7 +2,7 @@
 
 - the operator SIGKILLed with everything it started (its warm run, a batch in flight), then started again, as a
   crashed container is: `Operator.kill_and_restart`;
-- a control-plane component killed (SIGKILL) and started again with its state kept (hack/cluster/restart.sh): the
+- a control-plane component killed (SIGKILL) and started again with its state kept (hack/worlds/cluster/restart.sh): the
   API server (every client's connections and watches drop) or etcd (the API server loses its storage until it is
   back, its watch caches start over).
 A Schedule spreads them over a window at random moments, one at a time, and logs each with its time."""
@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hack.drivers.operator import OperatorProcess
-from hack.drivers.paths import ROOT
+from hack.lib.operator import OperatorProcess
+from hack.lib.paths import ROOT
 
 
 class Operator:
@@ -62,7 +62,7 @@ class Operator:
 def restart_component(component: str, down: float = 0) -> str:
     """SIGKILLs a control-plane component and starts it again, its state kept; returns what was done."""
     start = time.monotonic()
-    cmd = ["bash", str(ROOT / "hack/cluster/restart.sh"), component, "--kill"]
+    cmd = ["bash", str(ROOT / "hack/worlds/cluster/restart.sh"), component, "--kill"]
     if down:
         cmd += ["--down", str(down)]
     subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=180)

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from hack.drivers.ansible import ansible_env
-from hack.drivers.images import REAL_NODE_SELECTOR, REAL_NODE_TOLERATION
-from hack.drivers.paths import ROOT
+from hack.lib.ansible import ansible_env
+from hack.lib.images import REAL_NODE_SELECTOR, REAL_NODE_TOLERATION
+from hack.lib.paths import ROOT
 
 OPERATOR_NAMESPACE = "chaos-operator"
 LEASE = "mpi-operator"  # mpijob_operator/__main__.py's LEASE_NAME

@@ -1,4 +1,4 @@
-"""Scenario 4, the real node (hack/node): a job whose ranks run for real (OpenMPI's pi, four ranks on two workers).
+"""Scenario 4, the real node (hack/worlds/node): a job whose ranks run for real (OpenMPI's pi, four ranks on two workers).
 - The node's kubelet and containerd restarted while the ranks run: their containers (containerd's shims) run on, so
   the job must end Succeeded with the same pods, none restarted.
 - The node lost: the kubelet stopped, past the node monitor grace period. The node goes NotReady and its NoExecute
@@ -16,21 +16,21 @@ from typing import Any
 from kubernetes import client
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from hack.chaos import checks
-from hack.chaos.faults import Operator
-from hack.chaos.observer import Observer
-from hack.chaos.scenarios import Row, fresh_namespace, retrying
-from hack.drivers.images import REAL_NODE_SELECTOR, REAL_NODE_TOLERATION, built_image
-from hack.drivers.mpijob import GROUP, PLURAL, VERSION
-from hack.drivers.paths import ROOT
-from hack.drivers.wait import wait_until
+from hack.experiments.chaos import checks
+from hack.experiments.chaos.faults import Operator
+from hack.experiments.chaos.observer import Observer
+from hack.experiments.chaos.scenarios import Row, fresh_namespace, retrying
+from hack.lib.images import REAL_NODE_SELECTOR, REAL_NODE_TOLERATION, built_image
+from hack.lib.mpijob import GROUP, PLURAL, VERSION
+from hack.lib.paths import ROOT
+from hack.lib.wait import wait_until
 
 NAMESPACE = "chaos-node"
 EVICT_AFTER = 5  # seconds the pods tolerate an unreachable or not-ready node
 
 
 def node_daemon(action: str, name: str) -> None:
-    subprocess.run(["bash", str(ROOT / "hack/node/daemon.sh"), action, name], check=True, capture_output=True,
+    subprocess.run(["bash", str(ROOT / "hack/worlds/node/daemon.sh"), action, name], check=True, capture_output=True,
                    text=True, timeout=180)
 
 

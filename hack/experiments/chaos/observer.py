@@ -11,7 +11,7 @@ from typing import Any
 from kubernetes import client, watch
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
-from hack.drivers.mpijob import GROUP, PLURAL, VERSION
+from hack.lib.mpijob import GROUP, PLURAL, VERSION
 
 # The phases a job of the harness passes through, in order; any other (Failed, Restarting, Suspended) is a finding.
 FORWARD = ("Pending", "Created", "Running", "Succeeded")

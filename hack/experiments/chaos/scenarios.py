@@ -16,14 +16,14 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from hack.chaos import checks
-from hack.chaos.faults import Operator, Schedule, restart_component
-from hack.chaos.observer import Observer
-from hack.drivers.mpijob import GROUP, PLURAL, VERSION, install_crd, new_mpijob
-from hack.drivers.wait import wait_until
+from hack.experiments.chaos import checks
+from hack.experiments.chaos.faults import Operator, Schedule, restart_component
+from hack.experiments.chaos.observer import Observer
+from hack.lib.mpijob import GROUP, PLURAL, VERSION, install_crd, new_mpijob
+from hack.lib.wait import wait_until
 
 LABEL = "mpi-operator-chaos"
-OUTCOME_ANNOTATION = "kwok.mpi.operator/outcome"  # hack/cluster/kwok/pod-stages.yaml: "run" keeps a pod running
+OUTCOME_ANNOTATION = "kwok.mpi.operator/outcome"  # hack/worlds/cluster/kwok/pod-stages.yaml: "run" keeps a pod running
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Scenario 5, the bad-input storm on the cluster: good jobs created while, in the same namespace, a storm of mutated
-manifests of the three APIs (hack/chaos/mutations.py) is applied. Each storm manifest must be rejected by the API
+manifests of the three APIs (hack/experiments/chaos/mutations.py) is applied. Each storm manifest must be rejected by the API
 server naming a field it broke, or accepted and then reconciled: Failed with a ValidationError naming the field, or
 a valid job. The good jobs' create -> Running p95 must stay within 1.5x of the same jobs without the storm (run
 first, in a namespace of its own), and the operator must never crash or stall."""
@@ -19,14 +19,14 @@ from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import REGISTRY
-from hack.benchmark.results import percentile
-from hack.chaos import mutations
-from hack.chaos.faults import Operator
-from hack.chaos.observer import Observer
-from hack.chaos.scenarios import Row, fresh_namespace, harness_job, retrying
-from hack.drivers.mpijob import GROUP, PLURAL, VERSION, install_crd
-from hack.drivers.paths import ROOT
-from hack.drivers.wait import wait_until
+from hack.experiments.bench.results import percentile
+from hack.experiments.chaos import mutations
+from hack.experiments.chaos.faults import Operator
+from hack.experiments.chaos.observer import Observer
+from hack.experiments.chaos.scenarios import Row, fresh_namespace, harness_job, retrying
+from hack.lib.mpijob import GROUP, PLURAL, VERSION, install_crd
+from hack.lib.paths import ROOT
+from hack.lib.wait import wait_until
 
 LATENCY_LIMIT = 1.5  # the good jobs' create -> Running p95 with the storm, at most this times without
 

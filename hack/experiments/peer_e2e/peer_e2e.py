@@ -2,14 +2,14 @@
 against Kubeflow's, on the local cluster with every MPI rank on the real node.
 
 The suite is test/e2e of the github.com/kubeflow/mpi-operator v0.8.2 module source as the Go module proxy serves it,
-compiled by `go test -c` (hack/kubeflow.sh --e2e; cached). It is written to run against an existing cluster and
+compiled by `go test -c` (hack/build/kubeflow.sh --e2e; cached). It is written to run against an existing cluster and
 operator (USE_EXISTING_CLUSTER, USE_EXISTING_OPERATOR) with images from TEST_OPENMPI_IMAGE, TEST_INTELMPI_IMAGE and
-TEST_MPICH_IMAGE (hack/images/pi-*: ours, shaped as it expects), and it edits the Deployment `mpi-operator` in the
+TEST_MPICH_IMAGE (hack/build/images/pi-*: ours, shaped as it expects), and it edits the Deployment `mpi-operator` in the
 namespace `mpi-operator` (container args such as --cluster-domain) and waits for it to be available again.
 
 PEER_E2E_FOCUS=REGEX runs only the specs it matches (Ginkgo's focus), to look at one.
 For each operator (PEER_E2E_OPERATORS, default "kubeflow ours"; the control first, so the cluster ends with our CRD):
-  kubeflow: the v0.8.2 binary in an image (hack/images/kubeflow-operator), deployed by the module's own manifest
+  kubeflow: the v0.8.2 binary in an image (hack/build/images/kubeflow-operator), deployed by the module's own manifest
             (deploy/v2beta1/mpi-operator.yaml, its image name the one thing changed); removed afterwards except its
             CRD, which our install then takes over (mpi_operator_adopt_crd);
   ours:     installed by playbooks/install.yml (the Helm-like defaults: Deployment mpi-operator in mpi-operator),
@@ -37,11 +37,11 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from hack.drivers.ansible import ansible_env  # noqa: E402
-from hack.drivers.paths import cache, local_kubeconfig  # noqa: E402
+from hack.lib.ansible import ansible_env  # noqa: E402
+from hack.lib.paths import cache, local_kubeconfig  # noqa: E402
 
 CACHE = cache()
 KUBECONFIG = local_kubeconfig()
@@ -74,8 +74,8 @@ def kubectl(*args: str, stdin: str | None = None) -> str:
 
 
 def image(name: str) -> str:
-    """Builds (cached) and imports hack/images' `name`; its reference by the tag naming this build."""
-    ref, _tar, key = run(["bash", "hack/images/build.sh", "--print", name]).split()[:3]
+    """Builds (cached) and imports hack/build/images' `name`; its reference by the tag naming this build."""
+    ref, _tar, key = run(["bash", "hack/build/images/build.sh", "--print", name]).split()[:3]
     return f"{ref.rsplit(':', 1)[0]}:{key}"
 
 
@@ -173,7 +173,7 @@ def playbook(name: str, variables: dict, tmp: pathlib.Path) -> None:
 # its file:line on the third; then the spec's steps and output, then its outcome: "•" (passed; "• [SLOW TEST:12.3
 # seconds]" past 5 s), "• Failure [12.3 seconds]" (also "• Failure in Spec Setup (BeforeEach) [...]"),
 # "• [PANICKED] ...", or "S [SKIPPING] ..." for a spec that skipped itself.
-# The source line is absolute, or module-relative when the suite was built with -trimpath (hack/kubeflow.sh).
+# The source line is absolute, or module-relative when the suite was built with -trimpath (hack/build/kubeflow.sh).
 SPEC = re.compile(r"^(?!\S+\.go:\d+$)(\S[^\n]*?) ?\n  (?!\S+\.go:\d+$)(\S[^\n]*)\n  \S+\.go:\d+$", re.M)
 OUTCOME = re.compile(r"^(•|S \[SKIPPING\])(.*)$", re.M)
 
@@ -234,9 +234,9 @@ def main() -> int:
     if bad := [k for k in kinds if k not in ("kubeflow", "ours")]:
         sys.exit(f"PEER_E2E_OPERATORS: {bad} (each one of: kubeflow, ours)")
     started = time.monotonic()
-    log("cluster with its real node (hack/cluster/up.sh)")
-    run(["bash", "hack/cluster/up.sh"], env=dict(os.environ, MPI_CLUSTER_REAL_NODE="1"))
-    suite = run(["bash", "hack/kubeflow.sh", "--e2e"]).strip().splitlines()[-1]
+    log("cluster with its real node (hack/worlds/cluster/up.sh)")
+    run(["bash", "hack/worlds/cluster/up.sh"], env=dict(os.environ, MPI_CLUSTER_REAL_NODE="1"))
+    suite = run(["bash", "hack/build/kubeflow.sh", "--e2e"]).strip().splitlines()[-1]
     images = {name: image(name) for name in ("pi-openmpi", "pi-mpich", "pi-intel")}
     log(f"suite {suite}; images {images}")
     cluster = Cluster()

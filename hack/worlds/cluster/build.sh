@@ -54,7 +54,7 @@ check_pins() {
   requires "$mod/infra/go.mod" sigs.k8s.io/kwok "$KWOK_VERSION"
   requires "$mod/infra/go.mod" github.com/coredns/coredns "$COREDNS_VERSION"
   if cat "$mod"/kube/go.mod "$mod"/kubeadm/go.mod | grep "=> k8s.io/" | grep -qv " $KUBE_STAGING_VERSION\$"; then
-    die "hack/cluster/go/kube{,adm}/go.mod: a k8s.io staging replace is not at $KUBE_STAGING_VERSION (versions.env)"
+    die "$mod/kube{,adm}/go.mod: a k8s.io staging replace is not at $KUBE_STAGING_VERSION (versions.env)"
   fi
 }
 # requires GO_MOD MODULE VERSION: fail unless GO_MOD requires exactly that version.

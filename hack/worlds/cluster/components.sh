@@ -3,7 +3,7 @@
 # restart.sh, which restarts one component of a running cluster with its state kept): its flags, its log, its pid file.
 
 # There is no kube-proxy: the API server reaches a webhook's or an APIService's Service at its endpoints (Kueue's
-# webhooks, on the real node: hack/kueue/up.sh).
+# webhooks, on the real node: hack/worlds/kueue/up.sh).
 APISERVER_ROUTING=--enable-aggregator-routing=true
 # start NAME ARGS...: run a component detached from this session, logging to $LOGS/NAME.log.
 start() {

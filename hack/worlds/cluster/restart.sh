@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Restart one component of the running local cluster, its state kept: `hack/cluster/restart.sh COMPONENT [--kill]
+# Restart one component of the running local cluster, its state kept: `hack/worlds/cluster/restart.sh COMPONENT [--kill]
 # [--down SECONDS]`. COMPONENT is etcd, kube-apiserver, kube-controller-manager, kube-scheduler or kwok; --kill stops it
 # with SIGKILL (a crash: no graceful shutdown), else SIGTERM; --down keeps it stopped that long before starting it
 # again. etcd keeps its data directory, so the cluster comes back with every object and a later resourceVersion;
@@ -26,7 +26,7 @@ case $component in
 esac
 cluster_lock
 pid=$(component_pid "$component")
-[ -n "$pid" ] || die "$component is not running: start the cluster with hack/cluster/up.sh"
+[ -n "$pid" ] || die "$component is not running: start the cluster with hack/worlds/cluster/up.sh"
 ts=$(now_ms)
 kill -"$signal" "$pid"
 # Gone for good: a killed multi-threaded process shows as a zombie while its other threads still close its files

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Deletes the kind cluster of hack/kind/up.sh (KIND_CLUSTER) and its podman network; keeps the cached images and
+# Deletes the kind cluster of hack/worlds/kind/up.sh (KIND_CLUSTER) and its podman network; keeps the cached images and
 # binaries (podman rmi localhost/mpi-kind-node:<key> frees the node image).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"

@@ -1,7 +1,7 @@
-# Shared by hack/kind/*.sh: podman as the container engine, kind built from the Go module proxy. Sourced, not run.
+# Shared by hack/worlds/kind/*.sh: podman as the container engine, kind built from the Go module proxy. Sourced, not run.
 # Everything lands in the project's cache (~/.cache/mpi-operator), like the local cluster's binaries.
 kind_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root_dir=$(cd "$kind_dir/../.." && pwd)
+root_dir=$(cd "$kind_dir/../../.." && pwd)
 cache=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}
 bin=$cache/bin
 KIND_VERSION=${KIND_VERSION:-v0.33.0}
@@ -34,7 +34,7 @@ ensure_podman() {
   [ "$nofile" != unlimited ] || nofile=1048576
   [ "$nproc" != unlimited ] && [ "$nproc" -le 32768 ] || nproc=32768
   want=$(cat <<CONF
-# Written by mpi.operator's hack/kind/lib.sh. Container rlimits within this machine's hard limits (podman's default
+# Written by mpi.operator's hack/worlds/kind/lib.sh. Container rlimits within this machine's hard limits (podman's default
 # nofile=1048576 makes runc fail with "error setting rlimit"); the default network away from 10.88.0.0/16 and the
 # pools away from 10.244.0.0/16.
 [containers]

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # A kind cluster on podman with everything made on this machine (no Docker engine, no registry): podman from Debian's
 # packages, kind from the Go module proxy, kind's base image and a node image built from the binaries of
-# hack/cluster/build.sh. Each piece is cached (~/.cache/mpi-operator); an existing cluster is left as it is.
-# usage: hack/kind/up.sh            (KIND_CLUSTER=mpi-operator, KIND_KUBECONFIG=$cache/kind/<cluster>.kubeconfig)
-# The last line printed is "kubeconfig: <path>". hack/kind/down.sh deletes the cluster.
+# hack/worlds/cluster/build.sh. Each piece is cached (~/.cache/mpi-operator); an existing cluster is left as it is.
+# usage: hack/worlds/kind/up.sh            (KIND_CLUSTER=mpi-operator, KIND_KUBECONFIG=$cache/kind/<cluster>.kubeconfig)
+# The last line printed is "kubeconfig: <path>". hack/worlds/kind/down.sh deletes the cluster.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-source "$root_dir/hack/cluster/versions.env"
+source "$root_dir/hack/worlds/cluster/versions.env"
 [ "$(id -u)" = 0 ] || die "needs root (podman, debootstrap)"
 start=$SECONDS
 kubeconfig=${KIND_KUBECONFIG:-$cache/kind/$KIND_CLUSTER.kubeconfig}
@@ -19,30 +19,30 @@ ensure_kind
 [ -d /lib/modules ] || { mkdir -p /lib/modules; log "created an empty /lib/modules (kind mounts it into its nodes)"; }
 
 # Kubernetes binaries and CoreDNS (cached by their recipe; the local cluster's when it has built them).
-nice bash "$root_dir/hack/cluster/build.sh" kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet \
+nice bash "$root_dir/hack/worlds/cluster/build.sh" kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet \
   kubectl kubeadm etcd coredns
 coredns_version=v$("$bin/coredns" -version | sed -n 's/^CoreDNS-//p')
 
-# Images from the project's builder: Debian 12, pause, kind's base (hack/images/build.sh), then the node's images
+# Images from the project's builder: Debian 12, pause, kind's base (hack/build/images/build.sh), then the node's images
 # and the node image itself (containerfile.py, named as kubeadm asks for them with imageRepository: localhost).
 declare -A ref tar
 while read -r r t _; do
   name=${r#localhost/}; name=${name%%:*}
   ref[$name]=$r tar[$name]=$t
-done < <(nice bash "$root_dir/hack/images/build.sh" --no-import --print debian-bookworm pause kind-base)
+done < <(nice bash "$root_dir/hack/build/images/build.sh" --no-import --print debian-bookworm pause kind-base)
 
 # build_one NAME CONTAINERFILE CONTEXT TAG [containerfile.py args...]: prints the image tar.
 build_one() {
   local name=$1 file=$2 context=$3 tag=$4 out
   shift 4
-  out=$(nice python3 "$root_dir/hack/images/containerfile.py" --file "$file" --context "$context" --name "$name" \
+  out=$(nice python3 "$root_dir/hack/build/images/containerfile.py" --file "$file" --context "$context" --name "$name" \
           --tag "$tag" --key-tag --out-dir "$cache/images" "$@" 2>"$cache/images/$name.log") ||
     { tail -20 "$cache/images/$name.log" >&2; die "building $name failed (log: $cache/images/$name.log)"; }
   echo "$out"
 }
 node_ctx=$work/node
 rm -rf "$node_ctx"; mkdir -p "$node_ctx/bin" "$node_ctx/images"
-images=$root_dir/hack/images/kind-node
+images=$root_dir/hack/build/images/kind-node
 debian=(--build-arg "BASE_IMAGE=${ref[mpi-debian-bookworm]}" --base-tar "${tar[mpi-debian-bookworm]}"
         --tag-of-base "${ref[mpi-debian-bookworm]}")
 for c in kube-apiserver kube-controller-manager kube-scheduler etcd coredns kube-proxy; do
@@ -80,7 +80,7 @@ if kind get clusters 2>/dev/null | grep -qx "$KIND_CLUSTER"; then
 else
   config=$cache/kind/$KIND_CLUSTER.yaml
   cat >"$config" <<YAML
-# Written by hack/kind/up.sh.
+# Written by hack/worlds/kind/up.sh.
 kind: Cluster
 apiVersion: kind.x-k8s.io/v1alpha4
 networking:

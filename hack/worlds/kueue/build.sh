@@ -3,9 +3,9 @@
 # manager built static into $CACHE/bin/kueue; an image of it, localhost/kueue:<version> (the binary as /manager, as
 # Kueue's own image has it) in $CACHE/kueue/<version>/kueue.tar for `ctr images import`; and Kueue's kustomize tree
 # (config/: CRDs, RBAC, manager, webhooks, from the same module) in $CACHE/kueue/<version>/config, which
-# hack/kueue/up.sh renders as Kueue's release manifests are. Built once per version, Go toolchain and this script;
+# hack/worlds/kueue/up.sh renders as Kueue's release manifests are. Built once per version, Go toolchain and this script;
 # prints the image tar's path.
-#   hack/kueue/build.sh            KUEUE_VERSION=v0.17.0 unless set
+#   hack/worlds/kueue/build.sh            KUEUE_VERSION=v0.17.0 unless set
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}
@@ -28,7 +28,7 @@ start=$SECONDS
 log "building sigs.k8s.io/kueue/cmd/kueue@$version (the first time about 10 minutes on 2 cores) ..."
 out=$(mktemp -d "$cache/bin/.kueue.XXXXXX")
 trap 'rm -rf "$out"' EXIT
-# Static, no DWARF, paths trimmed: as the cluster's binaries (hack/cluster/build.sh).
+# Static, no DWARF, paths trimmed: as the cluster's binaries (hack/worlds/cluster/build.sh).
 CGO_ENABLED=0 GOBIN=$out go install -trimpath -gcflags=all=-dwarf=false -ldflags="-s -w" \
   "sigs.k8s.io/kueue/cmd/kueue@$version"
 mv -f "$out/kueue" "$bin"
@@ -44,7 +44,7 @@ rootfs=$out/rootfs
 mkdir -p "$rootfs/tmp"
 cp "$bin" "$rootfs/manager"
 chmod 1777 "$rootfs/tmp"
-python3 "$here/../images/pack.py" "$rootfs" "$image" "localhost/kueue:$version" \
+python3 "$here/../../build/images/pack.py" "$rootfs" "$image" "localhost/kueue:$version" \
   '{"Entrypoint": ["/manager"], "User": "65532:65532", "WorkingDir": "/"}'
 echo "$recipe" >"$cache/bin/.stamps/kueue"
 log "built $bin ($(du -m "$bin" | cut -f1) MB) and its image in $((SECONDS - start)) s"

@@ -1,10 +1,10 @@
-# Shared by hack/kueue/*.sh (sourced): the local cluster's and real node's paths (hack/node/lib.sh), the Kueue
+# Shared by hack/worlds/kueue/*.sh (sourced): the local cluster's and real node's paths (hack/worlds/node/lib.sh), the Kueue
 # version, the Python with PyYAML, and the readiness probe of a Kueue.
 # shellcheck source=../node/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../node/lib.sh"
 kueue_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 version=${KUEUE_VERSION:-v0.17.0}
-python=$kueue_dir/../../.venv/bin/python
+python=$kueue_dir/../../../.venv/bin/python
 [ -x "$python" ] || python=python3
 
 # kueue_answers KUBECTL_FUNCTION NAMESPACE DEPLOYMENT: waits (120 s at most) until that cluster's Kueue MPIJob webhook

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Starts Kueue (KUEUE_VERSION, v0.17.0 unless set) on the local cluster's real node, as its release manifests install
-# it (hack/kueue/manifests.py says what differs here and why), and waits until its webhooks answer. Idempotent: a
+# it (hack/worlds/kueue/manifests.py says what differs here and why), and waits until its webhooks answer. Idempotent: a
 # second run applies the same objects and returns once Kueue is ready. Needs root (the image goes into containerd).
-#   hack/kueue/up.sh       the cluster and the real node must be up (make cluster-up)
-#   hack/kueue/down.sh     removes it again (keeps Kueue's CRDs)
+#   hack/worlds/kueue/up.sh       the cluster and the real node must be up (make cluster-up)
+#   hack/worlds/kueue/down.sh     removes it again (keeps Kueue's CRDs)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # A MultiKueue worker for the kueue tier (docs/kueue.md): a second local cluster (kwok nodes only, its own state in
 # $CACHE/multikueue-worker, ports +200) with the MPIJob CRD, and its own Kueue, which runs as a pod on the first
-# cluster's real node and talks to the worker's API server (hack/kueue/worker.py says how). Run after hack/kueue/up.sh
+# cluster's real node and talks to the worker's API server (hack/worlds/kueue/worker.py says how). Run after hack/worlds/kueue/up.sh
 # (which imports Kueue's image). Prints the worker's kubeconfig.
-#   hack/kueue/worker.sh [up]     idempotent
-#   hack/kueue/worker.sh down     removes the worker's Kueue and stops the worker cluster
+#   hack/worlds/kueue/worker.sh [up]     idempotent
+#   hack/worlds/kueue/worker.sh down     removes the worker's Kueue and stops the worker cluster
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
@@ -25,7 +25,7 @@ start=$SECONDS
 mkdir -p "$worker_cache"
 ln -sfn "$BIN" "$worker_cache/bin"
 env "${worker_env[@]}" bash "$here/../cluster/up.sh" >&2
-kubectl_worker apply --server-side --force-conflicts -f "$here/../../roles/crds/files/mpijobs.kubeflow.org.yaml" >/dev/null
+kubectl_worker apply --server-side --force-conflicts -f "$here/../../../roles/crds/files/mpijobs.kubeflow.org.yaml" >/dev/null
 
 # The serving certificate of the worker's Kueue: its webhooks are called at the real node's address.
 node_ip=$(kubectl_admin get node "$NODE_NAME" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')

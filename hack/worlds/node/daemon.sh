@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Stop, start or restart one daemon of the running real node, its state kept: `hack/node/daemon.sh stop|start|restart
+# Stop, start or restart one daemon of the running real node, its state kept: `hack/worlds/node/daemon.sh stop|start|restart
 # kubelet|containerd`. Stopping the kubelet (SIGTERM) leaves its containers running, as a crashed or stopped kubelet
 # does: to the control plane the node goes silent and, past the node monitor grace period, NotReady (what `make chaos`
 # does to a node with ranks on it). Stopping containerd leaves the containers' shims, so the containers keep running.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 action=${1:-} name=${2:-}
-case $action in stop | start | restart) ;; *) die "usage: hack/node/daemon.sh stop|start|restart kubelet|containerd" ;; esac
+case $action in stop | start | restart) ;; *) die "usage: hack/worlds/node/daemon.sh stop|start|restart kubelet|containerd" ;; esac
 case $name in kubelet | containerd) ;; *) die "DAEMON must be kubelet or containerd, got '$name'" ;; esac
-[ -d "$NODE_STATE" ] || die "no real node here: hack/node/up.sh brings it up"
+[ -d "$NODE_STATE" ] || die "no real node here: hack/worlds/node/up.sh brings it up"
 cluster_lock
 ts=$(now_ms)
 if [ "$action" != start ]; then

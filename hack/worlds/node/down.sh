@@ -6,7 +6,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" != 0 ]; then
   # Without root there can be no real node of ours, unless a root run left its pid files.
-  compgen -G "$PIDS/node-*.pid" >/dev/null && die "hack/node/down.sh: the real node was started as root; run this as root"
+  compgen -G "$PIDS/node-*.pid" >/dev/null && die "hack/worlds/node/down.sh: the real node was started as root; run this as root"
   exit 0
 fi
 

@@ -1,5 +1,5 @@
-# Shared by hack/node/*.sh (sourced): where the real node keeps its state, and daemon helpers.
-# Paths and the API server come from the local cluster's scripts (hack/cluster/lib.sh).
+# Shared by hack/worlds/node/*.sh (sourced): where the real node keeps its state, and daemon helpers.
+# Paths and the API server come from the local cluster's scripts (hack/worlds/cluster/lib.sh).
 NODE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../cluster/lib.sh
 source "$NODE_DIR/../cluster/lib.sh"
@@ -51,7 +51,7 @@ stop_daemon() {
   rm -f "$PIDS/node-$name.pid"
 }
 
-# The node's daemons, started as up.sh starts them (hack/node/daemon.sh restarts them for `make chaos`).
+# The node's daemons, started as up.sh starts them (hack/worlds/node/daemon.sh restarts them for `make chaos`).
 start_containerd() {
   start_daemon containerd /usr/bin/containerd --config "$NODE_STATE/containerd.toml"
   wait_until "containerd" 30 ctr --address "$CONTAINERD_SOCK" version || die "containerd did not start (see $LOGS/node-containerd.log)"

@@ -3,13 +3,13 @@
 # cluster names, a route for the `kubernetes` Service, the local images, and a kubelet registered as
 # $MPI_REAL_NODE_NAME (default mpi-real-node), tainted mpi.operator/real-node=true:NoSchedule.
 # MPI_CLUSTER_REAL_NODE: auto (default: only when this machine can run containers), 1 (must), 0 (never).
-# Idempotent: what already runs is left running. Needs root and the control plane (hack/cluster/up.sh).
-# hack/cluster/up.sh also calls it as `up.sh --wanted` (exit 0 when the node will come up, silently): it then builds
+# Idempotent: what already runs is left running. Needs root and the control plane (hack/worlds/cluster/up.sh).
+# hack/worlds/cluster/up.sh also calls it as `up.sh --wanted` (exit 0 when the node will come up, silently): it then builds
 # the node's binaries (the kubelet, CoreDNS) in its own build, beside the control plane's.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 action=${1:-up}
-case $action in up | --wanted) ;; *) die "usage: hack/node/up.sh [--wanted]" ;; esac
+case $action in up | --wanted) ;; *) die "usage: hack/worlds/node/up.sh [--wanted]" ;; esac
 mode=${MPI_CLUSTER_REAL_NODE:-auto}
 case $mode in 0|1|auto) ;; *) die "MPI_CLUSTER_REAL_NODE must be auto, 1 or 0 (got '$mode')" ;; esac
 if [ "$action" = --wanted ]; then [ "$mode" != 0 ] && [ -z "$(unfit_reason)" ]; exit; fi
@@ -22,9 +22,9 @@ if [ -n "$reason" ]; then
   nlog "no real node on this machine ($reason); set MPI_CLUSTER_REAL_NODE=0 to silence this"
   exit 0
 fi
-apiserver_ready || die "the API server is not up: run hack/cluster/up.sh first"
+apiserver_ready || die "the API server is not up: run hack/worlds/cluster/up.sh first"
 
-# Binaries: the kubelet and CoreDNS (the plugins its Corefiles use) from hack/cluster/build.sh, which hack/cluster/up.sh
+# Binaries: the kubelet and CoreDNS (the plugins its Corefiles use) from hack/worlds/cluster/build.sh, which hack/worlds/cluster/up.sh
 # has built them with (seconds when they are up to date). containerd's own ctr lists and removes images and containers
 # for the scripts (no crictl: its build was about 140 CPU-seconds of a cold run).
 bash "$NODE_DIR/../cluster/build.sh" kubelet coredns
@@ -106,7 +106,7 @@ kernel_settings
 # containerd, then the images every pod needs (cached; imported only when containerd lacks that build).
 start_containerd
 # shellcheck disable=SC2086
-bash "$NODE_DIR/../images/build.sh" ${MPI_NODE_IMAGES:-pause openmpi4 openmpi5 mpich intel}
+bash "$NODE_DIR/../../build/images/build.sh" ${MPI_NODE_IMAGES:-pause openmpi4 openmpi5 mpich intel}
 
 # The kubelet's identity: a client certificate from the cluster CA, in the system:nodes group (Node authorizer).
 if [ ! -f "$NODE_STATE/kubelet.kubeconfig" ]; then

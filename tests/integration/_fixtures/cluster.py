@@ -1,7 +1,7 @@
 """The Kubernetes API server that integration tests run against.
 
 $KUBECONFIG wins when it points at a reachable cluster (a user's kind cluster, say); otherwise the local cluster is
-started (and built the first time) through the one entry point, `hack/cluster/up.sh`.
+started (and built the first time) through the one entry point, `hack/worlds/cluster/up.sh`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from kubernetes.client.rest import ApiException
 from tests.support.paths import ROOT, local_kubeconfig
 from tests.support.wait import wait_for
 
-_UP = ROOT / "hack" / "cluster" / "up.sh"
+_UP = ROOT / "hack/worlds/cluster/up.sh"
 
 
 def _reachable(kubeconfig: str | None) -> bool:
@@ -40,11 +40,11 @@ def _reachable(kubeconfig: str | None) -> bool:
 def _start_local_cluster() -> str:
     proc = subprocess.run(["bash", str(_UP)], capture_output=True, text=True, timeout=3600, check=False)
     if proc.returncode != 0:
-        pytest.fail(f"hack/cluster/up.sh failed ({proc.returncode}):\n{proc.stderr[-4000:]}{proc.stdout[-2000:]}")
+        pytest.fail(f"hack/worlds/cluster/up.sh failed ({proc.returncode}):\n{proc.stderr[-4000:]}{proc.stdout[-2000:]}")
     last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     path = last.removeprefix("kubeconfig: ").strip()
     if not path or not os.path.isfile(path):
-        pytest.fail(f"hack/cluster/up.sh did not end with 'kubeconfig: <path>' (got {last!r})")
+        pytest.fail(f"hack/worlds/cluster/up.sh did not end with 'kubeconfig: <path>' (got {last!r})")
     return path
 
 
@@ -53,7 +53,7 @@ def kubeconfig() -> str:
     """Path of a cluster-admin kubeconfig, also exported as KUBECONFIG and K8S_AUTH_KUBECONFIG for subprocesses."""
     user = os.environ.get("KUBECONFIG")
     # The local cluster always goes through up.sh: it is quick when healthy, and repairs it when not. Unless
-    # hack/test.sh has just brought it up for every worker of this run (MPI_TEST_CLUSTER_UP): one up.sh per worker
+    # hack/make/test.sh has just brought it up for every worker of this run (MPI_TEST_CLUSTER_UP): one up.sh per worker
     # would be one more chance for a check on a busy machine to restart the cluster under the other workers.
     ours = bool(user) and os.path.realpath(user) == os.path.realpath(local_kubeconfig())
     up = os.environ.get("MPI_TEST_CLUSTER_UP")
@@ -68,7 +68,7 @@ def kubeconfig() -> str:
 
 @pytest.fixture(scope="session")
 def local_cluster(kubeconfig: str) -> bool:
-    """True when the tests run against the local kwok cluster of hack/cluster (not a user's own cluster)."""
+    """True when the tests run against the local kwok cluster of hack/worlds/cluster (not a user's own cluster)."""
     return os.path.realpath(kubeconfig) == os.path.realpath(local_kubeconfig())
 
 

@@ -1,5 +1,5 @@
 """Fixtures of the operator loop: the MPIJob CRD installed, and the operator started as a real subprocess
-(hack/drivers/operator.py's OperatorProcess: `python -m mpijob_operator`) against the test cluster; its log is
+(hack/lib/operator.py's OperatorProcess: `python -m mpijob_operator`) against the test cluster; its log is
 printed when a test fails."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hack.drivers.operator import OperatorProcess
+from hack.lib.operator import OperatorProcess
 from tests.support.mpijob import install_crd
 from tests.support.paths import ROOT
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hack.drivers.kubeflow import KubeflowProcess, kubeflow_operator_binary
+from hack.lib.kubeflow import KubeflowProcess, kubeflow_operator_binary
 from tests.integration._fixtures.install import MANIFESTS
 from tests.support.ansible import ansible_env, run_module
 from tests.support.mpijob import get_mpijob

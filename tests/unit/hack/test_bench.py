@@ -1,4 +1,4 @@
-"""hack/bench.py's side-by-side table (hack/benchmark/report.py, `BENCH_PEERS=kubeflow make bench`): what it
+"""hack/experiments/bench/bench.py's side-by-side table (hack/experiments/bench/report.py, `BENCH_PEERS=kubeflow make bench`): what it
 prints for a peer that did not get there, or could not run, and how it tells a cluster-wide operator from a namespace-scoped one."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from hack.benchmark.accounting import namespace_scoped
-from hack.benchmark.report import compare
-from hack.benchmark.results import Bulk, Finish, Result, Single, latencies, reached, shares
-from hack.benchmark.settings import JOBS, WORKERS
+from hack.experiments.bench.accounting import namespace_scoped
+from hack.experiments.bench.report import compare
+from hack.experiments.bench.results import Bulk, Finish, Result, Single, latencies, reached, shares
+from hack.experiments.bench.settings import JOBS, WORKERS
 
 
 def result(name, single, running, succeeded, cpu, rss_mib, wall=100.0):

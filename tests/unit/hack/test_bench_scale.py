@@ -1,4 +1,4 @@
-"""`make bench-scale`'s pure part (hack/benchmark/scale.py): the sizes it accepts, each size's wait, the table of
+"""`make bench-scale`'s pure part (hack/experiments/bench/scale.py): the sizes it accepts, each size's wait, the table of
 every size with a peer's ratios, a size that ran out of time (where it stopped) and one that failed, and the results
 document and plot lines that come out of it (valid JSON: a latency not reached is null, plotted as a lower bound)."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from hack.benchmark.results import Bulk, Finish, Result
-from hack.benchmark.scale import (
+from hack.experiments.bench.results import Bulk, Finish, Result
+from hack.experiments.bench.scale import (
     CPU_CLEANED,
     CPU_RUNNING,
     RSS,
@@ -110,7 +110,7 @@ def test_the_document_is_json_and_its_plot_lines_mark_a_timeout_as_a_lower_bound
 def test_a_cpu_profile_is_summed_by_sampled_process_and_by_function_whichever_line_ran() -> None:
     """py-spy's collapsed stacks (--subprocesses): the processes first, from the recorded one down to the sampled
     one; a function counts once per stack on the stack, and as running when it is the leaf."""
-    from hack.benchmark.cpuprofile import summarise
+    from hack.experiments.bench.cpuprofile import summarise
 
     op = 'process 10:"python -m mpijob_operator --namespace x"'
     ansible = 'process 11:"python3.11 /venv/bin/ansible -i hosts -m mpi.operator.mpijob_reconcile -a {}"'

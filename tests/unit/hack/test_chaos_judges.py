@@ -1,9 +1,9 @@
-"""The chaos harness's pure judgements (hack/chaos/): when a refusal names the field a mutation broke, what an upgrade
+"""The chaos harness's pure judgements (hack/experiments/chaos/): when a refusal names the field a mutation broke, what an upgrade
 changed, and that the storm's manifests are the same for a seed and spread over the three APIs."""
 from __future__ import annotations
 
-from hack.chaos.failover import changes
-from hack.chaos.storm import Storm, names_a_field
+from hack.experiments.chaos.failover import changes
+from hack.experiments.chaos.storm import Storm, names_a_field
 
 
 def test_a_refusal_names_the_field_by_its_path_or_last_keys() -> None:

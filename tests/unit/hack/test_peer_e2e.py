@@ -1,11 +1,11 @@
-"""hack/peer_e2e.py's reading of the Kubeflow e2e suite's output (Ginkgo v1, -ginkgo.v), on excerpts of real runs."""
+"""hack/experiments/peer_e2e/peer_e2e.py's reading of the Kubeflow e2e suite's output (Ginkgo v1, -ginkgo.v), on excerpts of real runs."""
 from __future__ import annotations
 
 import importlib.util
 
 from tests.support.paths import ROOT
 
-_spec = importlib.util.spec_from_file_location("peer_e2e", ROOT / "hack/peer_e2e.py")
+_spec = importlib.util.spec_from_file_location("peer_e2e", ROOT / "hack/experiments/peer_e2e/peer_e2e.py")
 peer_e2e = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(peer_e2e)
 

@@ -1,4 +1,4 @@
-"""The CRDs of the seeds' other two MPIJob APIs (hack/crd/gen.py): each seed's own example manifest fits the generated
+"""The CRDs of the seeds' other two MPIJob APIs (crd/gen.py): each seed's own example manifest fits the generated
 structural schema, every field the seed documents is in it, and the printer columns and subresources are there.
 
 The check below is the subset of the API server's structural validation a manifest meets first (unknown fields,

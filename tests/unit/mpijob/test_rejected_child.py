@@ -8,7 +8,7 @@ import pytest
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import api_for
-from hack.chaos import mutations
+from hack.experiments.chaos import mutations
 
 from ._bdap import seed as bdap_job
 from ._helpers import at, manifest

@@ -1,5 +1,5 @@
 """The bad-input storm of `make chaos` at the cheapest tier: a thousand mutations of valid manifests of the three
-APIs (hack/chaos/mutations.py), each planned by the core as the operator would on its first look. None may crash
+APIs (hack/experiments/chaos/mutations.py), each planned by the core as the operator would on its first look. None may crash
 the plan: each is a valid job, or Failed with reason ValidationError naming the fields."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import copy
 import yaml
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from hack.chaos import mutations
+from hack.experiments.chaos import mutations
 from tests.support.paths import ROOT
 
 from ._helpers import manifest, plan

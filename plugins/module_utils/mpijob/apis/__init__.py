@@ -1,8 +1,8 @@
 """The MPIJob APIs the core serves, by (API group, kind): one parse and one status stage each; children and plan
 are shared (no second reconciler).
 
-The registry is the one source of what the collection serves: hack/crd/gen.py writes each API's CRD from its
-entry (names, versions, printer columns, phases, condition types) and its CRD source hack/crd/<name>.py; the roles
+The registry is the one source of what the collection serves: crd/gen.py writes each API's CRD from its
+entry (names, versions, printer columns, phases, condition types) and its CRD source crd/<name>.py; the roles
 read it through the lookup mpi.operator.mpijob_apis (the versions they read jobs in, the operator each CRD may come
 from, which APIs' launchers need RBAC); the submission modules take phases from it. Adding an API is its module here,
 its CRD source and its tests.
@@ -10,7 +10,7 @@ its CRD source and its tests.
 The contract an API module fulfils (kubeflow.py is the reference; t9k.py, bdap.py follow it): it defines
 `API = Api(...)` with
 
-- `name` (its module's, and its CRD source's: hack/crd/<name>.py), `group`, `versions` (served; the first is the
+- `name` (its module's, and its CRD source's: crd/<name>.py), `group`, `versions` (served; the first is the
   storage version), `kind`; `original`: the operator whose CRD this API's is (preflight names it when it finds that
   one installed);
 - `phases`: every value `phase` returns (the CRD's enum of status.phase), `suspended_phases` those that mean the job

@@ -1,5 +1,5 @@
 // Wrapper module: builds the pinned etcd server from the Go module proxy.
-module mpi.operator/hack/cluster/etcd
+module mpi.operator/hack/worlds/cluster/etcd
 
 go 1.25.0
 

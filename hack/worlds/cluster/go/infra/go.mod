@@ -1,7 +1,7 @@
 // Wrapper module: the local cluster's simulator and DNS from the Go module proxy, kwok and CoreDNS (./coredns: the
 // plugins its Corefiles use), in one module graph so one go build compiles their shared packages (client-go and the
 // rest of k8s.io, gRPC, x/net, Prometheus) once: 307 CPU-seconds with an empty Go cache instead of 559 (294 + 266) apart.
-module mpi.operator/hack/cluster/infra
+module mpi.operator/hack/worlds/cluster/infra
 
 go 1.26.0
 

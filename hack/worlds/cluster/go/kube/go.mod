@@ -1,5 +1,5 @@
 // Wrapper module: builds the pinned upstream Kubernetes commands from the Go module proxy.
-module mpi.operator/hack/cluster/kube
+module mpi.operator/hack/worlds/cluster/kube
 
 go 1.25.0
 

@@ -1,6 +1,6 @@
-// Wrapper module: builds the pinned upstream kubeadm (for the kind node image, hack/kind) from the Go module proxy;
+// Wrapper module: builds the pinned upstream kubeadm (for the kind node image, hack/worlds/kind) from the Go module proxy;
 // apart from kube/ so that its extra dependencies leave the local cluster's binaries (their recipe) unchanged.
-module mpi.operator/hack/cluster/kubeadm
+module mpi.operator/hack/worlds/cluster/kubeadm
 
 go 1.25.0
 
