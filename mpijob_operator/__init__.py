@@ -1,11 +1,10 @@
 """The MPIJob operator loop: watch -> queue -> batch -> ansible-runner (mpi.operator.mpijob_reconcile).
 
 The loop reads what the reconcile module reports with the collection's own core (module_utils/mpijob: the result
-type, the API names), imported from the collection its runs use: every module of this package may import it.
+type, the API names), imported as ansible_collections.mpi.operator from the collections path on PYTHONPATH (the
+image's Containerfile, hack/make/env.sh from a checkout): every module of this package may import it.
 """
-import importlib.util
 import os
-import sys
 
 __version__ = "0.1.0"
 
@@ -19,14 +18,3 @@ def collections_paths() -> list[str]:
     given = os.environ.get("ANSIBLE_COLLECTIONS_PATH") or os.environ.get("ANSIBLE_COLLECTIONS_PATHS") or ""
     return [p for p in [*given.split(os.pathsep), CHECKOUT_COLLECTIONS]
             if p and os.path.isdir(os.path.join(p, "ansible_collections", "mpi", "operator"))]
-
-
-def _importable() -> bool:
-    try:
-        return importlib.util.find_spec("ansible_collections.mpi.operator") is not None
-    except ImportError:
-        return False
-
-
-if not _importable():
-    sys.path.extend(p for p in collections_paths() if p not in sys.path)

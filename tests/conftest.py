@@ -1,9 +1,9 @@
-"""Makes the collection importable as ansible_collections.mpi.operator for every test."""
+"""Every test's setup: the checkout's collection for the ansible tools, and the tiers. pytest.ini's pythonpath makes the
+checkout (hack.lib, tests.support, mpijob_operator) and the collection (ansible_collections.mpi.operator) importable."""
 from __future__ import annotations
 
 import os
 import pathlib
-import sys
 
 import pytest
 from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
@@ -12,8 +12,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, ".collections")
 if not os.path.isdir(os.path.join(COLLECTIONS, "ansible_collections", "mpi", "operator")):
     raise RuntimeError("run `make venv` first: .collections/ansible_collections/mpi/operator is missing")
-if COLLECTIONS not in sys.path:
-    sys.path.insert(0, COLLECTIONS)
 os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", COLLECTIONS)
 os.environ.setdefault("ANSIBLE_CONFIG", os.path.join(ROOT, "ansible.cfg"))
 # Ansible's own collection loader, as ansible-playbook and ansible-test install it, before anything imports the

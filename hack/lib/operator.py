@@ -77,7 +77,9 @@ class OperatorProcess:
 
     def start(self) -> OperatorProcess:
         env = dict(os.environ)
-        env["PYTHONPATH"] = str(self.root) + os.pathsep + env.get("PYTHONPATH", "")
+        # The one way (hack/make/env.sh), this tree first: another release's tree runs its own operator and collection.
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(self.root), str(self.root / ".collections"),
+                                                          env.get("PYTHONPATH")]))
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
         if self.root != ROOT:  # its runs use that tree's collection too
             env["ANSIBLE_COLLECTIONS_PATH"] = str(self.root / ".collections")

@@ -2,10 +2,7 @@
 # make lint: ansible-lint (production profile), ruff, yamllint, antsibull-changelog's checks, `ansible-doc` for every module, and
 # ansible-test sanity on the built collection (hack/make/sanity.sh).
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-bash hack/build/venv.sh >/dev/null || exit 1
-export PATH=$root/.venv/bin:$PATH ANSIBLE_CONFIG=$root/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$root/.collections
+source "$(dirname "$0")/env.sh" >/dev/null
 failed=()
 step() { echo "== $1"; shift; "$@" || failed+=("$1"); }
 

@@ -42,7 +42,8 @@ class UserMachine:
         (base / "ansible.cfg").write_text("")
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("K8S_AUTH_", "ANSIBLE_")) and k != "KUBECONFIG"}
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("K8S_AUTH_", "ANSIBLE_")) and k not in ("KUBECONFIG", "PYTHONPATH")}
         env.update(HOME=str(self.home), ANSIBLE_CONFIG=str(self.base / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                    ANSIBLE_COLLECTIONS_PATH=str(self.collections), PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
                    ANSIBLE_LOCAL_TEMP=str(self.base / "tmp"))

@@ -9,18 +9,15 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 import tarfile
 
 import pytest
 
+from hack.build.images.archive import retag
+from hack.build.images.pack import pack
 from tests.support.paths import ROOT
 
 IMAGES = ROOT / "hack/build/images"
-sys.path.insert(0, str(IMAGES))
-
-from archive import retag  # noqa: E402
-from pack import pack  # noqa: E402
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# A script of the system's python3 (build.sh): its siblings import from its own folder, the first on sys.path.
 from archive import retag
 from pack import pack
 

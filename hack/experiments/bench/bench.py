@@ -29,27 +29,21 @@ results, report); this is its entry point.
 from __future__ import annotations
 
 import os
-import pathlib
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
+from kubernetes import client
 
-from kubernetes import client  # noqa: E402
-
-from hack.experiments.bench.cluster import delete_namespaces, pods_needed, prepare  # noqa: E402
-from hack.experiments.bench.report import compare, report  # noqa: E402
-from hack.experiments.bench.results import Result, reached  # noqa: E402
-from hack.experiments.bench.scenario import Bench, runner_baseline  # noqa: E402
-from hack.experiments.bench.settings import JOBS, OUTCOME, SINGLE_RUNS, WORKERS  # noqa: E402
-from hack.experiments.bench.subjects import Ours, peer_subjects  # noqa: E402
+from ansible_collections.mpi.operator.plugins.module_utils.kube.auth import api_client
+from hack.experiments.bench.cluster import delete_namespaces, pods_needed, prepare
+from hack.experiments.bench.report import compare, report
+from hack.experiments.bench.results import Result, reached
+from hack.experiments.bench.scenario import Bench, runner_baseline
+from hack.experiments.bench.settings import JOBS, OUTCOME, SINGLE_RUNS, WORKERS
+from hack.experiments.bench.subjects import Ours, peer_subjects
 
 
 def main() -> int:
     kubeconfig = os.environ["KUBECONFIG"]
-    # The shell's auth, as the modules and the operator connect (importable once mpijob_operator is imported).
-    from ansible_collections.mpi.operator.plugins.module_utils.kube.auth import api_client
-
     api = api_client({"kubeconfig": kubeconfig})
     peers = peer_subjects()  # before the long run: a wrong BENCH_PEERS fails now
     capacity = prepare(api, pods_needed(JOBS, WORKERS, SINGLE_RUNS))

@@ -13,12 +13,12 @@ set -euo pipefail
 source "$(dirname "$0")/../../make/env.sh"
 if [ "${1:-}" = "--scale" ]; then
   sizes=${BENCH_SCALE_SIZES:-200x1 1000x1 5000x1 200x4} singles=0 peers=${BENCH_SCALE_PEERS-kubeflow-tuned}
-  script=hack/experiments/bench/bench_scale.py
+  entry=bench_scale
 else
   sizes=${BENCH_JOBS:-200}x${BENCH_WORKERS:-4} singles=${BENCH_SINGLE_RUNS:-5} peers=${BENCH_PEERS:-}
-  script=hack/experiments/bench/bench.py
+  entry=bench
 fi
-if [ "$script" = hack/experiments/bench/bench_scale.py ] || [ "${BENCH_CPU_PROFILE:-0}" != 0 ]; then
+if [ "$entry" = bench_scale ] || [ "${BENCH_CPU_PROFILE:-0}" != 0 ]; then
   # The plot's and the CPU profile's, not the suite's: into the venv here, a warning where pip cannot.
   "$root/.venv/bin/pip" install -q --disable-pip-version-check -r hack/experiments/bench/requirements-plot.txt ||
     echo "bench: matplotlib and py-spy did not install: no plot, no CPU profile (the table and the JSON are written)" >&2
@@ -38,4 +38,4 @@ export KUBECONFIG
 # Built here, outside the measurements, with its progress shown (about 20 min the first time); without Go it prints
 # nothing and the peer rows say so.
 case " ${peers//,/ } " in *" kubeflow "*|*" kubeflow-tuned "*) bash hack/build/kubeflow.sh >/dev/null ;; esac
-exec "$root/.venv/bin/python" "$script"
+exec "$root/.venv/bin/python" -m "hack.experiments.bench.$entry"

@@ -1,4 +1,4 @@
-"""`make bench-scale`: `make bench`'s burst and finish (hack/experiments/bench) at several sizes, this operator and its peers
+"""`make bench-scale`: `make bench`'s burst and finish (this package) at several sizes, this operator and its peers
 (BENCH_SCALE_PEERS, default kubeflow-tuned) one at a time on the same cluster, each size and operator on a fresh
 namespace. Prints one table (every size's rows, each peer's ratio to ours), writes the results as JSON and a plot
 (PNG, matplotlib) of latency, operator CPU per job and peak RSS against the number of jobs.
@@ -6,9 +6,10 @@ namespace. Prints one table (every size's rows, each peer's ratio to ours), writ
 BENCH_SCALE_SIZES ("200x1 1000x1 5000x1 200x4": jobs x workers, in that order); BENCH_SCALE_TIMEOUT_PER_POD (0.15 s)
 and BENCH_SCALE_TIMEOUT_MIN (300 s) bound each wait of a size (max of the two, its pods times the first); a size
 that does not get there is reported with how many jobs did, and the run goes on. BENCH_SCALE_OUT
-(docs/images/bench-scale.png; the JSON beside it, .json). `python hack/experiments/bench/bench_scale.py --plot RESULTS.json [PNG]`
-draws a saved run again. hack/experiments/bench/bench.sh --scale sizes the local cluster for the largest size and installs matplotlib
-(hack/experiments/bench/requirements-plot.txt).
+(docs/images/bench-scale.png; the JSON beside it, .json).
+`bash hack/make/env.sh python -m hack.experiments.bench.bench_scale --plot RESULTS.json [PNG]` draws a saved run again.
+bench.sh --scale (beside this) sizes the local cluster for the largest size and installs matplotlib
+(requirements-plot.txt).
 """
 from __future__ import annotations
 
@@ -20,15 +21,12 @@ import sys
 import traceback
 from typing import Any
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
+from kubernetes import client
 
-from kubernetes import client  # noqa: E402
-
-from hack.experiments.bench.cluster import delete_namespaces, prepare  # noqa: E402
-from hack.experiments.bench.report import RATIO_NOTE, print_cpu_profile, print_memory, print_requests  # noqa: E402
-from hack.experiments.bench.results import Result  # noqa: E402
-from hack.experiments.bench.scale import (  # noqa: E402
+from hack.experiments.bench.cluster import delete_namespaces, prepare
+from hack.experiments.bench.report import RATIO_NOTE, print_cpu_profile, print_memory, print_requests
+from hack.experiments.bench.results import Result
+from hack.experiments.bench.scale import (
     DEFAULT_SIZES,
     PANELS,
     Run,
@@ -39,8 +37,9 @@ from hack.experiments.bench.scale import (  # noqa: E402
     table,
     timeout_for,
 )
-from hack.experiments.bench.scenario import Bench, StillRunning  # noqa: E402
-from hack.experiments.bench.subjects import Kubeflow, Ours, peer_subjects  # noqa: E402
+from hack.experiments.bench.scenario import Bench, StillRunning
+from hack.experiments.bench.subjects import Kubeflow, Ours, peer_subjects
+from hack.lib.paths import ROOT
 
 
 def setting(name: str, default: str) -> str:
@@ -87,8 +86,9 @@ def draw(doc: dict[str, Any], png: pathlib.Path) -> bool:
     try:
         import matplotlib
     except ImportError:
-        print(f"no plot: matplotlib is not installed (hack/experiments/bench/bench.sh --scale installs it); later: {sys.executable} "
-              f"hack/experiments/bench/bench_scale.py --plot {png.with_suffix('.json')}", file=sys.stderr)
+        print("no plot: matplotlib is not installed (hack/experiments/bench/bench.sh --scale installs it); later: bash "
+              f"hack/make/env.sh python -m hack.experiments.bench.bench_scale --plot {png.with_suffix('.json')}",
+              file=sys.stderr)
         return False
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

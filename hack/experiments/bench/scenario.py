@@ -14,6 +14,7 @@ import uuid
 
 from kubernetes import client
 
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
 from hack.experiments.bench.accounting import (
     api_requests,
     cluster_wide_operators,
@@ -236,9 +237,6 @@ class Bench:
 
 
 def runner_baseline(runs: int = 3) -> float:
-    # importable once hack.lib (mpijob_operator) has put the collection on sys.path
-    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
-
     with tempfile.TemporaryDirectory() as d:
         r = BatchRunner(d, slot=0, module="ansible.builtin.ping", module_args={"data": "pong"}, rotate_artifacts=1)
         times = [r.run([job_key("bench", "baseline")]).duration for _ in range(runs)]

@@ -37,11 +37,8 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
-
-from hack.lib.ansible import ansible_env  # noqa: E402
-from hack.lib.paths import cache, local_kubeconfig  # noqa: E402
+from hack.lib.ansible import ansible_env
+from hack.lib.paths import ROOT, cache, local_kubeconfig
 
 CACHE = cache()
 KUBECONFIG = local_kubeconfig()
