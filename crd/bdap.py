@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpijob.apis import Api
-from openapi import Inliner
-from schema import TIME, crd_object, int32, job_conditions, root, single_version, string, template
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import Api
+from crd.openapi import Inliner
+from crd.schema import TIME, crd_object, int32, job_conditions, root, single_version, string, template
 
 
 def crd(inliner: Inliner, api: Api) -> dict[str, Any]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpijob import constants as C
-from mpijob.apis import Api
-from openapi import Inliner, quantity_schema
-from schema import Dumper, columns, crd_object, int32, root, string
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import Api
+from crd.openapi import Inliner, quantity_schema
+from crd.schema import Dumper, columns, crd_object, int32, root, string
 
 CLEAN_POD_POLICY = list(C.CLEAN_POD_POLICIES)
 MANAGED_BY = list(C.MANAGED_BY_VALUES)

@@ -28,6 +28,8 @@ DROPPED_KEYS = {
 QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
+
+
 def openapi_path(k8s_version: str) -> pathlib.Path:
     """The OpenAPI document inside the k8s.io/kubernetes module, downloaded into the Go module cache if needed."""
     with tempfile.TemporaryDirectory() as tmp:

@@ -7,9 +7,10 @@ import json
 from typing import Any, ClassVar
 
 import yaml
-from mpijob import constants as C
-from mpijob.apis import Api
-from openapi import Inliner
+
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import Api
+from crd.openapi import Inliner
 
 
 def int32(description: str, minimum: int | None = None, **extra: Any) -> dict[str, Any]:

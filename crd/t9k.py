@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpijob.apis import Api, t9k
-from openapi import Inliner
-from schema import crd_object, int32, job_conditions, root, single_version, string, template
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import Api, t9k
+from crd.openapi import Inliner
+from crd.schema import crd_object, int32, job_conditions, root, single_version, string, template
 
 
 def replica_specs(description: str, command: str, with_args: bool) -> dict[str, Any]:

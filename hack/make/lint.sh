@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# make lint: ansible-lint (production profile), ruff, yamllint, antsibull-changelog's checks, `ansible-doc` for every module, and
-# ansible-test sanity on the built collection (hack/make/sanity.sh).
+# make lint: ruff, the generated CRDs' staleness (python -m crd --check), yamllint, ansible-lint (production profile),
+# antsibull-changelog's checks, `ansible-doc` for every module, and ansible-test sanity on the built collection
+# (hack/make/sanity.sh).
 set -uo pipefail
 source "$(dirname "$0")/env.sh" >/dev/null
 failed=()
 step() { echo "== $1"; shift; "$@" || failed+=("$1"); }
 
 py_dirs=()
-for d in plugins tests hack mpijob_operator; do [ -d "$d" ] && py_dirs+=("$d"); done
+for d in plugins tests hack mpijob_operator crd; do [ -d "$d" ] && py_dirs+=("$d"); done
 step ruff ruff check "${py_dirs[@]}"
+# The generated CRDs match their sources (crd/; `make crd` writes them).
+step crd python -m crd --check
 step yamllint yamllint -s .
 step ansible-lint ansible-lint --offline -q --nocolor
 # The changelog fragments and the released changelog (CHANGELOG.rst is made from them by `antsibull-changelog release`).
