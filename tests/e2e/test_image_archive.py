@@ -23,6 +23,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from hack.lib.wait import wait_until
 from tests.debian import deb_program
 from tests.e2e.conftest import (
     BUILT_IMAGES,
@@ -33,7 +34,6 @@ from tests.e2e.conftest import (
     _playbook,
     pin_local_images,
 )
-from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.serial]
 
@@ -156,7 +156,7 @@ def install_and_check(api: client.ApiClient, tmp_path, image: str, pull_policy: 
         assert status.ready and status.restart_count == 0, status
         # Ready does not wait for the lease (a standby replica is Ready too): leading follows within seconds.
         coordination = client.CoordinationV1Api(api)
-        wait_for(lambda: (coordination.read_namespaced_lease("mpi-operator", OPERATOR_NAMESPACE).spec.holder_identity
+        wait_until(lambda: (coordination.read_namespaced_lease("mpi-operator", OPERATOR_NAMESPACE).spec.holder_identity
                           or "").startswith(pod.metadata.name), 60, what="the operator pod to hold the Lease")
         if not submit:
             return pod
@@ -202,7 +202,7 @@ def test_image_pushed_to_a_registry_is_pulled_by_the_kubelet(api: client.ApiClie
             return False
 
     try:
-        wait_for(listening, 60, what="the registry to listen")
+        wait_until(listening, 60, what="the registry to listen")
         archive = operator_archive[1]
         pushed = subprocess.run(["skopeo", "copy", "--dest-tls-verify=false", f"docker-archive:{archive}",
                                  f"docker://{image}"], capture_output=True, text=True, timeout=900)

@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from hack.lib.operator import OperatorProcess
+from hack.lib.wait import wait_until
 from tests.debian import deb_program
 from tests.support.mpijob import create_mpijob, new_mpijob
 from tests.support.paths import ROOT
-from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -85,7 +85,7 @@ def prometheus(running_operator: OperatorProcess, namespace: str, tmp_path: path
             except OSError:
                 assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()
                 return False
-        wait_for(ready, 60, 0.5, "Prometheus up, scraping the operator")
+        wait_until(ready, 60, "Prometheus up, scraping the operator", interval=0.5)
         yield server
     finally:
         proc.terminate()
@@ -96,10 +96,10 @@ def prometheus(running_operator: OperatorProcess, namespace: str, tmp_path: path
 def test_a_real_prometheus_fires_the_operators_alerts_on_injected_faults(
     prometheus: Prometheus, running_operator: OperatorProcess, api_client: Any, namespace: str
 ) -> None:
-    wait_for(lambda: prometheus.query('mpi_operator_is_leader == 1'), 30, 0.5, "the leader's metric scraped")
+    wait_until(lambda: prometheus.query('mpi_operator_is_leader == 1'), 30, "the leader's metric scraped", interval=0.5)
     # The first evaluation may precede the first scrape (MPIOperatorDown pending for a moment): once the operator's
     # series are in, a healthy operator raises no alert.
-    wait_for(lambda: prometheus.alerts() == {}, 30, 0.5, "no alert on a healthy operator")
+    wait_until(lambda: prometheus.alerts() == {}, 30, "no alert on a healthy operator", interval=0.5)
 
     # A reconcile error: a job this collection's CRD lets by and the operator refuses (ValidationError).
     bad = new_mpijob("bad", runPolicy={"schedulingPolicy": {"minAvailable": -1}})
@@ -113,19 +113,19 @@ def test_a_real_prometheus_fires_the_operators_alerts_on_injected_faults(
     def reconcile_errors() -> dict[str, dict[str, Any]] | None:
         alerts = prometheus.alerts()
         return alerts if alerts.get(NOW, {}).get("state") == "firing" else None
-    alerts = wait_for(reconcile_errors, 90, 1, f"{NOW} firing")
+    alerts = wait_until(reconcile_errors, 90, f"{NOW} firing", interval=1)
     assert alerts[NOW]["labels"] == {"alertname": NOW, "namespace": namespace, "severity": "warning"}
     # The share of failed reconciles, from the real counters (the stuck job's reconciles are `ok`).
     assert re.fullmatch(rf"MPI Operator in {namespace}: [0-9.]+% of reconciles fail", alerts[NOW]["annotations"]["summary"])
     assert float(alerts[NOW]["value"]) > 0.1
     assert alerts["MPIOperatorReconcileErrors"]["state"] == "pending"  # the shipped rule, waiting out its 10m
 
-    waiting = wait_for(lambda: prometheus.query('mpi_operator_job_waiting_since_seconds{mpijob="stuck"}'), 90, 1,
-                       "the stuck job in the waiting gauge")
+    waiting = wait_until(lambda: prometheus.query('mpi_operator_job_waiting_since_seconds{mpijob="stuck"}'), 90,
+                         "the stuck job in the waiting gauge", interval=1)
     assert waiting[0]["metric"]["namespace"] == namespace
     assert not prometheus.query('mpi_operator_job_waiting_since_seconds{mpijob="bad"}')  # failed, not waiting
 
     # The operator gone: its target is down, MPIOperatorDown pending.
     running_operator.stop()
-    down = wait_for(lambda: prometheus.alerts().get("MPIOperatorDown"), 30, 0.5, "MPIOperatorDown")
+    down = wait_until(lambda: prometheus.alerts().get("MPIOperatorDown"), 30, "MPIOperatorDown", interval=0.5)
     assert down["state"] == "pending" and down["labels"]["severity"] == "critical"

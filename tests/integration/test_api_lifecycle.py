@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from hack.lib.operator import OperatorProcess
+from hack.lib.wait import wait_until
 from tests.integration._fixtures.install import MANIFESTS
 from tests.support.mpijob import children, create_mpijob, install_crd, new_mpijob
 from tests.support.paths import ROOT
-from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -70,9 +70,9 @@ def wait_phase(api_client: Any, namespace: str, api: tuple[str, str], name: str,
         return ((seen["job"] or {}).get("status") or {}).get("phase") == phase
 
     try:
-        wait_for(check, timeout, what=f"{namespace}/{name} phase {phase}")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; status: {(seen.get('job') or {}).get('status')}") from None
+        wait_until(check, timeout, what=f"{namespace}/{name} phase {phase}")
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}; status: {(seen.get('job') or {}).get('status')}") from None
     return seen["job"]
 
 
@@ -122,7 +122,7 @@ def test_t9k_example_runs_succeeds_and_cleans_up_its_workers(operator: OperatorP
     job = wait_phase(api_client, namespace, T9K, "mpi-example", "Succeeded", 90)
     assert {c["type"]: c["status"] for c in job["status"]["conditions"]}["Completed"] == "True"
     # cleanUpWorkers: true: the workers go, the launcher (and its log) stays
-    wait_for(lambda: roles(api_client, namespace, "mpi-example") == ["launcher"], 60, what="workers cleaned up")
+    wait_until(lambda: roles(api_client, namespace, "mpi-example") == ["launcher"], 60, what="workers cleaned up")
     owner = children(api_client, namespace, "mpi-example")
     assert owner["Service"] == ["mpi-example"] and owner["Job"] == ["mpi-example-launcher"]
 
@@ -157,9 +157,9 @@ def test_t9k_pause_deletes_the_replicas_and_resume_brings_them_back(operator: Op
         return not left
 
     try:
-        wait_for(gone, 60, what="every replica deleted")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}: left {left}") from None
+        wait_until(gone, 60, what="every replica deleted")
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}: left {left}") from None
     assert {c["type"]: c["status"] for c in job["status"]["conditions"]}["Paused"] == "True"
     patch(api_client, namespace, T9K, "mpi-example", {"spec": {"runMode": {"pause": {"enabled": False}}}})
     wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 180)
@@ -188,8 +188,8 @@ def test_deleting_a_t9k_job_removes_what_it_created(operator: OperatorProcess, a
     custom(api_client).delete_namespaced_custom_object(*T9K, namespace, "mpijobs", "mpi-example",
                                                        body={"propagationPolicy": "Foreground"})
     empty = {"Service": [], "ConfigMap": [], "Secret": [], "Job": [], "Worker": [], "LauncherPod": []}
-    wait_for(lambda: {k: v for k, v in children(api_client, namespace, "mpi-example").items()} == empty, 90,
-             what="every child gone")
+    wait_until(lambda: {k: v for k, v in children(api_client, namespace, "mpi-example").items()} == empty, 90,
+               what="every child gone")
 
 
 # ---- batch.test.bdap.com/v1 (seed 002) -----------------------------------------------------------------------------
@@ -218,8 +218,8 @@ def test_bdap_scale_and_template_edit_roll_the_workers(operator: OperatorProcess
     create(api_client, namespace, BDAP, bdap_example(launcher="run"))
     wait_phase(api_client, namespace, BDAP, "simple-train-cpu", "Running", 180)
     patch(api_client, namespace, BDAP, "simple-train-cpu", {"spec": {"numWorkers": 3}})
-    wait_for(lambda: roles(api_client, namespace, "simple-train-cpu") == ["launcher", "worker", "worker", "worker"],
-             60, what="a third worker")
+    wait_until(lambda: roles(api_client, namespace, "simple-train-cpu") == ["launcher", "worker", "worker", "worker"],
+               60, what="a third worker")
     before = {p.metadata.name: p.metadata.uid for p in pods(api_client, namespace, "simple-train-cpu")}
     template = copy.deepcopy(bdap_example()["spec"]["workerTemplate"])
     template.setdefault("metadata", {})["labels"] = {"rev": "2"}
@@ -231,7 +231,7 @@ def test_bdap_scale_and_template_edit_roll_the_workers(operator: OperatorProcess
         return len(workers) == 3 and all(p.metadata.uid != before[p.metadata.name] and
                                          (p.metadata.labels or {}).get("rev") == "2" for p in workers)
 
-    wait_for(rolled, 120, what="every worker replaced from the new template")
+    wait_until(rolled, 120, what="every worker replaced from the new template")
 
 
 def test_deleting_a_bdap_job_removes_what_it_created(operator: OperatorProcess, api_client: Any,
@@ -257,8 +257,8 @@ def test_deleting_a_bdap_job_removes_what_it_created(operator: OperatorProcess, 
     custom(api_client).delete_namespaced_custom_object(*BDAP, namespace, "mpijobs", "simple-train-cpu",
                                                        body={"propagationPolicy": "Foreground"})
     empty = {"Service": [], "ConfigMap": [], "Secret": [], "Job": [], "Worker": [], "LauncherPod": []}
-    wait_for(lambda: children(api_client, namespace, "simple-train-cpu") == empty, 90, what="every child gone")
-    wait_for(lambda: all(not names for names in rbac_names().values()), 60, what="the launcher's RBAC gone")
+    wait_until(lambda: children(api_client, namespace, "simple-train-cpu") == empty, 90, what="every child gone")
+    wait_until(lambda: all(not names for names in rbac_names().values()), 60, what="the launcher's RBAC gone")
 
 
 # ---- kubectl scale (the scale subresource of both CRDs) --------------------------------------------------------------
@@ -276,7 +276,7 @@ def scale_to(kubectl: Any, api_client: Any, namespace: str, api: tuple[str, str]
     proc = kubectl("scale", resource, "-n", namespace, f"--replicas={replicas}")
     assert proc.returncode == 0, proc.stderr
     want = ["launcher", *["worker"] * replicas]
-    wait_for(lambda: roles(api_client, namespace, name) == want, 90, what=f"{replicas} workers")
+    wait_until(lambda: roles(api_client, namespace, name) == want, 90, what=f"{replicas} workers")
     seen: dict = {}
 
     def read_back() -> bool:
@@ -284,9 +284,9 @@ def scale_to(kubectl: Any, api_client: Any, namespace: str, api: tuple[str, str]
         return seen["spec"].get("replicas") == replicas and seen["status"].get("replicas") == replicas + launchers
 
     try:
-        wait_for(read_back, 60, what=f"the scale subresource reading {replicas} workers")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}: {seen}") from None
+        wait_until(read_back, 60, what=f"the scale subresource reading {replicas} workers")
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}: {seen}") from None
     return seen
 
 
@@ -315,7 +315,7 @@ def test_kubectl_scale_changes_the_workers(operator: OperatorProcess, api_client
             assert proc.returncode == 0, proc.stderr
             return sorted(proc.stdout.split()) == workers  # a removed worker may be terminating for a moment
 
-        wait_for(selected, 30, what=f"the scale's selector choosing {workers}")
+        wait_until(selected, 30, what=f"the scale's selector choosing {workers}")
     wait_phase(api_client, namespace, api, name, "Running", 60)
 
 
@@ -332,7 +332,7 @@ def test_one_batch_mixes_the_three_apis(operator: OperatorProcess, api_client: A
     create(api_client, namespace, BDAP, bdap)
     wait_phase(api_client, namespace, T9K, "t9k", "Succeeded", 90)
     wait_phase(api_client, namespace, BDAP, "bdap", "Succeeded", 90)
-    wait_for(lambda: any(c["type"] == "Succeeded" and c["status"] == "True" for c in (
+    wait_until(lambda: any(c["type"] == "Succeeded" and c["status"] == "True" for c in (
         (get(api_client, namespace, ("kubeflow.org", "v2beta1"), "kf") or {}).get("status") or {}).get(
         "conditions") or []), 90, what="kf Succeeded")
     sizes = operator.metric_values("mpi_operator_batch_size_sum")

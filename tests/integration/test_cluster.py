@@ -11,8 +11,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from hack.lib.wait import wait_until
 from tests.support.paths import ROOT, local_kubeconfig
-from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -150,7 +150,7 @@ def widget_crd(api_client: client.ApiClient):
         conditions = ext.read_custom_resource_definition(f"widgets.{group}").status.conditions or []
         return any(c.type == "Established" and c.status == "True" for c in conditions)
 
-    wait_for(established, 30, what="CRD Established")
+    wait_until(established, 30, what="CRD Established")
     yield group
     ext.delete_custom_resource_definition(f"widgets.{group}")
 
@@ -166,7 +166,7 @@ def test_crd_with_status_subresource_is_served(api_client: client.ApiClient, nam
         "status": {"phase": "Ignored"},
     }
     # The resource may take a moment to appear in discovery after Established.
-    created = wait_for(lambda: _create_when_served(objs, args, body), 30, what="widgets served")
+    created = wait_until(lambda: _create_when_served(objs, args, body), 30, what="widgets served")
     assert "status" not in created or created["status"] == {}, (
         "status must be ignored on create with a status subresource"
     )
@@ -220,13 +220,13 @@ def test_deployment_pods_run_on_kwok_nodes(api_client: client.ApiClient, namespa
         ),
     )
     try:
-        wait_for(
+        wait_until(
             lambda: apps.read_namespaced_deployment_status("web", namespace).status.available_replicas == 3,
             120,
             what="3 available replicas",
         )
-    except AssertionError as e:
-        raise AssertionError(f"{e}; pods: {_pods_summary(core, namespace)}") from None
+    except TimeoutError as e:
+        raise TimeoutError(f"{e}; pods: {_pods_summary(core, namespace)}") from None
     pods = core.list_namespaced_pod(namespace, label_selector="app=web").items
     assert len(pods) == 3
     for pod in pods:
@@ -240,9 +240,9 @@ def test_deployment_pods_run_on_kwok_nodes(api_client: client.ApiClient, namespa
 def test_job_completes_and_ttl_deletes_it(api_client: client.ApiClient, namespace: str):
     batch = client.BatchV1Api(api_client)
     batch.create_namespaced_job(namespace, _job("done", completions=2, ttl_seconds_after_finished=2))
-    wait_for(lambda: _job_condition(batch, "done", namespace, "Complete"), 60, what="Job Complete")
+    wait_until(lambda: _job_condition(batch, "done", namespace, "Complete"), 60, what="Job Complete")
     # The TTL-after-finished controller deletes the finished Job.
-    wait_for(lambda: _gone(lambda: batch.read_namespaced_job("done", namespace)), 60, what="Job deleted by its TTL")
+    wait_until(lambda: _gone(lambda: batch.read_namespaced_job("done", namespace)), 60, what="Job deleted by its TTL")
 
 
 def test_deleting_an_owner_collects_its_dependents(api_client: client.ApiClient, namespace: str):
@@ -260,12 +260,12 @@ def test_deleting_an_owner_collects_its_dependents(api_client: client.ApiClient,
         ),
     )
     core.delete_namespaced_config_map("owner", namespace, propagation_policy="Background")
-    wait_for(
+    wait_until(
         lambda: _gone(lambda: core.read_namespaced_config_map("dependent", namespace)),
         60,
         what="dependent ConfigMap collected",
     )
-    wait_for(
+    wait_until(
         lambda: _gone(lambda: core.read_namespaced_pod("dependent-pod", namespace)), 60, what="dependent Pod collected"
     )
 
@@ -276,16 +276,16 @@ def test_deleting_a_namespace_finishes(api_client: client.ApiClient):
     core.create_namespace(
         client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={"mpi.operator/test": "true"}))
     )
-    wait_for(
+    wait_until(
         lambda: not _gone(lambda: core.read_namespaced_service_account("default", name)),
         30,
         what="default ServiceAccount",
     )
     core.create_namespaced_pod(name, _pod("running"))
     core.create_namespaced_config_map(name, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="data")))
-    wait_for(lambda: core.read_namespaced_pod("running", name).status.phase == "Running", 30, what="pod Running")
+    wait_until(lambda: core.read_namespaced_pod("running", name).status.phase == "Running", 30, what="pod Running")
     core.delete_namespace(name)
-    wait_for(lambda: _gone(lambda: core.read_namespace(name)), 90, what=f"namespace {name} deleted")
+    wait_until(lambda: _gone(lambda: core.read_namespace(name)), 90, what=f"namespace {name} deleted")
 
 
 def test_server_side_apply_tracks_field_owners(api_client: client.ApiClient, namespace: str):
@@ -337,7 +337,7 @@ def test_rbac_denies_until_bound(api_client: client.ApiClient, kubeconfig: str, 
                 subjects=[client.RbacV1Subject(kind="ServiceAccount", name="reader", namespace=namespace)],
             ),
         )
-        wait_for(lambda: _can_list(reader, namespace), 10, what="RoleBinding honoured")
+        wait_until(lambda: _can_list(reader, namespace), 10, what="RoleBinding honoured")
 
 
 def _can_list(core: client.CoreV1Api, namespace: str) -> bool:
@@ -366,17 +366,17 @@ def test_kwok_pod_outcomes(api_client: client.ApiClient, namespace: str, local_c
     def phase(name: str) -> str:
         return core.read_namespaced_pod(name, namespace).status.phase
 
-    wait_for(lambda: phase("fails") == "Failed", 30, what="pod 'fails' Failed")
+    wait_until(lambda: phase("fails") == "Failed", 30, what="pod 'fails' Failed")
     terminated = core.read_namespaced_pod("fails", namespace).status.container_statuses[0].state.terminated
     assert terminated.exit_code == 3
 
-    wait_for(lambda: phase("evicted") == "Failed", 30, what="pod 'evicted' Failed")
+    wait_until(lambda: phase("evicted") == "Failed", 30, what="pod 'evicted' Failed")
     evicted = core.read_namespaced_pod("evicted", namespace).status
     assert evicted.reason == "Evicted"
     assert any(c.type == "DisruptionTarget" and c.status == "True" for c in evicted.conditions)
 
-    wait_for(lambda: phase("succeeds") == "Succeeded", 30, what="bare pod with outcome succeed Succeeded")
-    wait_for(lambda: _job_condition(batch, "broken", namespace, "Failed"), 30, what="Job 'broken' Failed")
+    wait_until(lambda: phase("succeeds") == "Succeeded", 30, what="bare pod with outcome succeed Succeeded")
+    wait_until(lambda: _job_condition(batch, "broken", namespace, "Failed"), 30, what="Job 'broken' Failed")
 
     # By now the default 2 s outcome delay has passed several times over: the others must still be where they were.
     pending = core.read_namespaced_pod("pending", namespace)
@@ -386,7 +386,7 @@ def test_kwok_pod_outcomes(api_client: client.ApiClient, namespace: str, local_c
     assert [p.status.phase for p in slow] == ["Running"], "outcome-after: 1h holds the Job's pod Running"
 
     core.delete_namespaced_pod("bare", namespace)
-    wait_for(lambda: _gone(lambda: core.read_namespaced_pod("bare", namespace)), 30, what="pod deletion confirmed")
+    wait_until(lambda: _gone(lambda: core.read_namespaced_pod("bare", namespace)), 30, what="pod deletion confirmed")
 
 
 def test_kubeconfig_script_prints_only_the_path(local_cluster: bool):

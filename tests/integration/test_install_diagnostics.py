@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from hack.lib.wait import wait_until
 from tests.integration._fixtures.install import INSTALL_NAMESPACE, installs_locked
 from tests.support.ansible import PlaybookRun
-from tests.support.wait import wait_for
 
 Playbook = Callable[..., PlaybookRun]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -228,8 +228,8 @@ def test_two_replicas_one_leader(kubectl: Kubectl, own_install: Callable[..., Pl
             found[name] = float(line.split()[1])
         return found
 
-    (leader,) = wait_for(lambda: len(found := leaders()) == 1 and found, 60, what="one pod holding the Lease")
-    gauges = wait_for(lambda: (found := is_leader())[leader] == 1.0 and found, 30, what="the leader's gauge")
+    (leader,) = wait_until(lambda: len(found := leaders()) == 1 and found, 60, what="one pod holding the Lease")
+    gauges = wait_until(lambda: (found := is_leader())[leader] == 1.0 and found, 30, what="the leader's gauge")
     assert sorted(gauges.values()) == [0.0, 1.0], gauges
     # Both are Ready: the standby waits for the lease, ready to take over.
     assert all(c["status"] == "True" for p in pods for c in p["status"]["conditions"] if c["type"] == "Ready")
@@ -262,8 +262,8 @@ def test_a_cpu_starved_operator_becomes_ready_without_a_restart(
         assert results.get("failed", 0) < probe["failureThreshold"], f"liveness probe results: {results}"
         return results.get("successful", 0) >= 3
 
-    wait_for(lively, 3 * (probe["periodSeconds"] + probe["timeoutSeconds"]) + 30, interval=2,
-             what="3 successful liveness probes")
+    wait_until(lively, 3 * (probe["periodSeconds"] + probe["timeoutSeconds"]) + 30, interval=2,
+               what="3 successful liveness probes")
     (pod,) = operator_pods(kubectl, OWN_NAMESPACE)
     assert restarts(pod) == 0, json.dumps(pod["status"].get("containerStatuses"), indent=1)
     started = pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]

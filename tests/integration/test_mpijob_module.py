@@ -6,10 +6,10 @@ import time
 
 import pytest
 
+from hack.lib.wait import wait_until
 from tests.integration._fixtures.submit import example_manifest, mark_succeeded
 from tests.support.ansible import task_started
 from tests.support.mpijob import children, expected_children, get_mpijob, patch_mpijob, wait_event_reasons
-from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -92,7 +92,7 @@ def test_running_job_scaled_suspended_resumed_and_deleted(ansible_play, running_
     assert run["scale"]["result"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 3
     assert not run["scale again"]["changed"]
     three = [f"elastic-worker-{i}" for i in range(3)]
-    wait_for(lambda: workers_of(api_client, namespace, "elastic") == three, 30, what="a third worker")
+    wait_until(lambda: workers_of(api_client, namespace, "elastic") == three, 30, what="a third worker")
     after = get_mpijob(api_client, namespace, "elastic")
     assert after["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"]["annotations"] == {OUTCOME: "run"}
 
@@ -100,12 +100,12 @@ def test_running_job_scaled_suspended_resumed_and_deleted(ansible_play, running_
     run = ansible_play([mpijob("suspend", name="elastic", namespace=namespace, suspend=True, wait=True,
                                wait_timeout=60)])
     assert run["suspend"]["changed"] and run["suspend"]["summary"]["phase"] == "Suspended", run["suspend"].get("msg")
-    wait_for(lambda: workers_of(api_client, namespace, "elastic") == [], 30, what="workers deleted while suspended")
+    wait_until(lambda: workers_of(api_client, namespace, "elastic") == [], 30, what="workers deleted while suspended")
     run = ansible_play([mpijob("resume", name="elastic", namespace=namespace, suspend=False, wait=True,
                                wait_for="Running", wait_timeout=60)])
     assert run["resume"]["changed"] and run["resume"]["summary"]["phase"] == "Running", run["resume"].get("msg")
     assert not run["resume"]["summary"]["suspended"]
-    wait_for(lambda: workers_of(api_client, namespace, "elastic") == three, 30, what="workers back after resume")
+    wait_until(lambda: workers_of(api_client, namespace, "elastic") == three, 30, what="workers back after resume")
 
     # absent: the job and every child are gone
     run = ansible_play([mpijob("delete", name="elastic", namespace=namespace, state="absent", wait=True,
@@ -114,7 +114,7 @@ def test_running_job_scaled_suspended_resumed_and_deleted(ansible_play, running_
     assert run["delete"]["changed"] and run["delete"]["method"] == "deleted", run["delete"].get("msg")
     assert not run["delete again"]["changed"]
     assert get_mpijob(api_client, namespace, "elastic") is None
-    wait_for(lambda: not any(children(api_client, namespace, "elastic").values()), 30, what="every child deleted")
+    wait_until(lambda: not any(children(api_client, namespace, "elastic").values()), 30, what="every child deleted")
 
 
 def test_check_mode_changes_nothing(ansible_play, operator_crd, api_client, namespace):
@@ -221,8 +221,8 @@ def test_a_job_deleted_while_waited_for_fails_the_wait_at_once(ansible_play, ope
         """Deletes the job once it exists and the waiting task has started, and has had time to look a few times
         (wait_sleep 1 and 0.5: the waits look every second or more often)."""
         def run() -> None:
-            wait_for(lambda: get_mpijob(api_client, namespace, name), 60, what=f"{name} created")
-            wait_for(lambda: task_started(tmp_path, task), 60, what=f"task {task!r} started")
+            wait_until(lambda: get_mpijob(api_client, namespace, name), 60, what=f"{name} created")
+            wait_until(lambda: task_started(tmp_path, task), 60, what=f"task {task!r} started")
             time.sleep(4)
             custom.delete_namespaced_custom_object("kubeflow.org", "v2beta1", namespace, "mpijobs", name)
         thread = threading.Thread(target=run, daemon=True)

@@ -12,10 +12,10 @@ import sys
 import pytest
 import yaml
 
+from hack.lib.wait import wait_until
 from tests.integration._fixtures.submit import example_manifest
 from tests.support.ansible import PlaybookRun, ansible_env, tool
 from tests.support.mpijob import create_mpijob, get_mpijob
-from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -114,8 +114,8 @@ def test_ansible_pull_from_git_follows_commits_prunes_finished_jobs_and_reports_
     for name in ("done", "running", "edited"):
         labels = get_mpijob(api_client, namespace, name)["metadata"]["labels"]
         assert labels["mpi.operator/sync-source"] == SOURCE
-    wait_for(lambda: phase(api_client, namespace, "done") == "Succeeded", 90, what="done Succeeded")
-    wait_for(lambda: phase(api_client, namespace, "running") == "Running", 90, what="running Running")
+    wait_until(lambda: phase(api_client, namespace, "done") == "Succeeded", 90, what="done Succeeded")
+    wait_until(lambda: phase(api_client, namespace, "running") == "Running", 90, what="running Running")
 
     # A job the sync never made: same namespace, no label. It is never pruned.
     by_hand = job("by-hand")
@@ -148,7 +148,7 @@ def test_ansible_pull_from_git_follows_commits_prunes_finished_jobs_and_reports_
     assert "not finished (Running); prune_unfinished: true prunes it" in second.output
     assert get_mpijob(api_client, namespace, "new") is not None
     assert get_mpijob(api_client, namespace, "edited")["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
-    wait_for(lambda: get_mpijob(api_client, namespace, "done") is None, 60, what="done pruned")
+    wait_until(lambda: get_mpijob(api_client, namespace, "done") is None, 60, what="done pruned")
     assert phase(api_client, namespace, "running") == "Running"
     assert get_mpijob(api_client, namespace, "by-hand") is not None
 
@@ -167,7 +167,7 @@ def test_ansible_pull_from_git_follows_commits_prunes_finished_jobs_and_reports_
     # The running job goes only when the run says so.
     pruned = pull(repo, kubeconfig, namespace, checkout, "-e", "sync_prune_unfinished=true").expect_ok()
     assert "create 0, update 0, prune 1, unchanged 3, kept 0, conflict 0, invalid 0" in plan_line(pruned)
-    wait_for(lambda: get_mpijob(api_client, namespace, "running") is None, 60, what="running pruned")
+    wait_until(lambda: get_mpijob(api_client, namespace, "running") is None, 60, what="running pruned")
 
     pull(repo, kubeconfig, namespace, checkout).expect_unchanged()
     assert get_mpijob(api_client, namespace, "by-hand") is not None

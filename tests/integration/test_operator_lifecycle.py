@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from hack.lib.wait import wait_until
 from tests.support.mpijob import (
     children,
     create_mpijob,
@@ -18,7 +19,6 @@ from tests.support.mpijob import (
     wait_condition,
     wait_event_reasons,
 )
-from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -36,7 +36,7 @@ def test_created_running_succeeded(running_operator, api_client, namespace):
     # the launcher runs 8 s: long enough to be seen Running together with the workers
     create_mpijob(api_client, namespace, new_mpijob("pi", workers=2, launcher_annotations={OUTCOME_AFTER: "8s"}))
     want = expected_children("pi", 2)
-    wait_for(lambda: _without_launcher_pod(children(api_client, namespace, "pi")) == want, 30,
+    wait_until(lambda: _without_launcher_pod(children(api_client, namespace, "pi")) == want, 30,
                what="every child of pi")
     children_after = time.monotonic() - started
     job = wait_condition(api_client, namespace, "pi", "Created", 10)
@@ -47,7 +47,7 @@ def test_created_running_succeeded(running_operator, api_client, namespace):
     assert not has_condition(job, "Running")  # a finished job is not Running any more
     wait_event_reasons(api_client, namespace, "pi", lambda r: {"MPIJobCreated", "MPIJobSucceeded"} <= r)
     assert running_operator.metric("mpi_operator_jobs_created_total") == 1
-    wait_for(lambda: running_operator.metric("mpi_operator_jobs_successful_total") == 1, 10, what="success counted")
+    wait_until(lambda: running_operator.metric("mpi_operator_jobs_successful_total") == 1, 10, what="success counted")
     assert running_operator.metric("mpi_operator_jobs_failed_total") == 0
     assert running_operator.metric("mpi_operator_job_info", {"launcher": "pi-launcher", "namespace": namespace}) == 1
     assert running_operator.metric("mpi_operator_is_leader") == 1
@@ -65,7 +65,7 @@ def test_launcher_failure_fails_the_job(running_operator, api_client, namespace)
     assert not has_condition(job, "Succeeded")
     wait_event_reasons(api_client, namespace, "bad",
                        lambda r: "MPIJobFailed" in r or any(x.startswith("BackoffLimitExceeded") for x in r))
-    wait_for(lambda: running_operator.metric("mpi_operator_jobs_failed_total") == 1, 10, what="failure counted")
+    wait_until(lambda: running_operator.metric("mpi_operator_jobs_failed_total") == 1, 10, what="failure counted")
     assert running_operator.metric("mpi_operator_jobs_successful_total") == 0
 
 
@@ -73,7 +73,7 @@ def test_suspend_and_resume(running_operator, api_client, namespace):
     create_mpijob(api_client, namespace, new_mpijob("sus", workers=2, runPolicy={"suspend": True}))
     wait_condition(api_client, namespace, "sus", "Suspended", 30)
     # a wrong operator would create the pods in the run that set Suspended, or in one its events start
-    wait_for(running_operator.idle, 30, what="the operator idle after suspending")
+    wait_until(running_operator.idle, 30, what="the operator idle after suspending")
     assert children(api_client, namespace, "sus")["Worker"] == []
     wait_event_reasons(api_client, namespace, "sus", lambda r: "MPIJobSuspended" in r)
     patch_mpijob(api_client, namespace, "sus", {"spec": {"runPolicy": {"suspend": False}}})
@@ -86,7 +86,7 @@ def test_wait_for_workers_ready_creates_the_launcher_after_the_workers(running_o
     # one worker never starts: the launcher must not be created
     create_mpijob(api_client, namespace, new_mpijob("held", workers=2, launcherCreationPolicy="WaitForWorkersReady",
                                                     worker_annotations={OUTCOME: "pending"}))
-    wait_for(lambda: len(children(api_client, namespace, "held")["Worker"]) == 2, 30, what="held's workers")
+    wait_until(lambda: len(children(api_client, namespace, "held")["Worker"]) == 2, 30, what="held's workers")
     create_mpijob(api_client, namespace, new_mpijob("ready", workers=2, launcherCreationPolicy="WaitForWorkersReady"))
     wait_condition(api_client, namespace, "ready", "Succeeded", 90)
     assert children(api_client, namespace, "held")["Job"] == []
@@ -100,13 +100,13 @@ def test_scaling_workers_up_and_down(running_operator, api_client, namespace):
     hostfile = _hostfile(api_client, namespace, "elastic")
     assert len(hostfile) == 2
     patch_mpijob(api_client, namespace, "elastic", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 4}}}})
-    wait_for(lambda: children(api_client, namespace, "elastic")["Worker"] == [f"elastic-worker-{i}" for i in range(4)],
-               30, what="4 workers")
-    wait_for(lambda: len(_hostfile(api_client, namespace, "elastic")) == 4, 30, what="hostfile with 4 workers")
+    four = [f"elastic-worker-{i}" for i in range(4)]
+    wait_until(lambda: children(api_client, namespace, "elastic")["Worker"] == four, 30, what="4 workers")
+    wait_until(lambda: len(_hostfile(api_client, namespace, "elastic")) == 4, 30, what="hostfile with 4 workers")
     patch_mpijob(api_client, namespace, "elastic", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
-    wait_for(lambda: children(api_client, namespace, "elastic")["Worker"] == ["elastic-worker-0"], 30,
+    wait_until(lambda: children(api_client, namespace, "elastic")["Worker"] == ["elastic-worker-0"], 30,
                what="the highest workers removed")
-    wait_for(lambda: len(_hostfile(api_client, namespace, "elastic")) == 1, 30, what="hostfile with 1 worker")
+    wait_until(lambda: len(_hostfile(api_client, namespace, "elastic")) == 1, 30, what="hostfile with 1 worker")
 
 
 def _hostfile(api_client, namespace, name):
@@ -125,10 +125,10 @@ def test_clean_pod_policy(running_operator, api_client, namespace):
     for policy, workers_left in want.items():
         name = f"clean-{policy.lower()}"
         wait_condition(api_client, namespace, name, "Succeeded", 90)
-        wait_for(lambda name=name, n=workers_left: len(children(api_client, namespace, name)["Worker"]) == n, 30,
-                 what=f"{workers_left} workers left under cleanPodPolicy {policy}")
+        wait_until(lambda name=name, n=workers_left: len(children(api_client, namespace, name)["Worker"]) == n, 30,
+                   what=f"{workers_left} workers left under cleanPodPolicy {policy}")
     # nothing more happens: the operator has acted on every event of the cleanup (its queue empty, no run in flight)
-    wait_for(running_operator.idle, 30, what="the operator idle after the cleanup")
+    wait_until(running_operator.idle, 30, what="the operator idle after the cleanup")
     for policy, workers_left in want.items():
         name = f"clean-{policy.lower()}"
         assert len(children(api_client, namespace, name)["Worker"]) == workers_left, policy
@@ -139,11 +139,11 @@ def test_clean_pod_policy(running_operator, api_client, namespace):
 def test_deleting_a_job_garbage_collects_its_children(running_operator, api_client, namespace):
     create_mpijob(api_client, namespace, new_mpijob("gone", workers=2, launcher_annotations={OUTCOME: "run"}))
     want = expected_children("gone", 2)
-    wait_for(lambda: _without_launcher_pod(children(api_client, namespace, "gone")) == want, 30, what="children")
+    wait_until(lambda: _without_launcher_pod(children(api_client, namespace, "gone")) == want, 30, what="children")
     delete_mpijob(api_client, namespace, "gone")
     empty = {k: [] for k in want}
-    wait_for(lambda: _without_launcher_pod(children(api_client, namespace, "gone")) == empty, 60,
+    wait_until(lambda: _without_launcher_pod(children(api_client, namespace, "gone")) == empty, 60,
                what="children garbage-collected")
-    wait_for(lambda: running_operator.metric("mpi_operator_job_info",
+    wait_until(lambda: running_operator.metric("mpi_operator_job_info",
                                                {"launcher": "gone-launcher", "namespace": namespace}) is None,
                20, what="job_info series removed")

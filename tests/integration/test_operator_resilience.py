@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client
 
 from hack.lib.operator import alive, cmdline, descendants
+from hack.lib.wait import wait_until
 from tests.support.mpijob import (
     children,
     create_mpijob,
@@ -22,7 +23,6 @@ from tests.support.mpijob import (
     owned_children,
     wait_condition,
 )
-from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -50,13 +50,13 @@ def test_killed_mid_batch_then_restarted_every_job_finishes_once(operator_factor
     for n in names:
         create_mpijob(api_client, namespace, new_mpijob(n, workers=2))
     # wait for a batch to have finished and another to be in flight, then kill everything at once
-    wait_for(lambda: sum(first.metric_values("mpi_operator_runner_runs_total")) >= 1 and _batch_in_flight(first),
-             60, what="a batch in flight after a finished one", interval=0.01)
+    wait_until(lambda: sum(first.metric_values("mpi_operator_runner_runs_total")) >= 1 and _batch_in_flight(first),
+               60, what="a batch in flight after a finished one", interval=0.01)
     first.kill_all()
     assert not _all_succeeded(api_client, namespace, names), "too late: every job had finished before the kill"
 
     operator_factory(*args, name="second")
-    wait_for(lambda: _all_succeeded(api_client, namespace, names), 180, what="every job Succeeded after the restart")
+    wait_until(lambda: _all_succeeded(api_client, namespace, names), 180, what="every job Succeeded after the restart")
     for n in names:
         found = children(api_client, namespace, n)
         assert {k: sorted(v) for k, v in found.items() if k != "LauncherPod"} == expected_children(n, 2), n
@@ -81,7 +81,7 @@ def test_two_replicas_one_leader_and_takeover(operator_factory, api_client, name
     a = operator_factory(*args, name="replica-a")
     b = operator_factory(*args, name="replica-b")
     ops = [a, b]
-    leader = wait_for(lambda: _leaders(ops)[0] if len(_leaders(ops)) == 1 else None, 30, what="one leader")
+    leader = wait_until(lambda: _leaders(ops)[0] if len(_leaders(ops)) == 1 else None, 30, what="one leader")
     follower = b if leader is a else a
     create_mpijob(api_client, namespace, new_mpijob("led", workers=1))
     wait_condition(api_client, namespace, "led", "Succeeded", 90)
@@ -93,7 +93,7 @@ def test_two_replicas_one_leader_and_takeover(operator_factory, api_client, name
 
     killed = time.monotonic()
     leader.kill_all()
-    wait_for(lambda: follower.metric("mpi_operator_is_leader") == 1, 30, what="the follower to take over",
+    wait_until(lambda: follower.metric("mpi_operator_is_leader") == 1, 30, what="the follower to take over",
                interval=0.2)
     takeover = time.monotonic() - killed
     assert takeover <= 15 + 2 + 3, f"takeover took {takeover:.1f}s"
@@ -120,7 +120,7 @@ def test_sigterm_lets_the_runs_in_flight_finish(operator_factory, api_client, na
     names = [f"g{i}" for i in range(3)]
     for n in names:
         create_mpijob(api_client, namespace, new_mpijob(n, workers=1))
-    wait_for(lambda: _batch_in_flight(op), 60, what="a batch in flight", interval=0.01)
+    wait_until(lambda: _batch_in_flight(op), 60, what="a batch in flight", interval=0.01)
     runs = descendants(op.proc.pid)
     op.signal(signal.SIGTERM)
     assert op.wait(120) == 0
@@ -146,13 +146,13 @@ def test_sigterm_ends_the_idle_warm_run_and_leaves_no_process(operator_factory, 
                         return True
         return False
 
-    wait_for(module_connected, 60, what="the warm run's module to connect", interval=0.1)
+    wait_until(module_connected, 60, what="the warm run's module to connect", interval=0.1)
     runs = descendants(op.proc.pid)
     stopped = time.monotonic()
     op.signal(signal.SIGTERM)
     assert op.wait(60) == 0
     assert time.monotonic() - stopped < 15, "the idle warm run held the shutdown back"
-    wait_for(lambda: not alive(runs), 10, what="the warm run to end with the operator")
+    wait_until(lambda: not alive(runs), 10, what="the warm run to end with the operator")
 
 
 def test_without_warm_runs_no_run_waits_idle(operator_factory, api_client, namespace):

@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
+from hack.lib.wait import wait_until
 from mpijob_operator.kube import api_client as operator_client
 from mpijob_operator.watch import Watcher, resources
 from tests.support.mpijob import create_mpijob, new_mpijob
-from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -43,18 +43,18 @@ def test_watch_lists_resumes_and_relists_on_gone(kubeconfig, operator_crd, api_c
                         watch_timeout=2)  # the server ends each watch after 2 s: the watcher must resume
     w.start()
     try:
-        wait_for(lambda: ("before", "LIST") in seen, 20, what="the initial list")
-        wait_for(lambda: w.state.resource_version is not None and w.state.synced, 10, what="synced")
-        wait_for(lambda: w.watches >= 3, 20, what="two server-side watch timeouts, each resumed")
+        wait_until(lambda: ("before", "LIST") in seen, 20, what="the initial list")
+        wait_until(lambda: w.state.resource_version is not None and w.state.synced, 10, what="synced")
+        wait_until(lambda: w.watches >= 3, 20, what="two server-side watch timeouts, each resumed")
         create_mpijob(api_client, namespace, new_mpijob("after", workers=1))
-        wait_for(lambda: ("after", "ADDED") in seen, 20, what="the ADDED event after resuming")
+        wait_until(lambda: ("after", "ADDED") in seen, 20, what="the ADDED event after resuming")
         assert "gone" not in restarts and seen.count(("before", "LIST")) == 1  # resumed, never relisted
 
         # a resourceVersion older than the watch cache: the server answers 410 Gone and the watcher relists
         listed = seen.count(("before", "LIST"))
         w.state.resource_version = "1"
         w.stop_current_watch()
-        wait_for(lambda: seen.count(("before", "LIST")) > listed, 30, what="a relist after 410 Gone")
+        wait_until(lambda: seen.count(("before", "LIST")) > listed, 30, what="a relist after 410 Gone")
         assert "gone" in restarts
     finally:
         w.stop()
@@ -76,12 +76,12 @@ def test_deleted_podgroup_is_put_back(
     op = operator_factory("--namespace", namespace, "--no-leader-elect", "--gang-scheduling", podgroup_crd)
     assert any(r.name == "podgroups" for r in resources("app", podgroup_crd))
     create_mpijob(api_client, namespace, new_mpijob("gang", workers=2))
-    wait_for(lambda: podgroup() is not None, 30, what="the PodGroup")
+    wait_until(lambda: podgroup() is not None, 30, what="the PodGroup")
     first = podgroup()["metadata"]["uid"]
     # Let the job settle (its pods stay Pending: nothing runs this scheduler), so that only the PodGroup's own
     # DELETED event can wake the operator.
-    wait_for(op.idle, 30, what="the operator idle after creating the job's children")
+    wait_until(op.idle, 30, what="the operator idle after creating the job's children")
     custom.delete_namespaced_custom_object("scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", "gang")
-    wait_for(lambda: (pg := podgroup()) is not None and pg["metadata"]["uid"] != first, 10,
-             what="the PodGroup put back")
+    wait_until(lambda: (pg := podgroup()) is not None and pg["metadata"]["uid"] != first, 10,
+               what="the PodGroup put back")
     assert op.proc.poll() is None

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from hack.lib.wait import wait_until
 from tests.integration._fixtures.reconcile import NOWHERE, _core, _dict, _on_kwok, create_as_written, load
 from tests.support.mpijob import condition, create_mpijob, event_reasons, get_mpijob, wait_event_reasons
-from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -252,7 +252,7 @@ def _second_namespace(api_client: Any, base: str) -> str:
     name = f"{base[:50]}-kf"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name,
                                                                           labels={"mpi.operator/test": "true"})))
-    wait_for(lambda: core.list_namespaced_service_account(namespace=name).items, 30, what=f"ServiceAccount in {name}")
+    wait_until(lambda: core.list_namespaced_service_account(namespace=name).items, 30, what=f"ServiceAccount in {name}")
     return name
 
 
@@ -304,7 +304,7 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
         create_mpijob(api_client, namespace, body)
         proc = kubeflow_operator(kf_ns, *(["--gang-scheduling", gang] if gang else []),
                                  *(["--cluster-domain", domain] if domain else []))
-        wait_for(lambda: proc.poll() is None and batch.list_namespaced_job(kf_ns).items and len(
+        wait_until(lambda: proc.poll() is None and batch.list_namespaced_job(kf_ns).items and len(
             core.list_namespaced_pod(kf_ns, label_selector="training.kubeflow.org/job-role=worker").items) == 2,
             120, what="the Kubeflow operator's launcher Job and workers")
         reconcile([{"namespace": namespace, "name": name}], gang_scheduling=gang, cluster_domain=domain)
@@ -333,9 +333,9 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
 
         # Ours is written when mpijob_reconcile returns (status, then events); Kubeflow writes its status after the
         # children and its events through client-go's asynchronous broadcaster: wait for them, then compare.
-        with contextlib.suppress(AssertionError):
-            wait_for(lambda: status_and_events(kf_ns) == status_and_events(namespace), 30,
-                     what="the Kubeflow operator's status and events")
+        with contextlib.suppress(TimeoutError):
+            wait_until(lambda: status_and_events(kf_ns) == status_and_events(namespace), 30,
+                       what="the Kubeflow operator's status and events")
         theirs_status, ours_status = status_and_events(kf_ns), status_and_events(namespace)
         assert theirs_status[0] == ours_status[0], "conditions differ"
         assert theirs_status[1] == ours_status[1], "replicaStatuses differ"
@@ -364,8 +364,8 @@ def test_same_conditions_as_the_kubeflow_operator(outcome, kubeflow_operator, lo
         create_mpijob(api_client, namespace, body)
         kubeflow_operator(kf_ns)
         ours = loop(namespace, name, lambda j, _: (condition(j, finished) or {}).get("status") == "True", timeout=90)
-        theirs = wait_for(lambda: (j := get_mpijob(api_client, kf_ns, name)) and
-                          (condition(j, finished) or {}).get("status") == "True" and j, 90, what="Kubeflow finished")
+        theirs = wait_until(lambda: (j := get_mpijob(api_client, kf_ns, name)) and
+                            (condition(j, finished) or {}).get("status") == "True" and j, 90, what="Kubeflow finished")
 
         def summary(job: dict) -> list[tuple[str, str, str]]:
             # Reasons up to the "/": after it Kubeflow puts the pod's reason, empty for a plain non-zero exit,

@@ -11,9 +11,9 @@ import time
 import pytest
 import yaml
 
+from hack.lib.wait import wait_until
 from tests.integration._fixtures.reconcile import NOWHERE, _core, _on_kwok, create_as_written, load, run_reconcile
 from tests.support.mpijob import condition, create_mpijob, event_reasons, get_mpijob, patch_mpijob
-from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -174,7 +174,7 @@ def test_elastic_scaling(reconcile, api_client, namespace) -> None:
     key = [{"namespace": namespace, "name": name}]
     reconcile(key)
     core, _ = _core(api_client)
-    wait_for(lambda: all(p.status.phase == "Running" for p in core.list_namespaced_pod(
+    wait_until(lambda: all(p.status.phase == "Running" for p in core.list_namespaced_pod(
         namespace, label_selector="training.kubeflow.org/job-role=worker").items), 30, what="workers Running")
     reconcile(key)
     script = core.read_namespaced_config_map(f"{name}-config", namespace).data["discover_hosts.sh"]
@@ -243,9 +243,9 @@ def test_wait_for_workers_ready_is_honoured_after_resume(reconcile, api_client, 
     reconcile(key)
     # Kubeflow unsuspends here, before any worker exists (kubeflow/mpi-operator#615); we wait for Ready workers
     assert batch.read_namespaced_job("openmpi-helloworld-launcher", namespace).spec.suspend is True
-    wait_for(lambda: all(any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+    wait_until(lambda: all(any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
                          for p in core.list_namespaced_pod(namespace).items) and
-             len(core.list_namespaced_pod(namespace).items) == 2, 30, what="2 Ready workers")
+               len(core.list_namespaced_pod(namespace).items) == 2, 30, what="2 Ready workers")
     reconcile(key)
     assert batch.read_namespaced_job("openmpi-helloworld-launcher", namespace).spec.suspend is False
     job = get_mpijob(api_client, namespace, "openmpi-helloworld")
@@ -283,7 +283,7 @@ def test_vanished_children_are_recreated(reconcile, api_client, namespace) -> No
     core, _ = _core(api_client)
     core.delete_namespaced_config_map("openmpi-helloworld-config", namespace)
     core.delete_namespaced_pod("openmpi-helloworld-worker-1", namespace, grace_period_seconds=0)
-    wait_for(lambda: not [p for p in core.list_namespaced_pod(namespace).items
+    wait_until(lambda: not [p for p in core.list_namespaced_pod(namespace).items
                           if p.metadata.name == "openmpi-helloworld-worker-1"], 30, what="worker-1 gone")
     run = reconcile(key)
     assert [(a["action"], a["kind"], a["name"]) for a in run.job("openmpi-helloworld")["actions"]] == [

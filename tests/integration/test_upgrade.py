@@ -21,11 +21,11 @@ import yaml
 from kubernetes import client
 
 from hack.lib.operator import OperatorProcess
+from hack.lib.wait import wait_until
 from tests.integration._fixtures.install import local_cluster_vars
 from tests.support.ansible import PlaybookRun, ansible_env, run_playbook
 from tests.support.mpijob import has_condition, new_mpijob, owned_children, wait_condition
 from tests.support.paths import ROOT
-from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -106,7 +106,7 @@ def test_upgrade_from_the_previous_release_keeps_running_jobs(
         wait_condition(api_client, namespace, name, "Running", 120)
     workers = 2 + v1["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
     # Per job a Service, ConfigMap, Secret, launcher Job and its pod; and the workers.
-    wait_for(lambda: len(child_uids(api_client, namespace)) == 2 * 5 + workers, 30, what="every child")
+    wait_until(lambda: len(child_uids(api_client, namespace)) == 2 * 5 + workers, 30, what="every child")
     before = child_uids(api_client, namespace)
     old.stop()
 
@@ -118,7 +118,7 @@ def test_upgrade_from_the_previous_release_keeps_running_jobs(
         assert sorted(j["metadata"]["name"] for j in stored) == ["alpha", "beta"], version
         assert all(has_condition(j, "Running") for j in stored), version
     new = operator(ROOT, "current")
-    wait_for(reconciled(new, 2), 90, what="both jobs reconciled by the upgraded operator")
+    wait_until(reconciled(new, 2), 90, what="both jobs reconciled by the upgraded operator")
     assert child_uids(api_client, namespace) == before
     for name in ("alpha", "beta"):
         job = custom.get_namespaced_custom_object("kubeflow.org", "v2beta1", namespace, "mpijobs", name)
@@ -127,7 +127,7 @@ def test_upgrade_from_the_previous_release_keeps_running_jobs(
 
     # Rollback: the previous operator reads what the upgraded one wrote, and recreates nothing either.
     back = operator(previous, "previous-again")
-    wait_for(reconciled(back, 2), 90, what="both jobs reconciled by the previous operator again")
+    wait_until(reconciled(back, 2), 90, what="both jobs reconciled by the previous operator again")
     assert child_uids(api_client, namespace) == before
     back.stop()
 

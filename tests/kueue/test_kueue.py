@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from hack.lib.wait import wait_until
 from tests.kueue.conftest import JOB_CPU, QUEUE_LABEL, Queues, queued_job
 from tests.support.mpijob import create_mpijob, get_mpijob, has_condition, wait_condition
-from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.slow]
 
@@ -128,7 +128,7 @@ def test_a_higher_priority_job_preempts_and_the_victim_resumes_and_succeeds(
     def workers_gone() -> bool:
         return not [p for p in pods_of(api_client, namespace, "victim") if "worker" in p.metadata.name]
 
-    wait_for(workers_gone, 30, what="the victim's workers deleted")
+    wait_until(workers_gone, 30, what="the victim's workers deleted")
     assert batch.read_namespaced_job("victim-launcher", namespace).spec.suspend is True
     evicted = (queues.workload_of("victim") or {}).get("status", {}).get("conditions", [])
     assert any(c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "Preempted" for c in evicted), evicted
@@ -147,7 +147,7 @@ def test_a_higher_priority_job_preempts_and_the_victim_resumes_and_succeeds(
         return all(p.status.phase in ("Succeeded", "Failed") for n in ("victim", "urgent")
                    for p in pods_of(api_client, namespace, n))
 
-    wait_for(nothing_runs, 30, what="no pod of either job left running")
+    wait_until(nothing_runs, 30, what="no pod of either job left running")
 
 
 def test_pod_set_info_reaches_every_pod_including_the_launcher_job_made_before_admission(
@@ -166,7 +166,7 @@ def test_pod_set_info_reaches_every_pod_including_the_launcher_job_made_before_a
         jobs = batch.list_namespaced_job(namespace).items
         return jobs[0] if jobs else None
 
-    before = wait_for(launcher_job, 30, what="the launcher Job made while the job waits")
+    before = wait_until(launcher_job, 30, what="the launcher Job made while the job waits")
     assert before.spec.suspend is True and not (before.spec.template.spec.node_selector or {}).get("type")
     assert pods_of(api_client, namespace, "placed") == []
 
@@ -174,7 +174,7 @@ def test_pod_set_info_reaches_every_pod_including_the_launcher_job_made_before_a
         return [p for p in pods_of(api_client, namespace, "placed") if p.metadata.deletion_timestamp is None]
 
     def check_placed() -> None:
-        wait_for(lambda: len(live_pods()) == 3, 60, what="the launcher and two workers")
+        wait_until(lambda: len(live_pods()) == 3, 60, what="the launcher and two workers")
         pods = live_pods()
         for pod in pods:
             assert (pod.spec.node_selector or {}).get("type") == "kwok", pod.metadata.name
@@ -194,8 +194,8 @@ def test_pod_set_info_reaches_every_pod_including_the_launcher_job_made_before_a
         return all(not (r["template"]["spec"].get("nodeSelector") or {}).get("type")
                    for r in job["spec"]["mpiReplicaSpecs"].values())
 
-    wait_for(restored, 30, what="Kueue's restore of the MPIJob's pod templates")
-    wait_for(lambda: not pods_of(api_client, namespace, "placed"), 60, what="the pods gone")
+    wait_until(restored, 30, what="Kueue's restore of the MPIJob's pod templates")
+    wait_until(lambda: not pods_of(api_client, namespace, "placed"), 60, what="the pods gone")
     queues.patch_workload(queues.workload_of("placed")["metadata"]["name"], {"spec": {"active": True}})
     wait_condition(api_client, namespace, "placed", "Running", timeout=60)
     check_placed()

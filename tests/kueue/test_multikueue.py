@@ -10,9 +10,9 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from hack.lib.operator import OperatorProcess
+from hack.lib.wait import wait_until
 from tests.kueue.conftest import GROUP, JOB_CPU, Queues, queued_job
 from tests.support.mpijob import get_mpijob, has_condition, install_crd
-from tests.support.wait import wait_for
 
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 
@@ -62,7 +62,7 @@ def test_a_multikueue_job_runs_on_the_worker_and_its_status_comes_back(
             ac = queues.custom.get_cluster_custom_object(GROUP, "v1beta2", "admissionchecks", check)
             return any(c["type"] == "Active" and c["status"] == "True" for c in ac.get("status", {}).get("conditions", []))
 
-        wait_for(check_active, 60, what="the MultiKueue admission check Active (the worker reachable)")
+        wait_until(check_active, 60, what="the MultiKueue admission check Active (the worker reachable)")
 
         body = queued_job("far", local, "3s")
         body["spec"]["runPolicy"]["managedBy"] = MULTIKUEUE
@@ -73,7 +73,7 @@ def test_a_multikueue_job_runs_on_the_worker_and_its_status_comes_back(
             remote = get_mpijob(worker_api, namespace, "far")
             return remote if remote and children_of(worker_api, namespace, "far") else None
 
-        remote = wait_for(running_on_worker, 60, what="the job and its children on the worker")
+        remote = wait_until(running_on_worker, 60, what="the job and its children on the worker")
         assert not remote["spec"]["runPolicy"].get("managedBy"), remote  # the worker's operator runs it
         assert remote["metadata"]["labels"].get("kueue.x-k8s.io/prebuilt-workload-name"), remote["metadata"]
         assert children_of(api_client, namespace, "far") == []
@@ -81,7 +81,7 @@ def test_a_multikueue_job_runs_on_the_worker_and_its_status_comes_back(
         def finished_on_manager() -> bool:
             return has_condition(get_mpijob(api_client, namespace, "far"), "Succeeded")
 
-        wait_for(finished_on_manager, 120, what="the job Succeeded on the manager (its status from the worker)")
+        wait_until(finished_on_manager, 120, what="the job Succeeded on the manager (its status from the worker)")
         # The manager's operator made nothing for it, to the end.
         assert children_of(api_client, namespace, "far") == []
         assert get_mpijob(api_client, namespace, "far")["spec"]["runPolicy"]["managedBy"] == MULTIKUEUE

@@ -13,19 +13,10 @@ import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
 from hack.lib.operator import cmdline, descendants
+from hack.lib.wait import wait_until
 from mpijob_operator.runner import BatchRunner, WarmRuns
 
 A = job_key("ns", "a")
-
-
-def _wait(pred, timeout: float, what: str):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 @pytest.fixture
@@ -64,7 +55,7 @@ def handed(outcome, key=A) -> bool:
 
 def test_one_warm_run_serves_batch_after_batch_without_a_start(warm, tmp_path, kubeconfig):
     pool, runner = warm()
-    _wait(pool.ready, 60, "the warm run to wait for its batch")
+    wait_until(pool.ready, 60, "the warm run to wait for its batch", interval=0.05)
     first = pool._current
     outcomes = [runner.run([job_key(A.namespace, name)]) for name in ("a", "b", "c")]
     for name, outcome in zip("abc", outcomes, strict=True):
@@ -103,12 +94,12 @@ def modules() -> list[int]:
 
 def test_a_warm_run_serves_its_slots_at_once(warm, silent):
     pool, runner = warm(slots=2, config=silent)
-    _wait(pool.ready, 60, "the warm run to wait for its batches")
+    wait_until(pool.ready, 60, "the warm run to wait for its batches", interval=0.05)
     outcomes = {}
     threads = [threading.Thread(target=lambda n=n: outcomes.setdefault(n, runner.run([job_key(A.namespace, n)]))) for n in "ab"]
     for t in threads:
         t.start()
-    _wait(lambda: pool.batches == 2, 20, "both batches to be taken while neither is done")
+    wait_until(lambda: pool.batches == 2, 20, "both batches to be taken while neither is done", interval=0.05)
     assert not outcomes
     # a batch whose module dies after taking it is not lost: it comes back to be retried, as a failed run's
     pool._current.kill()
@@ -122,15 +113,15 @@ def test_a_warm_run_serves_its_slots_at_once(warm, silent):
 def test_a_retired_run_ends_before_its_successor_starts(warm, silent):
     """One run's processes at a time: the successor of a run that still holds a batch starts once that run ended."""
     pool, runner = warm(config=silent)
-    _wait(pool.ready, 60, "the warm run to wait for its batch")
+    wait_until(pool.ready, 60, "the warm run to wait for its batch", interval=0.05)
     old = pool._current
     held = threading.Thread(target=runner.run, args=([A],))
     held.start()
-    _wait(lambda: pool.batches == 1, 20, "the first batch to be taken")
+    wait_until(lambda: pool.batches == 1, 20, "the first batch to be taken", interval=0.05)
     pool.RETIRE_S = pool.lifetime + 1  # every run is in its last seconds now: the next batch retires this one
     second = threading.Thread(target=runner.run, args=([job_key(A.namespace, "b")],))
     second.start()
-    new = _wait(lambda: pool._current is not old and pool._current, 10, "the successor to be made")
+    new = wait_until(lambda: pool._current is not old and pool._current, 10, "the successor to be made", interval=0.05)
     seen = []
     for _ in range(30):  # 3 s, while the retired run still holds its batch
         seen.append(len(modules()))
@@ -138,7 +129,7 @@ def test_a_retired_run_ends_before_its_successor_starts(warm, silent):
     assert old.alive() and not new.ready() and max(seen) == 1, seen
     old.kill()  # its batch ends (retried), then the run
     held.join(30)
-    _wait(new.ready, 60, "the successor to start once the retired run ended")
+    wait_until(new.ready, 60, "the successor to start once the retired run ended", interval=0.05)
     assert not old.alive() and len(modules()) == 1
     new.kill()
     second.join(30)
@@ -147,16 +138,17 @@ def test_a_retired_run_ends_before_its_successor_starts(warm, silent):
 def test_a_warm_run_is_replaced_when_its_time_is_up(warm):
     pool, runner = warm(lifetime=3)
     # the third run, once it is set (the count goes up while the run is being made, before it is the current one)
-    first = _wait(lambda: pool._count >= 3 and pool._current, 60, "two warm runs to end on their time and be replaced")
+    first = wait_until(lambda: pool._count >= 3 and pool._current, 60,
+                       "two warm runs to end on their time and be replaced", interval=0.05)
     # within its last RETIRE_S seconds a run takes no batch: it is retired, and its successor takes it
     assert handed(runner.run([A]))
     assert pool._current is not first
-    _wait(lambda: not first.alive(), 30, "the retired run to end")
+    wait_until(lambda: not first.alive(), 30, "the retired run to end", interval=0.05)
 
 
 def test_a_warm_run_that_died_loses_no_batch(warm):
     pool, runner = warm()
-    _wait(pool.ready, 60, "the warm run to wait for its batch")
+    wait_until(pool.ready, 60, "the warm run to wait for its batch", interval=0.05)
     running = modules()
     assert running
     for pid in running:
@@ -167,12 +159,12 @@ def test_a_warm_run_that_died_loses_no_batch(warm):
 
 def test_close_ends_the_idle_run_and_leaves_nothing_running(warm):
     pool, _runner = warm()
-    _wait(pool.ready, 60, "the warm run to wait for its batch")
+    wait_until(pool.ready, 60, "the warm run to wait for its batch", interval=0.05)
     assert descendants(os.getpid())
     started = time.monotonic()
     pool.close()
     assert time.monotonic() - started < 10
-    _wait(lambda: not descendants(os.getpid()), 10, "no process left below this one")
+    wait_until(lambda: not descendants(os.getpid()), 10, "no process left below this one", interval=0.05)
     assert not os.path.exists(pool.dir)
     assert pool.run([A], [{"namespace": "ns", "name": "a"}]) is None  # closed: a batch runs cold
 
@@ -226,14 +218,14 @@ def test_handoff_not_taken_when_the_module_timed_out_or_the_operator_closed(tmp_
 
 def test_a_successor_closed_while_it_waits_never_starts(warm, silent):
     pool, runner = warm(config=silent)
-    _wait(pool.ready, 60, "the warm run to wait for its batch")
+    wait_until(pool.ready, 60, "the warm run to wait for its batch", interval=0.05)
     old = pool._current
     threading.Thread(target=runner.run, args=([A],), daemon=True).start()  # held by the silent API server
-    _wait(lambda: pool.batches == 1, 20, "the first batch to be taken")
+    wait_until(lambda: pool.batches == 1, 20, "the first batch to be taken", interval=0.05)
     pool.RETIRE_S = pool.lifetime + 1
     threading.Thread(target=runner.run, args=([job_key(A.namespace, "b")],), daemon=True).start()
-    new = _wait(lambda: pool._current is not old and pool._current, 10, "the successor to be made")
+    new = wait_until(lambda: pool._current is not old and pool._current, 10, "the successor to be made", interval=0.05)
     pool.close(wait=2)  # shut down: the held batch's run is killed; the successor must not start after it
-    _wait(lambda: not new.alive(), 15, "the successor's thread to end")
+    wait_until(lambda: not new.alive(), 15, "the successor's thread to end", interval=0.05)
     # never run (its result is the one it starts with); the second batch, not taken, is the caller's to run cold
     assert new.handoff.pid is None and new.result[3] == "error: the run did not end", new.result

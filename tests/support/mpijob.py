@@ -20,7 +20,7 @@ from hack.lib.mpijob import (
     new_mpijob,
     patch_mpijob,
 )
-from tests.support.wait import wait_for
+from hack.lib.wait import wait_until
 
 __all__ = ["CRD", "GROUP", "PLURAL", "VERSION", "Child", "children", "condition", "create_mpijob", "delete_mpijob",
            "event_reasons", "expected_children", "get_mpijob", "has_condition", "install_crd", "new_mpijob",
@@ -37,9 +37,9 @@ def wait_condition(api_client: Any, namespace: str, name: str, ctype: str, timeo
         return has_condition(job, ctype, status)
 
     try:
-        wait_for(check, timeout, what=f"{namespace}/{name} {ctype}={status}")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; status: {(job or {}).get('status')}") from None
+        wait_until(check, timeout, what=f"{namespace}/{name} {ctype}={status}")
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}; status: {(job or {}).get('status')}") from None
     assert job is not None
     return job
 
@@ -122,4 +122,4 @@ def wait_event_reasons(api_client: Any, namespace: str, name: str, predicate: Ca
         found = event_reasons(api_client, namespace, name)
         return found if predicate(found) else None
 
-    return wait_for(reasons, timeout, what=f"the events of MPIJob {namespace}/{name}")
+    return wait_until(reasons, timeout, what=f"the events of MPIJob {namespace}/{name}")

@@ -139,7 +139,7 @@ class Bench:
             time.sleep(2)  # idle: the loop has settled after the previous one
             self.create(key)
             try:
-                wait_until(lambda key=key: key in tracker.running, 120, "the single job to run")
+                wait_until(lambda key=key: key in tracker.running, 120, "the single job to run", interval=0.05)
             except TimeoutError as exc:
                 print(f"WARNING: {self.subject.name}: {exc}", file=sys.stderr)
         children = latencies(tracker.all_children, tracker.created, keys)
@@ -158,7 +158,7 @@ class Bench:
             list(pool.map(self.create, keys))
         created_all = time.time() - start
         try:
-            wait_until(lambda: all(k in tracker.running for k in keys), timeout, "every job to run")
+            wait_until(lambda: all(k in tracker.running for k in keys), timeout, "every job to run", interval=0.05)
         except TimeoutError as exc:
             print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.running for k in keys)}/{self.jobs} running",
                   file=sys.stderr)
@@ -189,7 +189,8 @@ class Bench:
         sampler = self.sampler("to-cleaned-up")
         told = finish_all(self.core, self.ns, keys)
         try:
-            wait_until(lambda: all(k in tracker.succeeded for k in keys), timeout, "every job to succeed")
+            wait_until(lambda: all(k in tracker.succeeded for k in keys), timeout, "every job to succeed",
+                       interval=0.05)
         except TimeoutError as exc:
             print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.succeeded for k in keys)}/{self.jobs} "
                   "succeeded", file=sys.stderr)
@@ -197,7 +198,8 @@ class Bench:
         succeeded_by = time.time()
         wall = succeeded_by - first
         try:  # the clean-up (cleanPodPolicy Running) is work of this phase too, whenever an operator does it
-            wait_until(lambda: all(k in tracker.cleaned for k in keys), timeout, "every job's workers to be deleted")
+            wait_until(lambda: all(k in tracker.cleaned for k in keys), timeout, "every job's workers to be deleted",
+                       interval=0.05)
         except TimeoutError as exc:
             print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.cleaned for k in keys)}/{self.jobs} "
                   "cleaned up", file=sys.stderr)

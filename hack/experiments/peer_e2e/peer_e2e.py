@@ -39,6 +39,7 @@ from kubernetes.client.rest import ApiException
 
 from hack.lib.ansible import ansible_env
 from hack.lib.paths import ROOT, cache, local_kubeconfig
+from hack.lib.wait import wait_until
 
 CACHE = cache()
 KUBECONFIG = local_kubeconfig()
@@ -74,14 +75,6 @@ def image(name: str) -> str:
     """Builds (cached) and imports hack/build/images' `name`; its reference by the tag naming this build."""
     ref, _tar, key = run(["bash", "hack/build/images/build.sh", "--print", name]).split()[:3]
     return f"{ref.rsplit(':', 1)[0]}:{key}"
-
-
-def wait_until(what: str, check, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            sys.exit(f"peer-e2e: {what} did not happen within {timeout:.0f} s")
-        time.sleep(1)
 
 
 class Cluster:
@@ -147,7 +140,7 @@ def install(kind: str, cluster: Cluster, tmp: pathlib.Path) -> None:
                      "mpi_operator_image_pull_policy": "Never", "mpi_operator_adopt_crd": True,
                      "mpi_operator_wait_timeout": 180}
         playbook("install.yml", variables, tmp)
-    wait_until(f"{kind}'s Deployment {NAMESPACE}/{NAMESPACE} available", cluster.deployment_available)
+    wait_until(cluster.deployment_available, 300, f"{kind}'s Deployment {NAMESPACE}/{NAMESPACE} available", interval=1)
 
 
 def uninstall(kind: str, tmp: pathlib.Path) -> None:
@@ -249,7 +242,7 @@ def main() -> int:
                 try:
                     results[kind] = run_suite(kind, suite, images)
                 finally:
-                    wait_until("the suite's namespaces deleted", cluster.suite_namespaces_gone, timeout=300)
+                    wait_until(cluster.suite_namespaces_gone, 300, "the suite's namespaces deleted", interval=1)
                     uninstall(kind, pathlib.Path(tmp))
                 seconds[kind] = round(time.monotonic() - t0, 1)
         finally:
@@ -269,4 +262,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except TimeoutError as exc:  # a wait that ran out ends the run with its message, as the other failures do
+        sys.exit(f"peer-e2e: {exc}")

@@ -16,8 +16,8 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from hack.lib.wait import wait_until
 from tests.support.paths import ROOT, local_kubeconfig
-from tests.support.wait import wait_for
 
 _UP = ROOT / "hack/worlds/cluster/up.sh"
 
@@ -103,7 +103,7 @@ def namespace(api_client: client.ApiClient, request: pytest.FixtureRequest) -> I
             raise
 
     # Pods are refused until the service-account controller has made the namespace's default ServiceAccount.
-    wait_for(default_service_account, 30, what=f"ServiceAccount default in {name}")
+    wait_until(default_service_account, 30, what=f"ServiceAccount default in {name}")
     yield name
     try:
         core.delete_namespace(name, propagation_policy="Background")

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from hack.lib.kubeflow import KubeflowProcess, kubeflow_operator_binary
+from hack.lib.wait import wait_until
 from tests.integration._fixtures.install import MANIFESTS
 from tests.support.ansible import ansible_env, run_module
 from tests.support.mpijob import get_mpijob
-from tests.support.wait import wait_for
 
 
 class ModuleRun:
@@ -96,9 +96,9 @@ def loop(reconcile, api_client):
             return (job or {"deleted": True}) if pred(job, run_once) else None
 
         try:
-            return wait_for(step, timeout, interval=0.5, what=f"{namespace}/{name}")
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}; last run: {getattr(last, 'result', last)}") from None
+            return wait_until(step, timeout, interval=0.5, what=f"{namespace}/{name}")
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; last run: {getattr(last, 'result', last)}") from None
     return until
 
 
