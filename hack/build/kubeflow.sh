@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Kubeflow MPI Operator (the peer of the differential test and the bench) from the Go module proxy into
 # the cache, once; prints the binary's path. Prints nothing and exits 0 when there is no Go toolchain (callers skip).
-# The first build takes about 20 minutes on 2 cores, so hack/make/test.sh runs it before pytest, outside any test timeout.
+# The first build is long, so hack/make/test.sh runs it before pytest, outside any test timeout.
 #   hack/build/kubeflow.sh --e2e   the peer's own e2e suite instead (test/e2e of the same module source, compiled unchanged by
 #                            `go test -c`; hack/experiments/peer_e2e/peer_e2e.py runs it), built once too; prints the test binary's path
 set -euo pipefail

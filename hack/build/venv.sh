@@ -43,8 +43,7 @@ if [ "${1:-}" = "--python" ]; then
   if [ ! -f "$pvenv/.stamp" ] || [ "$(cat "$pvenv/.stamp")" != "$want" ]; then
     rm -rf "$pvenv"
     "$interp" -m venv "$pvenv"
-    # No byte-compiling at install: Python compiles what a test imports, once, on first import (the unit tier's
-    # Python 3.13 venv: 19 CPU-seconds instead of 40 on a cold machine, where the run is CPU-bound).
+    # No byte-compiling at install: Python compiles what a test imports, once, on first import (less work).
     "$pvenv/bin/pip" install -q --no-compile --disable-pip-version-check -r "$root/requirements-unit.txt"
     if [ -n "$controller" ]; then
       "$pvenv/bin/pip" install -q --no-compile --disable-pip-version-check "$core"
@@ -73,7 +72,7 @@ if [ -d "$venv" ] && [ ! -L "$venv" ]; then
   make_venv "$venv"  # a clone's own venv, from before the cache: kept
 else
   # One venv per set of requirements in the cache, shared by every clone on this machine (a fresh clone, as CI's,
-  # takes it in a second instead of a minute of pip); .venv links to it. The venvs of the unit tier's other
+  # takes it instead of running pip); .venv links to it. The venvs of the unit tier's other
   # Pythons live inside it (.venv/pythons), so they are cached too.
   mkdir -p "$cache/venvs"
   target=$cache/venvs/main-$want
@@ -83,7 +82,7 @@ else
   touch "$target"  # used now (the pruning below goes by this)
   flock -u 8
   [ "$(readlink "$venv" 2>/dev/null)" = "$target" ] || ln -sfn "$target" "$venv"
-  # Venvs of other requirements unused for a week go (each is about 600 MB).
+  # Venvs of other requirements unused for a week go (each is a whole venv).
   find "$cache/venvs" -maxdepth 1 -name 'main-*' -type d ! -name "main-$want" ! -newermt '7 days ago' \
     -exec rm -rf {} + 2>/dev/null || true
 fi

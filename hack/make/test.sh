@@ -12,7 +12,7 @@
 # How a full run spends its time (docs/testing.md has the measured numbers):
 #   1. the Debian packages the node and the image builds need (seconds when installed);
 #   2. everything slow to build, outside pytest's per-test timeout: the local cluster (Kubernetes from source), the
-#      real node and its images, the operator image (about 30 minutes on a fresh machine, seconds once cached); the
+#      real node and its images, the operator image (long on a fresh machine, seconds once cached); the
 #      Horovod image and the Kubeflow peer go on building in the background, and the tests that need them wait for
 #      them (their locks). Then the unit and runner tiers, which need none of it, in the background beside phases 3
 #      and 4 (the cluster tiers wait on pods and timers for a good part of their time);
@@ -28,11 +28,8 @@ source "$(dirname "$0")/env.sh"
 tier=all
 case "${1:-}" in unit | runner | integration | e2e | kueue) tier=$1; shift ;; esac
 declare -A select=([unit]="unit" [runner]="runner" [integration]="integration and not e2e" [e2e]="e2e" [kueue]="kueue")
-# 3 by default on this project's 2-core machines: one process keeps one core only 55-59 % busy (ansible-playbook
-# runs are one Python process, and much of the rest waits on pods, timers and paced training); 2 workers left the
-# machine 55-70 % busy after the unit and runner tiers ended, 3 keep it 95-100 % busy and took the phase from about
-# 1800 s to 1343 s. 4 made it slower when the install playbooks were heavier (docs/testing.md has the numbers).
-# MPI_TEST_WORKERS=1: one process.
+# 3 by default: enough to keep this project's 2-core machines busy while tests wait on pods and timers, and more were
+# slower (docs/testing.md has the numbers). MPI_TEST_WORKERS=1: one process.
 workers=${MPI_TEST_WORKERS:-3}
 results=$root/build/test-results
 rm -rf "$results"
@@ -67,8 +64,7 @@ run_pytest() {
 # (the MPI images, at full priority: the node waits for them, hack/build/images/build.sh's per-image locks make its own
 # build.sh call wait, then import them), and Horovod's (niced: its compile is long and only the e2e tiers' Horovod
 # jobs need it), and so is the Kubeflow peer, which only its differential tests need: they wait for it
-# (hack/build/kubeflow.sh's lock), the run does not. (On 28 Nov, with all the image tars niced in one chain behind the Go
-# build, a cold run's node waited about 8 minutes for them, the machine 64-79 % busy meanwhile.)
+# (hack/build/kubeflow.sh's lock), the run does not (docs/testing.md: what the other orders cost).
 build() {
   local local_kubeconfig=$1 start cpu
   step() {
@@ -82,8 +78,7 @@ build() {
     (step "image tars (pause, openmpi4, openmpi5, mpich, intel, operator)" bash hack/build/images/build.sh --no-import \
        pause openmpi4 openmpi5 mpich intel operator 2>"$results/image-tars.log" || true) &
     # Horovod's base (Debian 12, debootstrap) at full priority first: the MPI images' tars start from the same base
-    # and wait for whichever build.sh makes it (its lock); made niced, it took 947 s instead of about 40 on a cold
-    # machine on 28 Nov, and the real node waited for it.
+    # and wait for whichever build.sh makes it (its lock), so niced it would hold the real node back.
     (step "image tar (horovod)" bash -c 'bash hack/build/images/build.sh --no-import debian-bookworm &&
        exec nice bash hack/build/images/build.sh --no-import horovod' 2>"$results/image-horovod.log" || true) &
     echo $! >"$results/building.horovod"
@@ -100,8 +95,8 @@ build() {
   then
     # The images every in-cluster install runs (the operator; kubectl-delivery, v1 launchers' init container). Not
     # Horovod's: its tar goes on building (niced, above) into the cluster tiers, and the e2e tests that run it import
-    # it through hack/build/images/build.sh, which waits for that tar (its lock). On a cold machine the cluster tiers then
-    # start when the node is Ready instead of about 3 minutes later, when Horovod's compile ends.
+    # it through hack/build/images/build.sh, which waits for that tar (its lock): the cluster tiers start when the node
+    # is Ready, not when Horovod's compile ends.
     step "images (operator, kubectl-delivery)" bash hack/build/images/build.sh operator kubectl-delivery || return 1
   fi
 }

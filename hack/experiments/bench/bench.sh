@@ -35,7 +35,7 @@ if [ -z "${KUBECONFIG:-}" ]; then
   KUBECONFIG=$(bash hack/worlds/cluster/kubeconfig.sh)
 fi
 export KUBECONFIG
-# Built here, outside the measurements, with its progress shown (about 20 min the first time); without Go it prints
+# Built here, outside the measurements, with its progress shown (long the first time); without Go it prints
 # nothing and the peer rows say so.
 case " ${peers//,/ } " in *" kubeflow "*|*" kubeflow-tuned "*) bash hack/build/kubeflow.sh >/dev/null ;; esac
 exec "$root/.venv/bin/python" -m "hack.experiments.bench.$entry"

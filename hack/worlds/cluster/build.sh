@@ -84,8 +84,7 @@ done
 [ ${#todo[@]} -gt 0 ] || { log "binaries up to date in $BIN"; exit 0; }
 
 # build_module MODULE COMPONENT...: one go build per module: its packages compile once and the commands link in
-# parallel. No DWARF from the compiler: the link's -s -w drops it anyway (the same binaries; etcd's cold build:
-# 165 CPU-s instead of 188).
+# parallel. No DWARF from the compiler: the link's -s -w drops it anyway (the same binaries, less work).
 build_module() {
   local m=$1 out start pkgs=() c; shift
   out=$(mktemp -d "$BIN/.build.XXXXXX")

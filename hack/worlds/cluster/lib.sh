@@ -26,9 +26,8 @@ ADVERTISE_IP=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -m1 -E '^[0-9]+(\.[0
 ADVERTISE_IP=${ADVERTISE_IP:-10.0.2.15}
 KWOK_POD_CIDR=10.240.0.0/16
 NODES=${MPI_CLUSTER_NODES:-4}
-# The Go garbage collector's target for etcd, the control plane and kwok. Go's default (100) spends about a third
-# of the API server's CPU on collection when 1,000 pods churn; 400 trades memory (plenty here) for CPU (2 cores):
-# make bench measured 124 -> 90 CPU seconds for the whole machine, create -> Running p95 59.8 -> 44.1 s.
+# The Go garbage collector's target for etcd, the control plane and kwok. Go's default (100) spends much of the API
+# server's CPU on collection when pods churn; 400 trades memory (plenty here) for CPU (docs/local-cluster.md).
 # GOMEMLIMIT (a soft cap per process) makes the collector work harder again before memory runs away.
 GOGC_CONTROL_PLANE=${MPI_CLUSTER_GOGC:-400}
 GOMEMLIMIT_CONTROL_PLANE=${MPI_CLUSTER_GOMEMLIMIT:-2GiB}

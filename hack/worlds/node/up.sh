@@ -26,7 +26,7 @@ apiserver_ready || die "the API server is not up: run hack/worlds/cluster/up.sh 
 
 # Binaries: the kubelet and CoreDNS (the plugins its Corefiles use) from hack/worlds/cluster/build.sh, which hack/worlds/cluster/up.sh
 # has built them with (seconds when they are up to date). containerd's own ctr lists and removes images and containers
-# for the scripts (no crictl: its build was about 140 CPU-seconds of a cold run).
+# for the scripts (no crictl: one build less).
 bash "$NODE_DIR/../cluster/build.sh" kubelet coredns
 bash "$NODE_DIR/packages.sh"
 
