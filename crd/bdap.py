@@ -1,4 +1,4 @@
-"""The CRD source of batch.test.bdap.com/v1's MPIJob, the kubebuilder operator of seed 002 (numWorkers,
+"""The CRD source of batch.test.bdap.com/v1's MPIJob, the API of a kubebuilder MPI operator (numWorkers,
 launcherTemplate, workerTemplate), with the small status mpi.operator writes (the original wrote none)."""
 from __future__ import annotations
 

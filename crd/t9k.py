@@ -1,4 +1,4 @@
-"""The CRD source of batch.tensorstack.dev/v1beta1's MPIJob, T9k's (seed 003): the operator builds mpirun from
+"""The CRD source of batch.tensorstack.dev/v1beta1's MPIJob, T9k's MPIJob API: the operator builds mpirun from
 its fields; its status is T9k's shape (conditions, phase, tasks, aggregate)."""
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Elastic Horovod training in the spirit of Horovod's examples/elastic/*_mnist_elastic.py (seed 000), on
-synthetic MNIST-shaped data so nothing is downloaded, and small enough for a 2-core machine.
+"""Elastic Horovod training in the spirit of Horovod's examples/elastic/*_mnist_elastic.py (as the elastic Horovod
+kubeflow.org/v1 example of a cloud vendor's Helm chart page for the Kubeflow MPI Operator runs it), on synthetic
+MNIST-shaped data so nothing is downloaded, and small enough for a 2-core machine.
 
 Run it with horovodrun's elastic mode, e.g.
     horovodrun -np 2 --min-np 1 --max-np 3 --host-discovery-script /etc/mpi/discover_hosts.sh \

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Run by the MPI images' Containerfiles, inside the image, with the files of src/ in /tmp/mpi-src: sshd that takes
-# the operator's mounted key, the entrypoint, and the MPI programs under /opt/mpi (plus seed 001's
-# /helloworld/mpi_hello_world and seed 003's /usr/local/code/random_walk), compiled with $MPICC; $BUILD_PACKAGES
+# the operator's mounted key, the entrypoint, and the MPI programs under /opt/mpi (plus the Kubeflow install guide's
+# /helloworld/mpi_hello_world and T9k's /usr/local/code/random_walk), compiled with $MPICC; $BUILD_PACKAGES
 # (the compiler and MPI headers) are removed afterwards.
 set -eu
 : "${MPICC:?}" "${BUILD_PACKAGES:?}"
@@ -23,7 +23,7 @@ cd /opt/mpi
 "$MPICC" -O2 -o pi src/pi.c
 "$MPICC" -O2 -o hostnames src/hostnames.c
 cp hostnames /helloworld/mpi_hello_world
-# T9k's tutorial job (seed 003) as written: `./random_walk` in workingDir /usr/local/code, mpirun from mpiHome
+# T9k's tutorial job (batch.tensorstack.dev/v1beta1) as written: `./random_walk` in workingDir /usr/local/code, mpirun from mpiHome
 # /usr/local (so <mpiHome>/bin/mpirun).
 mkdir -p /usr/local/code
 "$MPICC" -O2 -o /usr/local/code/random_walk src/random_walk.c

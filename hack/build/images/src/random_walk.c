@@ -1,8 +1,8 @@
-/* A random walk over a 1-D domain split across the ranks, the program of T9k's MPIJob tutorial (seed 003:
- * `./random_walk <domain size> <max walk size> <walkers per rank>`), written for these images. Each rank owns an
- * equal part of [0, domain size); its walkers take a random number of unit steps to the right, and a walker that
- * leaves a rank's part is sent to the next rank (the domain wraps around). Every rank reports the host it ran on,
- * so a launcher log proves where the ranks ran. */
+/* A random walk over a 1-D domain split across the ranks, the program of T9k's MPIJob tutorial
+ * (batch.tensorstack.dev/v1beta1: `./random_walk <domain size> <max walk size> <walkers per rank>`), written for
+ * these images. Each rank owns an equal part of [0, domain size); its walkers take a random number of unit steps to
+ * the right, and a walker that leaves a rank's part is sent to the next rank (the domain wraps around). Every rank
+ * reports the host it ran on, so a launcher log proves where the ranks ran. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,9 @@
-"""A stand-in for seed 002's sample-python-train/main.py (a small PyTorch model trained with Horovod), on synthetic
+"""A stand-in for the batch.test.bdap.com/v1 example's sample-python-train/main.py (a small PyTorch model trained
+with Horovod), on synthetic
 data so nothing is downloaded: a linear regression y = 3x - 1 fitted by every rank on its own shard, the gradients
 averaged by Horovod. Each rank prints `rank R of N on host H`; rank 0 the fitted weights and `training done`.
 
-The seed's worker template clones the repository into its working directory and the launcher creates the same
+The example's worker template clones the repository into its working directory and the launcher creates the same
 directories (`MPI-Operator/sample-python-train`), so `python main.py` finds this file on the workers: the image
 keeps it in /opt/MPI-Operator for the worker to copy instead of cloning (no network here).
 """
