@@ -92,7 +92,8 @@ e2e: venv
 	bash hack/make/e2e.sh
 
 # The Kubeflow MPI Operator's own e2e suite (v0.8.2, unchanged) against ours and against Kubeflow's, on the real node
-# (hack/experiments/peer_e2e/peer_e2e.py; docs/peer-e2e.md). PEER_E2E_OPERATORS="kubeflow ours" (default), or one of them.
+# (hack/experiments/peer_e2e/peer_e2e.py; docs/peer-e2e.md). PEER_E2E_OPERATORS="kubeflow ours" (default), or one of
+# them.
 peer-e2e: venv
 	bash hack/make/env.sh python -m hack.experiments.peer_e2e.peer_e2e
 

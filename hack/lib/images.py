@@ -12,7 +12,8 @@ REAL_NODE_TOLERATION = {"key": "mpi.operator/real-node", "operator": "Exists", "
 
 
 def built_image(name: str) -> tuple[str, str]:
-    """Builds (cached) and imports hack/build/images' `name`; (repository, the tag naming this build: its recipe hash)."""
+    """Builds (cached) and imports hack/build/images' `name`; (repository, the tag naming this build: its recipe's
+    hash)."""
     out = subprocess.run(["bash", str(ROOT / "hack/build/images/build.sh"), "--print", name], check=True,
                          stdout=subprocess.PIPE, text=True).stdout.split()
     return out[0].rsplit(":", 1)[0], out[2]

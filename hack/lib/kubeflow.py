@@ -1,6 +1,6 @@
-"""The Kubeflow MPI Operator as a peer: the binary hack/build/kubeflow.sh builds from the Go module proxy (cached), run out
-of cluster against a cluster through a kubeconfig, watching one namespace and holding its leader election lease there.
-The differential tests (tests/integration/test_reconcile_kubeflow.py), the e2e timing runs and `make bench`
+"""The Kubeflow MPI Operator as a peer: the binary hack/build/kubeflow.sh builds from the Go module proxy (cached), run
+out of cluster against a cluster through a kubeconfig, watching one namespace and holding its leader election lease
+there. The differential tests (tests/integration/test_reconcile_kubeflow.py), the e2e timing runs and `make bench`
 (hack/experiments/bench/bench.py) all run it through this module."""
 from __future__ import annotations
 

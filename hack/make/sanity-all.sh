@@ -4,7 +4,8 @@
 # then, under the ansible-core of requirements.txt, the modules' import and compile tests on every Python
 # tests/config.yml declares for them (3.9 to 3.13, pyenv's interpreters). Prints one line per run and a table.
 #   hack/make/sanity-all.sh [VERSION...]   only these ansible-core versions (e.g. 2.18.19); the Python runs need none
-# Offline as hack/make/sanity.sh: each ansible-core's get-pip cache gets the stand-in (hack/build/ansible-test/get_pip.py).
+# Offline as hack/make/sanity.sh: each ansible-core's get-pip cache gets the stand-in
+# (hack/build/ansible-test/get_pip.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}

@@ -3,8 +3,8 @@ kind user: the archive is loaded into the real node's containerd with the very c
 on a kind node, read by skopeo, and the operator it holds is installed by playbooks/install.yml with pull policy
 Never, becomes Ready (and elected) without a restart, and runs a job submitted with submit.yml.
 Registry user: the archive is pushed with skopeo to a registry (the CNCF distribution registry of Debian's
-`docker-registry` package, unpacked by hack/build/deb-unpack.sh, on 127.0.0.1, which containerd reaches over plain HTTP) and
-the kubelet pulls it (pull policy Always)."""
+`docker-registry` package, unpacked by hack/build/deb-unpack.sh, on 127.0.0.1, which containerd reaches over plain HTTP)
+and the kubelet pulls it (pull policy Always)."""
 
 from __future__ import annotations
 

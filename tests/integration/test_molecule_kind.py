@@ -1,6 +1,7 @@
 """`molecule test -s kind`: the default scenario's converge and verify on a throw-away kind cluster. With a Docker
 engine as a user has it; without one, on podman with kind, its base and node images and the job's image all made on
-this machine (hack/worlds/kind/up.sh). It needs no shared cluster, only a container engine, and is skipped without one."""
+this machine (hack/worlds/kind/up.sh). It needs no shared cluster, only a container engine, and is skipped without
+one."""
 
 from __future__ import annotations
 

@@ -69,8 +69,8 @@ def kueue(kubeconfig: str, operator_crd: None) -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def worker_kubeconfig(kueue: None) -> Iterator[str]:
-    """A MultiKueue worker (hack/worlds/kueue/worker.sh): a second local cluster with the MPIJob CRD and its own Kueue; its
-    kubeconfig. Stopped after the session."""
+    """A MultiKueue worker (hack/worlds/kueue/worker.sh): a second local cluster with the MPIJob CRD and its own Kueue;
+    its kubeconfig. Stopped after the session."""
     proc = subprocess.run(["bash", str(ROOT / "hack/worlds/kueue/worker.sh")], capture_output=True, text=True, timeout=900,
                           check=False)
     assert proc.returncode == 0, f"hack/worlds/kueue/worker.sh failed:\n{proc.stdout}\n{proc.stderr}"

@@ -1,6 +1,6 @@
-"""hack/build/images/archive.py (one cached build handed out under any name) and hack/build/images/image.sh's choices, without
-building anything: the archive keeps the docker-save layout and every byte but the name; bad settings fail at once,
-naming the setting. (tests/e2e/test_image_archive.py loads a real archive into the real node's containerd.)"""
+"""hack/build/images/archive.py (one cached build handed out under any name) and hack/build/images/image.sh's choices,
+without building anything: the archive keeps the docker-save layout and every byte but the name; bad settings fail at
+once, naming the setting. (tests/e2e/test_image_archive.py loads a real archive into the real node's containerd.)"""
 from __future__ import annotations
 
 import hashlib

@@ -1,5 +1,5 @@
-"""hack/build/images/build.sh and its one builder, containerfile.py, with a throw-away Containerfile (a root filesystem of
-the host's own dash and libc, so no debootstrap): a build is cached by its key and a second run is a hit; a change
+"""hack/build/images/build.sh and its one builder, containerfile.py, with a throw-away Containerfile (a root filesystem
+of the host's own dash and libc, so no debootstrap): a build is cached by its key and a second run is a hit; a change
 re-runs only the steps from the one it touches; a step that fails fails the build and packs nothing, instead of
 caching and importing a broken image."""
 

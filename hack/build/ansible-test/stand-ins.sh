@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# hack/build/ansible-test/stand-ins.sh PYTHON: ansible-test (of the ansible-core PYTHON imports) downloads get-pip.py from a
-# host this machine cannot reach: its cache gets a stand-in that bootstraps pip with ensurepip (get_pip.py here), one
-# per pip version that ansible-core pins. A real cached script is left alone.
+# hack/build/ansible-test/stand-ins.sh PYTHON: ansible-test (of the ansible-core PYTHON imports) downloads get-pip.py
+# from a host this machine cannot reach: its cache gets a stand-in that bootstraps pip with ensurepip (get_pip.py here),
+# one per pip version that ansible-core pins. A real cached script is left alone.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 for pip_version in $("${1:?usage: stand-ins.sh PYTHON}" - <<'PY'

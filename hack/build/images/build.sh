@@ -2,9 +2,9 @@
 # Builds the local images without Docker or a registry, each from its Containerfile with the project's one builder
 # (containerfile.py: cached by its build key, see there), and imports each into containerd (namespace k8s.io) when
 # containerd runs and lacks that build. Images: localhost/<name>:${MPI_IMAGE_TAG:-local}, also named by their key.
-# usage: hack/build/images/build.sh [--no-import] [--print] [pause|openmpi4|openmpi5|mpich|intel|horovod|python|operator|
-#                                                    kubectl-delivery|pi-openmpi|pi-mpich|pi-intel|
-#                                                    kubeflow-operator ...]
+# usage: hack/build/images/build.sh [--no-import] [--print]
+#            [pause|openmpi4|openmpi5|mpich|intel|horovod|python|operator|kubectl-delivery|pi-openmpi|pi-mpich|pi-intel|
+#             kubeflow-operator ...]
 #   (default: pause openmpi4 openmpi5 mpich intel operator; horovod is built on demand, its first build compiles;
 #   the pi-* images, the Kubeflow e2e suite's, and kubeflow-operator by hack/experiments/peer_e2e/peer_e2e.py)
 #   --print: print "<ref> <tar> <build key>" per image.
@@ -59,7 +59,8 @@ build_image() {
     pause) context=$image_cache/context/pause
            mkdir -p "$context"
            gcc -O2 -static -o "$context/pause" "$images_dir/pause/pause.c" ;;
-    # The local cluster's kubectl (built from the Kubernetes sources by hack/worlds/cluster/up.sh; static) and the copier.
+    # The local cluster's kubectl (built from the Kubernetes sources by hack/worlds/cluster/up.sh; static) and the
+    # copier.
     kubectl-delivery)
            context=$image_cache/context/kubectl-delivery
            [ -x "$cache/bin/kubectl" ] || { log "no $cache/bin/kubectl: run make cluster-up first"; exit 2; }

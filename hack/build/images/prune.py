@@ -1,4 +1,5 @@
-"""Frees the real node's containerd of images nothing can use any more (hack/build/images/lib.sh runs it after an import).
+"""Frees the real node's containerd of images nothing can use any more (hack/build/images/lib.sh runs it after an
+import).
 
 The node's kubelet never collects images (imageGCHighThresholdPercent 100: it would remove the imported images, which
 no registry can give back), so without this every build stays: 1.5 GB for each Horovod build, and once the disk ran

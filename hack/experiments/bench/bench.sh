@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # `make bench`: brings up (or reuses) the local cluster, installs the CRD, runs the operator locally and
-# measures it (hack/experiments/bench/bench.py). BENCH_JOBS (200) x BENCH_WORKERS (4); BENCH_OPERATOR_ARGS adds operator flags;
-# BENCH_ALL_NAMESPACES=1 runs the operator cluster-wide; BENCH_TIMEOUT (600 s) bounds the wait for Running.
-# BENCH_PEERS=kubeflow also measures the Kubeflow MPI Operator (hack/build/kubeflow.sh builds it, cached) at its defaults and
-# tuned, one operator after the other, and prints one table with the ratios; BENCH_PEER_TIMEOUT (300 s) bounds its waits.
-# The local cluster gets enough simulated nodes for every pod at once (a kwok node holds 110 pods, as a kubelet does):
-# without them the bench measures pods queueing for capacity ("Too many pods"), not the operator.
-# `hack/experiments/bench/bench.sh --scale` is `make bench-scale` (hack/experiments/bench/bench_scale.py, docs/benchmarks.md): BENCH_SCALE_SIZES, the
-# nodes sized for its largest, BENCH_SCALE_PEERS (kubeflow-tuned), and matplotlib for its plot (py-spy for
-# BENCH_CPU_PROFILE=1).
+# measures it (hack/experiments/bench/bench.py). BENCH_JOBS (200) x BENCH_WORKERS (4); BENCH_OPERATOR_ARGS adds operator
+# flags; BENCH_ALL_NAMESPACES=1 runs the operator cluster-wide; BENCH_TIMEOUT (600 s) bounds the wait for Running.
+# BENCH_PEERS=kubeflow also measures the Kubeflow MPI Operator (hack/build/kubeflow.sh builds it, cached) at its
+# defaults and tuned, one operator after the other, and prints one table with the ratios; BENCH_PEER_TIMEOUT (300 s)
+# bounds its waits. The local cluster gets enough simulated nodes for every pod at once (a kwok node holds 110 pods, as
+# a kubelet does): without them the bench measures pods queueing for capacity ("Too many pods"), not the operator.
+# `hack/experiments/bench/bench.sh --scale` is `make bench-scale` (hack/experiments/bench/bench_scale.py,
+# docs/benchmarks.md): BENCH_SCALE_SIZES, the nodes sized for its largest, BENCH_SCALE_PEERS (kubeflow-tuned), and
+# matplotlib for its plot (py-spy for BENCH_CPU_PROFILE=1).
 set -euo pipefail
 source "$(dirname "$0")/../../make/env.sh"
 if [ "${1:-}" = "--scale" ]; then

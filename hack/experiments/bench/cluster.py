@@ -76,7 +76,8 @@ def free_pod_slots(core: client.CoreV1Api) -> int:
 
 
 def pods_needed(jobs: int, workers: int, single_runs: int) -> int:
-    """Pods a run has at once: every job's launcher and workers, the single jobs' too (hack/experiments/bench/bench.sh sizes the same)."""
+    """Pods a run has at once: every job's launcher and workers, the single jobs' too (hack/experiments/bench/bench.sh
+    sizes the same)."""
     return (jobs + single_runs) * (workers + 1)
 
 

@@ -1,6 +1,6 @@
-"""`make bench-scale` (hack/experiments/bench/bench_scale.py), its pure part: the sizes (BENCH_SCALE_SIZES), each size's wait, the
-measures of one operator at one size (per job where the work grows with the jobs), the table of every size, the
-results document (the JSON beside the plot) and the plot's lines, read from that document so that a saved run can be
+"""`make bench-scale` (hack/experiments/bench/bench_scale.py), its pure part: the sizes (BENCH_SCALE_SIZES), each size's
+wait, the measures of one operator at one size (per job where the work grows with the jobs), the table of every size,
+the results document (the JSON beside the plot) and the plot's lines, read from that document so that a saved run can be
 drawn again."""
 from __future__ import annotations
 

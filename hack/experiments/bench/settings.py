@@ -1,5 +1,5 @@
-"""The bench's knobs, from the environment (hack/experiments/bench/bench.sh documents them; hack/experiments/bench/bench.py's docstring says what each
-step measures)."""
+"""The bench's knobs, from the environment (hack/experiments/bench/bench.sh documents them;
+hack/experiments/bench/bench.py's docstring says what each step measures)."""
 from __future__ import annotations
 
 import os
@@ -20,7 +20,8 @@ PEERS = [p for p in os.environ.get("BENCH_PEERS", "").replace(",", " ").split() 
 PEER_TIMEOUT = float(os.environ.get("BENCH_PEER_TIMEOUT", "300"))
 # At each new peak of the operator tree's RSS, what each of its processes held (/proc/<pid>/smaps_rollup).
 PROFILE = os.environ.get("BENCH_PROFILE", "") not in ("", "0")
-# py-spy's samples of the operator's tree in each measured phase (hack/experiments/bench/cpuprofile.py): it takes CPU itself.
+# py-spy's samples of the operator's tree in each measured phase (hack/experiments/bench/cpuprofile.py): it takes CPU
+# itself.
 CPU_PROFILE = os.environ.get("BENCH_CPU_PROFILE", "") not in ("", "0")
 # "Kubeflow tuned": its client's QPS/burst (defaults 5/10) and its work queue's token bucket (defaults 10/100), the
 # flags of cmd/mpi-operator/app/options/options.go in v0.8.2.

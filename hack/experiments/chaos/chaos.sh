@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make chaos`: brings up (or reuses) the local cluster with enough kwok nodes for every pod of the run, then runs the
-# chaos scenarios (hack/experiments/chaos/__main__.py; CHAOS_* sizes them) and prints their table. It restarts the cluster's API
-# server and etcd: run it alone, never beside the test suite or a bench.
+# chaos scenarios (hack/experiments/chaos/__main__.py; CHAOS_* sizes them) and prints their table. It restarts the
+# cluster's API server and etcd: run it alone, never beside the test suite or a bench.
 set -euo pipefail
 source "$(dirname "$0")/../../make/env.sh"
 if [ -z "${KUBECONFIG:-}" ]; then

@@ -1,4 +1,5 @@
-"""Scenario 4, the real node (hack/worlds/node): a job whose ranks run for real (OpenMPI's pi, four ranks on two workers).
+"""Scenario 4, the real node (hack/worlds/node): a job whose ranks run for real (OpenMPI's pi, four ranks on two
+workers).
 - The node's kubelet and containerd restarted while the ranks run: their containers (containerd's shims) run on, so
   the job must end Succeeded with the same pods, none restarted.
 - The node lost: the kubelet stopped, past the node monitor grace period. The node goes NotReady and its NoExecute

@@ -1,7 +1,7 @@
 """Scenario 5, the bad-input storm on the cluster: good jobs created while, in the same namespace, a storm of mutated
-manifests of the three APIs (hack/experiments/chaos/mutations.py) is applied. Each storm manifest must be rejected by the API
-server naming a field it broke, or accepted and then reconciled: Failed with a ValidationError naming the field, or
-a valid job. The good jobs' create -> Running p95 must stay within 1.5x of the same jobs without the storm (run
+manifests of the three APIs (hack/experiments/chaos/mutations.py) is applied. Each storm manifest must be rejected by
+the API server naming a field it broke, or accepted and then reconciled: Failed with a ValidationError naming the field,
+or a valid job. The good jobs' create -> Running p95 must stay within 1.5x of the same jobs without the storm (run
 first, in a namespace of its own), and the operator must never crash or stall."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-# Shared by hack/worlds/kind/*.sh: podman as the container engine, kind built from the Go module proxy. Sourced, not run.
-# Everything lands in the project's cache (~/.cache/mpi-operator), like the local cluster's binaries.
+# Shared by hack/worlds/kind/*.sh: podman as the container engine, kind built from the Go module proxy. Sourced, not
+# run. Everything lands in the project's cache (~/.cache/mpi-operator), like the local cluster's binaries.
 kind_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root_dir=$(cd "$kind_dir/../../.." && pwd)
 cache=${MPI_OPERATOR_CACHE:-$HOME/.cache/mpi-operator}
@@ -34,9 +34,9 @@ ensure_podman() {
   [ "$nofile" != unlimited ] || nofile=1048576
   [ "$nproc" != unlimited ] && [ "$nproc" -le 32768 ] || nproc=32768
   want=$(cat <<CONF
-# Written by mpi.operator's hack/worlds/kind/lib.sh. Container rlimits within this machine's hard limits (podman's default
-# nofile=1048576 makes runc fail with "error setting rlimit"); the default network away from 10.88.0.0/16 and the
-# pools away from 10.244.0.0/16.
+# Written by mpi.operator's hack/worlds/kind/lib.sh. Container rlimits within this machine's hard limits (podman's
+# default nofile=1048576 makes runc fail with "error setting rlimit"); the default network away from 10.88.0.0/16 and
+# the pools away from 10.244.0.0/16.
 [containers]
 default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
 

@@ -3,8 +3,8 @@
 # manager built static into $CACHE/bin/kueue; an image of it, localhost/kueue:<version> (the binary as /manager, as
 # Kueue's own image has it) in $CACHE/kueue/<version>/kueue.tar for `ctr images import`; and Kueue's kustomize tree
 # (config/: CRDs, RBAC, manager, webhooks, from the same module) in $CACHE/kueue/<version>/config, which
-# hack/worlds/kueue/up.sh renders as Kueue's release manifests are. Built once per version, Go toolchain and this script;
-# prints the image tar's path.
+# hack/worlds/kueue/up.sh renders as Kueue's release manifests are. Built once per version, Go toolchain and this
+# script; prints the image tar's path.
 #   hack/worlds/kueue/build.sh            KUEUE_VERSION=v0.17.0 unless set
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

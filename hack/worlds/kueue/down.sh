@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Removes what hack/worlds/kueue/up.sh started: its webhooks first (while they are registered and Kueue is gone, no MPIJob can
-# be created), then its cluster-wide RBAC and its namespace, and a MultiKueue worker cluster with its Kueue. Kueue's
-# CRDs stay (and with them any queue objects left).
+# Removes what hack/worlds/kueue/up.sh started: its webhooks first (while they are registered and Kueue is gone, no
+# MPIJob can be created), then its cluster-wide RBAC and its namespace, and a MultiKueue worker cluster with its Kueue.
+# Kueue's CRDs stay (and with them any queue objects left).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../cluster/lib.sh

@@ -1,5 +1,5 @@
-# Shared by hack/worlds/kueue/*.sh (sourced): the local cluster's and real node's paths (hack/worlds/node/lib.sh), the Kueue
-# version, the Python with PyYAML, and the readiness probe of a Kueue.
+# Shared by hack/worlds/kueue/*.sh (sourced): the local cluster's and real node's paths (hack/worlds/node/lib.sh), the
+# Kueue version, the Python with PyYAML, and the readiness probe of a Kueue.
 # shellcheck source=../node/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../node/lib.sh"
 kueue_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

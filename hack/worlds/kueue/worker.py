@@ -1,5 +1,5 @@
-"""The objects of a MultiKueue worker's Kueue (hack/worlds/kueue/worker.sh): the worker cluster has kwok nodes only, so its
-Kueue runs as a pod on the manager cluster's real node, talking to the worker's API server with the worker's
+"""The objects of a MultiKueue worker's Kueue (hack/worlds/kueue/worker.sh): the worker cluster has kwok nodes only, so
+its Kueue runs as a pod on the manager cluster's real node, talking to the worker's API server with the worker's
 kubeconfig, and the worker's API server calls its webhooks at the real node's address.
 
 usage: kubectl kustomize CONFIG/default | worker.py --image REF --node NAME --node-ip IP --certs DIR

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A MultiKueue worker for the kueue tier (docs/kueue.md): a second local cluster (kwok nodes only, its own state in
 # $CACHE/multikueue-worker, ports +200) with the MPIJob CRD, and its own Kueue, which runs as a pod on the first
-# cluster's real node and talks to the worker's API server (hack/worlds/kueue/worker.py says how). Run after hack/worlds/kueue/up.sh
-# (which imports Kueue's image). Prints the worker's kubeconfig.
+# cluster's real node and talks to the worker's API server (hack/worlds/kueue/worker.py says how). Run after
+# hack/worlds/kueue/up.sh (which imports Kueue's image). Prints the worker's kubeconfig.
 #   hack/worlds/kueue/worker.sh [up]     idempotent
 #   hack/worlds/kueue/worker.sh down     removes the worker's Kueue and stops the worker cluster
 set -euo pipefail

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Stop, start or restart one daemon of the running real node, its state kept: `hack/worlds/node/daemon.sh stop|start|restart
-# kubelet|containerd`. Stopping the kubelet (SIGTERM) leaves its containers running, as a crashed or stopped kubelet
-# does: to the control plane the node goes silent and, past the node monitor grace period, NotReady (what `make chaos`
-# does to a node with ranks on it). Stopping containerd leaves the containers' shims, so the containers keep running.
+# Stop, start or restart one daemon of the running real node, its state kept: `hack/worlds/node/daemon.sh
+# stop|start|restart kubelet|containerd`. Stopping the kubelet (SIGTERM) leaves its containers running, as a crashed or
+# stopped kubelet does: to the control plane the node goes silent and, past the node monitor grace period, NotReady
+# (what `make chaos` does to a node with ranks on it). Stopping containerd leaves the containers' shims, so the
+# containers keep running.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 action=${1:-} name=${2:-}

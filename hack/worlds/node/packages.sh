@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Debian packages the real node and the image builds need (containerd, runc, debootstrap, ...): installed when
 # missing, nothing when this machine cannot run the node (hack/worlds/node/up.sh says why) or MPI_CLUSTER_REAL_NODE=0.
-# hack/worlds/node/up.sh runs it; hack/make/test.sh runs it first, so the tests that start before the cluster is built find the
-# same tools on a fresh machine as on a warm one.
+# hack/worlds/node/up.sh runs it; hack/make/test.sh runs it first, so the tests that start before the cluster is built
+# find the same tools on a fresh machine as on a warm one.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 [ "${MPI_CLUSTER_REAL_NODE:-auto}" != 0 ] || exit 0

@@ -4,8 +4,8 @@
 # $MPI_REAL_NODE_NAME (default mpi-real-node), tainted mpi.operator/real-node=true:NoSchedule.
 # MPI_CLUSTER_REAL_NODE: auto (default: only when this machine can run containers), 1 (must), 0 (never).
 # Idempotent: what already runs is left running. Needs root and the control plane (hack/worlds/cluster/up.sh).
-# hack/worlds/cluster/up.sh also calls it as `up.sh --wanted` (exit 0 when the node will come up, silently): it then builds
-# the node's binaries (the kubelet, CoreDNS) in its own build, beside the control plane's.
+# hack/worlds/cluster/up.sh also calls it as `up.sh --wanted` (exit 0 when the node will come up, silently): it then
+# builds the node's binaries (the kubelet, CoreDNS) in its own build, beside the control plane's.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 action=${1:-up}
@@ -24,9 +24,9 @@ if [ -n "$reason" ]; then
 fi
 apiserver_ready || die "the API server is not up: run hack/worlds/cluster/up.sh first"
 
-# Binaries: the kubelet and CoreDNS (the plugins its Corefiles use) from hack/worlds/cluster/build.sh, which hack/worlds/cluster/up.sh
-# has built them with (seconds when they are up to date). containerd's own ctr lists and removes images and containers
-# for the scripts (no crictl: one build less).
+# Binaries: the kubelet and CoreDNS (the plugins its Corefiles use) from hack/worlds/cluster/build.sh, which
+# hack/worlds/cluster/up.sh has built them with (seconds when they are up to date). containerd's own ctr lists and
+# removes images and containers for the scripts (no crictl: one build less).
 bash "$NODE_DIR/../cluster/build.sh" kubelet coredns
 bash "$NODE_DIR/packages.sh"
 

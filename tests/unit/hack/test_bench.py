@@ -1,5 +1,6 @@
-"""hack/experiments/bench/bench.py's side-by-side table (hack/experiments/bench/report.py, `BENCH_PEERS=kubeflow make bench`): what it
-prints for a peer that did not get there, or could not run, and how it tells a cluster-wide operator from a namespace-scoped one."""
+"""hack/experiments/bench/bench.py's side-by-side table (hack/experiments/bench/report.py, `BENCH_PEERS=kubeflow make
+bench`): what it prints for a peer that did not get there, or could not run, and how it tells a cluster-wide operator
+from a namespace-scoped one."""
 from __future__ import annotations
 
 import math

@@ -1,5 +1,5 @@
-"""`make bench-scale`'s pure part (hack/experiments/bench/scale.py): the sizes it accepts, each size's wait, the table of
-every size with a peer's ratios, a size that ran out of time (where it stopped) and one that failed, and the results
+"""`make bench-scale`'s pure part (hack/experiments/bench/scale.py): the sizes it accepts, each size's wait, the table
+of every size with a peer's ratios, a size that ran out of time (where it stopped) and one that failed, and the results
 document and plot lines that come out of it (valid JSON: a latency not reached is null, plotted as a lower bound)."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The chaos harness's pure judgements (hack/experiments/chaos/): when a refusal names the field a mutation broke, what an upgrade
-changed, and that the storm's manifests are the same for a seed and spread over the three APIs."""
+"""The chaos harness's pure judgements (hack/experiments/chaos/): when a refusal names the field a mutation broke, what
+an upgrade changed, and that the storm's manifests are the same for a seed and spread over the three APIs."""
 from __future__ import annotations
 
 from hack.experiments.chaos.failover import changes

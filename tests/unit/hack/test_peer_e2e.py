@@ -1,4 +1,5 @@
-"""hack/experiments/peer_e2e/peer_e2e.py's reading of the Kubeflow e2e suite's output (Ginkgo v1, -ginkgo.v), on excerpts of real runs."""
+"""hack/experiments/peer_e2e/peer_e2e.py's reading of the Kubeflow e2e suite's output (Ginkgo v1, -ginkgo.v), on
+excerpts of real runs."""
 from __future__ import annotations
 
 import importlib.util

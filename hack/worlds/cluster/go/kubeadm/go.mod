@@ -1,5 +1,5 @@
-// Wrapper module: builds the pinned upstream kubeadm (for the kind node image, hack/worlds/kind) from the Go module proxy;
-// apart from kube/ so that its extra dependencies leave the local cluster's binaries (their recipe) unchanged.
+// Wrapper module: builds the pinned upstream kubeadm (for the kind node image, hack/worlds/kind) from the Go module
+// proxy; apart from kube/ so that its extra dependencies leave the local cluster's binaries (their recipe) unchanged.
 module mpi.operator/hack/worlds/cluster/kubeadm
 
 go 1.25.0
