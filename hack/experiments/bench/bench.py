@@ -34,12 +34,13 @@ import sys
 from kubernetes import client
 
 from ansible_collections.mpi.operator.plugins.module_utils.kube.auth import api_client
-from hack.experiments.bench.cluster import delete_namespaces, pods_needed, prepare
-from hack.experiments.bench.report import compare, report
-from hack.experiments.bench.results import Result, reached
-from hack.experiments.bench.scenario import Bench, runner_baseline
-from hack.experiments.bench.settings import JOBS, OUTCOME, SINGLE_RUNS, WORKERS
-from hack.experiments.bench.subjects import Ours, peer_subjects
+
+from .cluster import delete_namespaces, pods_needed, prepare
+from .report import compare, report
+from .results import Result, reached
+from .scenario import Bench, runner_baseline
+from .settings import JOBS, OUTCOME, SINGLE_RUNS, WORKERS
+from .subjects import Ours, peer_subjects
 
 
 def main() -> int:

@@ -23,23 +23,14 @@ from typing import Any
 
 from kubernetes import client
 
-from hack.experiments.bench.cluster import delete_namespaces, prepare
-from hack.experiments.bench.report import RATIO_NOTE, print_cpu_profile, print_memory, print_requests
-from hack.experiments.bench.results import Result
-from hack.experiments.bench.scale import (
-    DEFAULT_SIZES,
-    PANELS,
-    Run,
-    Size,
-    document,
-    parse_sizes,
-    plot_lines,
-    table,
-    timeout_for,
-)
-from hack.experiments.bench.scenario import Bench, StillRunning
-from hack.experiments.bench.subjects import Kubeflow, Ours, peer_subjects
 from hack.lib.paths import ROOT
+
+from .cluster import delete_namespaces, prepare
+from .report import RATIO_NOTE, print_cpu_profile, print_memory, print_requests
+from .results import Result
+from .scale import DEFAULT_SIZES, PANELS, Run, Size, document, parse_sizes, plot_lines, table, timeout_for
+from .scenario import Bench, StillRunning
+from .subjects import Kubeflow, Ours, peer_subjects
 
 
 def setting(name: str, default: str) -> str:
