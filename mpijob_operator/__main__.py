@@ -16,8 +16,8 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constan
 from . import config as config_mod
 from . import health
 from . import log as log_mod
+from .client import ApiError, api_client
 from .controller import Controller
-from .kube import ApiError, api_client
 from .leader import LeaderElector, LeaseLock, Timing
 from .metrics import Metrics
 from .queue import WorkQueue

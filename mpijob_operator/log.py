@@ -9,7 +9,7 @@ import time
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
 
-from .kube import LIBRARY_LOGGERS
+from .client import LIBRARY_LOGGERS
 
 # Attributes every LogRecord has; anything else was passed with `extra=` and is a structured field.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}

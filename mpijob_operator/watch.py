@@ -230,7 +230,7 @@ class Watcher(threading.Thread):
 
     def __init__(
         self,
-        api_client: Any,  # the shell's Rest (mpijob_operator.kube.api_client)
+        api_client: Any,  # the shell's Rest (mpijob_operator.client.api_client)
         resource: Resource,
         namespace: str,
         enqueue: Callable[[Key, Change], None],

@@ -4,7 +4,7 @@
 
 An action plugin, not a module, so that each look can be shown while the task runs and a wait of any length is one
 Python loop (a module runs once per look: too slow for short polls, and an include per look recursed until Ansible
-hit its recursion limit). The loop and the predicate are the collection's own (module_utils/kube/submit.py and
+hit its recursion limit). The loop and the predicate are the collection's own (module_utils/kube/jobs.py and
 mpijob/submit.py), the same as the mpijob module's `wait`.
 """
 from __future__ import annotations
@@ -17,10 +17,10 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ..module_utils.kube.auth import AUTH_ARG_SPEC
+from ..module_utils.kube.jobs import Jobs
 from ..module_utils.kube.module import task_message
+from ..module_utils.kube.mpijob_task import named_api_version
 from ..module_utils.kube.rest import connect
-from ..module_utils.kube.submit import Jobs
-from ..module_utils.kube.task import named_api_version
 from ..module_utils.mpijob import submit as S
 from ..module_utils.mpijob.errors import JobError, MPIJobError
 

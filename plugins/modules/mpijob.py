@@ -399,10 +399,10 @@ api_calls:
 """
 
 from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
+from ..module_utils.kube.jobs import FIELD_MANAGER, Jobs  # noqa: E402
 from ..module_utils.kube.module import run_module  # noqa: E402
+from ..module_utils.kube.mpijob_task import Run  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
-from ..module_utils.kube.submit import FIELD_MANAGER, Jobs  # noqa: E402
-from ..module_utils.kube.task import Run  # noqa: E402
 from ..module_utils.mpijob import constants as C  # noqa: E402
 
 

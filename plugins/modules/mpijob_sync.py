@@ -224,10 +224,10 @@ api_calls:
 """
 
 from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
+from ..module_utils.kube.jobs import FIELD_MANAGER, Jobs  # noqa: E402
 from ..module_utils.kube.module import run_module  # noqa: E402
+from ..module_utils.kube.mpijob_sync_task import Sync  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
-from ..module_utils.kube.submit import FIELD_MANAGER, Jobs  # noqa: E402
-from ..module_utils.kube.sync import Sync  # noqa: E402
 
 
 def argspec() -> dict:

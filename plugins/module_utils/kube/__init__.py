@@ -2,6 +2,7 @@
 
 One job per module: auth (connection options, credentials), transport (HTTP: urllib3 alone or the kubernetes
 client), rest (JSON requests, API paths, connect), sshkeys, read (a batch's world), reconcile (carrying the core's
-plan out), submit (the mpijob modules' API calls), task (one mpijob task) and module (run_module: every module's
+plan out), jobs (Jobs: the API calls of the mpijob, mpijob_info, mpijob_wait and mpijob_sync tasks), mpijob_task
+(one mpijob task), mpijob_sync_task (one mpijob_sync task) and module (run_module: every module's
 entry, any MPIJobError as the task's failure). The decisions are the core's (module_utils/mpijob).
 """

@@ -10,7 +10,7 @@ from ..mpijob import constants as C
 from ..mpijob import submit as S
 from ..mpijob.apis import storage_api_version
 from ..mpijob.errors import Conflict, JobError, SubmitError
-from .submit import Jobs
+from .jobs import Jobs
 
 try:
     import yaml

@@ -1,4 +1,4 @@
-"""One mpijob task (module_utils/kube/task.py Run) without AnsibleModule or an API server: what it asks of Jobs, what
+"""One mpijob task (module_utils/kube/mpijob_task.py Run) without AnsibleModule or an API server: what it asks of Jobs, what
 it returns, and how its failures carry the partial result. Jobs is replaced by a stand-in that keeps jobs in a dict
 (the API calls themselves are tested against the real API server in tests/integration/test_mpijob_module.py)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from ansible_collections.mpi.operator.plugins.module_utils.kube.task import Run
+from ansible_collections.mpi.operator.plugins.module_utils.kube.mpijob_task import Run
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import Conflict, JobError, SubmitError
 
 PARAMS = {

@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 import pytest
 import yaml
 
-from ansible_collections.mpi.operator.plugins.module_utils.kube import task
+from ansible_collections.mpi.operator.plugins.module_utils.kube import mpijob_task as task
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import submit as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis.kubeflow import parse
 from tests.support.paths import ROOT
@@ -262,7 +262,7 @@ def test_newest_launcher_pod_and_tail():
 
 
 def test_api_errors_become_messages_that_say_what_to_do():
-    from ansible_collections.mpi.operator.plugins.module_utils.kube.submit import _explain
+    from ansible_collections.mpi.operator.plugins.module_utils.kube.jobs import _explain
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import ApiError
 
     typo = ApiError(500, "Internal Server Error", {"message": (

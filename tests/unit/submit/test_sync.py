@@ -1,4 +1,4 @@
-"""What mpijob_sync decides (module_utils/mpijob/sync.py) and which files it reads (kube/sync.py source_files): the set
+"""What mpijob_sync decides (module_utils/mpijob/sync.py) and which files it reads (kube/mpijob_sync_task.py source_files): the set
 a directory declares, refusals naming file and field, and what may be pruned. The API calls are tested against the
 real API server, with a real ansible-pull, in tests/integration/test_mpijob_sync.py."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from ansible_collections.mpi.operator.plugins.module_utils.kube.sync import read_documents, source_files
+from ansible_collections.mpi.operator.plugins.module_utils.kube.mpijob_sync_task import read_documents, source_files
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import sync as Y
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import SubmitError
 
