@@ -255,10 +255,11 @@ def test_wait_for_workers_ready_is_honoured_after_resume(reconcile, api_client, 
 def test_stale_status_write_is_a_conflict_to_retry(api_client, namespace, operator_crd, kubeconfig) -> None:
     """The status goes through the status subresource with the resourceVersion that was read: a concurrent change
     makes it a 409, reported as `retry`, and nothing is overwritten."""
-    from ansible_collections.mpi.operator.plugins.module_utils.kube import auth, reconcile, rest, sshkeys
+    from ansible_collections.mpi.operator.plugins.module_utils.kube import apply, auth, rest, sshkeys
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import World
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import reconcile as plan_job
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
 
     create_mpijob(api_client, namespace, _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE))
     client = rest.Rest(auth.api_client({"kubeconfig": kubeconfig}))
@@ -269,8 +270,8 @@ def test_stale_status_write_is_a_conflict_to_retry(api_client, namespace, operat
     plan = plan_job(stale, World(mpijob=stale), Options(), datetime.now(UTC), sshkeys.generate_ssh_keys)
     status_only = type(plan)([a for a in plan.actions if a.action == "status"], plan.status,
                              transitions=plan.transitions)
-    result = reconcile.JobResult(namespace=namespace, name="openmpi-helloworld")
-    reconcile.Applier(client, stale, result).apply(status_only)
+    result = JobResult(namespace=namespace, name="openmpi-helloworld")
+    apply.Applier(client, stale, result).apply(status_only)
     assert result.retry and "409" in result.error
     assert status_only.transitions and result.transitions == []  # the Created transition not written: not reported
     assert "status" not in get_mpijob(api_client, namespace, "openmpi-helloworld")

@@ -29,7 +29,7 @@ def _timeless(value: Any) -> Any:
 
 def test_the_loop_reads_back_what_the_core_decided(api_client: Any, namespace: str, operator_crd: None,
                                                    kubeconfig: str, tmp_path: Any) -> None:
-    from ansible_collections.mpi.operator.plugins.module_utils.kube.reconcile import split_after_status
+    from ansible_collections.mpi.operator.plugins.module_utils.kube.apply import split_after_status
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import World, reconcile

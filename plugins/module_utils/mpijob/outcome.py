@@ -1,7 +1,7 @@
 """How one reconcile of a job ended, and what an API error answering one of its actions means for it.
 
 One value, decided by the core (plan.py: an invalid spec, a foreign child, an expired TTL) and by the shell
-(kube/reconcile.py, through api_error_outcome), carried by value through the module's JSON (result.py), read by the
+(kube/apply.py, through api_error_outcome), carried by value through the module's JSON (result.py), read by the
 operator loop (controller.decide) and named in its metrics (mpi_operator_reconciles_total's `result` label)."""
 from __future__ import annotations
 

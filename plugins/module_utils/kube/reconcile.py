@@ -1,0 +1,94 @@
+"""The operator's step over a batch (what mpi.operator.mpijob_reconcile runs): read the batch's world (read.py), ask
+the core for each job's plan, carry each plan out (apply.py), and return each job's JobResult."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+
+from ..mpijob import children as K
+from ..mpijob.errors import ApiError
+from ..mpijob.key import Key, job_key
+from ..mpijob.outcome import Outcome
+from ..mpijob.plan import Action, Plan, World, reconcile
+from ..mpijob.result import JobResult
+from .apply import Applier, split_after_status
+from .read import Namespaced, priority_values, read_namespace, world_of
+from .rest import Rest
+from .sshkeys import _placeholder_keys, generate_ssh_keys
+
+
+def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: bool = False,
+                    threads: int = 8) -> list[JobResult]:
+    """Reconciles every job of the batch (each `{namespace, name, api_version?}`, the apiVersion only for an API other
+    than kubeflow.org; one batch may mix them); one job's failure never stops the others."""
+    unique: dict[Key, JobResult] = {}
+    for j in jobs:
+        result = JobResult(namespace=j["namespace"], name=j["name"], api_version=j.get("api_version") or None)
+        unique.setdefault(result.key, result)
+    results = list(unique.values())
+    by_ns: dict[str, list[Key]] = {}
+    for key in unique:
+        by_ns.setdefault(key.namespace, []).append(key)
+
+    def read(ns: str) -> tuple[str, dict[Key, dict], Namespaced | Exception]:
+        try:
+            found, kids = read_namespace(rest, ns, by_ns[ns], opts)
+            return ns, found, kids
+        except ApiError as exc:
+            return ns, {}, exc
+
+    pool = ThreadPoolExecutor(max_workers=max(1, threads))
+    try:
+        reads = list(pool.map(read, sorted(by_ns)))  # Unreachable propagates: the whole call fails
+        worlds: dict[Key, tuple[dict, World] | Exception | None] = {}
+        all_jobs = [obj for _ns, found, _kids in reads for obj in found.values()]
+        priorities = priority_values(rest, all_jobs, opts)
+        for ns, found, kids in reads:
+            for key in by_ns[ns]:
+                if isinstance(kids, Exception):
+                    worlds[key] = kids
+                elif key in found:
+                    worlds[key] = (found[key], world_of(found[key], kids, priorities))
+                else:
+                    worlds[key] = None
+        now = datetime.now(timezone.utc)
+
+        def one(result: JobResult) -> None:
+            seen = worlds[result.key]
+            if seen is None:
+                result.outcome = Outcome.DELETED  # gone: nothing to do, the children go with it
+                return
+            if isinstance(seen, Exception):
+                result.error, result.outcome = f"reading the job's objects: {seen}", Outcome.RETRY
+                return
+            obj, world = seen
+            result.uid = obj["metadata"].get("uid")
+            result.status = obj.get("status")
+            try:
+                plan = reconcile(obj, world, opts, now, _placeholder_keys if check_mode else generate_ssh_keys)
+            except Exception as exc:  # a bug must cost one job, not the batch
+                result.error, result.outcome = f"internal error planning the job: {exc!r}", Outcome.RETRY
+                return
+            result.decided(plan)
+            if check_mode:
+                result.actions = [a.summary() for a in plan.actions]
+                result.transitions = list(plan.transitions)
+                return
+            # Every job's status (after its transitions' Events) first, then what comes after it (a finished job's
+            # clean-up, the other events): in a batch of many, the last job's outcome does not wait for the others'
+            # deletions.
+            applier, head, tail = Applier(rest, obj, result), *split_after_status(plan)
+            if applier.apply(plan, head):
+                if tail:
+                    tails.append((applier, plan, tail))
+            elif applier.refused is not None:
+                applier.refuse(*applier.refused, now)
+
+        tails: list[tuple[Applier, Plan, list[Action]]] = []
+        for future in [pool.submit(one, r) for r in results]:
+            future.result()
+        for future in [pool.submit(applier.apply, plan, tail) for applier, plan, tail in tails]:
+            future.result()
+    finally:
+        pool.shutdown(wait=True)
+    return [unique[job_key(j["namespace"], j["name"], j.get("api_version"))] for j in jobs]
