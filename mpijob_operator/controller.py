@@ -10,9 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult, Key, Outcome
 
 from .health import Heartbeats
 from .log import job_fields

@@ -7,7 +7,7 @@ import sys
 import time
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Key
 
 from .client import LIBRARY_LOGGERS
 

@@ -15,7 +15,7 @@ from prometheus_client import (
 )
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Outcome
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition, parse_time
 
 # The condition types the Kubeflow counters follow (each feeds the counter Metrics.job_counter names).

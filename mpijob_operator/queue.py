@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Key
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,7 @@ from ansible_runner.config.runner import RunnerConfig
 from ansible_runner.runner import Runner
 from ansible_runner.utils import dump_artifacts
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult, Key, Outcome, job_entry
 from ansible_collections.mpi.operator.plugins.module_utils.warm import Handoff
 
 from . import CHECKOUT_COLLECTIONS
@@ -47,14 +44,6 @@ class RunOutcome:
     rc: int | None
     duration: float
     jobs: dict[Key, JobResult]
-
-
-def job_entry(key: Key) -> dict[str, str]:
-    """A key as the module's `jobs` entry: kubeflow.org's in the short form (no apiVersion), as it always was."""
-    entry = {"namespace": key.namespace, "name": key.name}
-    if key.api_version != C.API_VERSION:
-        entry["api_version"] = key.api_version
-    return entry
 
 
 def parse_module_result(keys: list[Key], res: dict[str, Any] | None, run_status: str) -> dict[Key, JobResult]:

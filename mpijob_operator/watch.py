@@ -19,7 +19,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import coll
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import by_group, group_of
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.constants import GROUP, PLURAL
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key, job_key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Key, job_key
 
 log = logging.getLogger("mpijob_operator.watch")
 

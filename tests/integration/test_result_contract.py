@@ -31,9 +31,8 @@ def test_the_loop_reads_back_what_the_core_decided(api_client: Any, namespace: s
                                                    kubeconfig: str, tmp_path: Any) -> None:
     from ansible_collections.mpi.operator.plugins.module_utils.kube.apply import split_after_status
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options
-    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import World, reconcile
-    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult, job_key
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
     from mpijob_operator.runner import BatchRunner
 
@@ -48,7 +47,7 @@ def test_the_loop_reads_back_what_the_core_decided(api_client: Any, namespace: s
     head, tail = split_after_status(plan)  # the order the shell carries the plan out in
     expected = JobResult(key.namespace, key.name, uid=obj["metadata"]["uid"], actions=[a.summary() for a in head + tail],
                          transitions=list(plan.transitions))
-    expected.decided(plan)
+    plan.fill(expected)
 
     runner = BatchRunner(str(tmp_path), slot=0, kubeconfig=kubeconfig, timeout=120)
     outcome = runner.run([key])

@@ -1,7 +1,7 @@
 """Real ansible-runner runs of the operator's BatchRunner, no cluster: results, failures, artifact rotation."""
 import os
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import job_key
 from mpijob_operator.runner import BatchRunner
 
 A, B = job_key("ns", "a"), job_key("ns", "b")

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import job_key
 from hack.drivers.operator import cmdline, descendants
 from mpijob_operator.runner import BatchRunner, WarmRuns
 

@@ -9,9 +9,8 @@ from datetime import datetime, timezone
 from ..mpijob import constants as C
 from ..mpijob import status as S
 from ..mpijob.errors import ApiError
-from ..mpijob.outcome import Outcome, api_error_outcome
-from ..mpijob.plan import Action, Plan, controlled_by, rejected
-from ..mpijob.result import JobResult
+from ..mpijob.plan import Action, Plan, api_error_outcome, controlled_by, rejected
+from ..mpijob.protocol import JobResult, Outcome
 from .rest import Rest, collection, item, mpijob_path
 
 
@@ -117,7 +116,7 @@ class Applier:
         naming its template's field), carried out. The refusal stays the result's error."""
         error = self.result.error
         plan = rejected(self.obj, a.kind, a.name, exc.message, now)
-        self.result.decided(plan)
+        plan.fill(self.result)
         head, tail = split_after_status(plan)
         if self.apply(plan, head):  # an API error is the result's (failed), as in any plan
             self.apply(plan, tail)

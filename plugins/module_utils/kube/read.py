@@ -14,8 +14,8 @@ from ..mpijob import children as K
 from ..mpijob import constants as C
 from ..mpijob.apis import api_for
 from ..mpijob.errors import ApiError
-from ..mpijob.key import Key
 from ..mpijob.plan import World
+from ..mpijob.protocol import Key
 from .rest import Rest, collection, item, mpijob_path
 
 # Each job of a batch is read with a GET, never with a LIST of its API: a LIST returns every MPIJob of the namespace

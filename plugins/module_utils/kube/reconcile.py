@@ -7,10 +7,8 @@ from datetime import datetime, timezone
 
 from ..mpijob import children as K
 from ..mpijob.errors import ApiError
-from ..mpijob.key import Key, job_key
-from ..mpijob.outcome import Outcome
 from ..mpijob.plan import Action, Plan, World, reconcile
-from ..mpijob.result import JobResult
+from ..mpijob.protocol import JobResult, Key, Outcome, job_key
 from .apply import Applier, split_after_status
 from .read import Namespaced, priority_values, read_namespace, world_of
 from .rest import Rest
@@ -69,7 +67,7 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
             except Exception as exc:  # a bug must cost one job, not the batch
                 result.error, result.outcome = f"internal error planning the job: {exc!r}", Outcome.RETRY
                 return
-            result.decided(plan)
+            plan.fill(result)
             if check_mode:
                 result.actions = [a.summary() for a in plan.actions]
                 result.transitions = list(plan.transitions)

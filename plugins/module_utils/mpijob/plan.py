@@ -20,7 +20,7 @@ from . import constants as C
 from . import status as S
 from .apis import Api, api_for
 from .errors import InvalidMPIJob
-from .outcome import Outcome
+from .protocol import JobResult, Outcome
 from .quantity import parse_quantity
 from .spec import FieldError, MPIJob
 
@@ -78,6 +78,29 @@ class Plan:
         if self.done is not None:
             return self.done
         return S.is_finished(self.status or {})
+
+    def fill(self, result: JobResult) -> None:
+        """Puts what this plan decided into the job's result; the transitions are put there by whoever writes the
+        plan's status."""
+        result.status, result.finished, result.requeue_after = self.status, self.finished, self.requeue_after
+        result.error, result.outcome, result.cleanup_pending = self.error, self.outcome, self.cleanup_pending
+
+
+def api_error_outcome(action: str, status: int) -> Outcome:
+    """What an API error of HTTP `status` answering a plan's `action` (create, patch, delete, status, event,
+    delete-mpijob) means for the job. The answers that are what the action wanted (a deletion's 404) and a create's 409
+    (whose object is looked at first) never come here.
+
+    - the status write's 404: the MPIJob itself is gone (DELETED);
+    - any other 404 or 409: an object vanished or changed under us; the next reconcile sees the new state (RETRY);
+    - a create's 400 or 422: the API rejects what the template asks for; a retry would ask for it again (ERROR);
+    - anything else (5xx, 429, 401/403, a patch's 400/422): RETRY.
+    """
+    if status == 404 and action == "status":
+        return Outcome.DELETED
+    if status in (400, 422) and action == "create":
+        return Outcome.ERROR
+    return Outcome.RETRY
 
 
 def controlled_by(obj: dict, uid: str) -> bool:

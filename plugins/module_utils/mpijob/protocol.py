@@ -1,22 +1,88 @@
-"""The result of reconciling one MPIJob: what mpi.operator.mpijob_reconcile reports per job and the operator loop reads.
+"""The protocol between the operator loop and the reconcile module: the values both ends share, written once here.
 
-One type on both sides of ansible-runner: the module emits `as_dict()` (plain JSON), the loop rebuilds it with
-`from_dict()`. It carries what the core decided, so the loop acts on facts: whether the job is finished, which
-conditions changed status (with their reasons), how the reconcile ended (outcome.Outcome), when to come back.
+Who sends what:
+
+- The loop (mpijob_operator/runner.py) names each job of a batch by its Key and sends the batch as the `jobs`
+  argument of mpi.operator.mpijob_reconcile, one entry per job: `job_entry(key)`, `{namespace, name}` for a
+  kubeflow.org job, `{namespace, name, api_version}` for a job of another API.
+- The module (module_utils/kube/reconcile.py) reads each entry back with `job_key`, reconciles the batch and returns
+  one JobResult per entry, in the batch's order, as its `jobs` return value: `JobResult.as_dict()`, plain JSON.
+- The loop reads each entry back with `JobResult.from_dict()` and does what its Outcome asks
+  (mpijob_operator/controller.py decide); a job the module did not report is retried.
+
+The JSON of one job's result (mpijob_reconcile's RETURN documents each field): `{namespace, name, uid, actions:
+[{action, kind, name, reason?}], status, finished, transitions: [{type, status, reason}], error, retry,
+requeue_after, deleted, cleanup_pending, outcome, api_version?}`; `retry` and `deleted` say two of the outcomes
+again, for playbooks that read them.
+
+A warm run receives its batches over a unix socket instead of the `jobs` argument: the same entries in (`{"jobs":
+[...]}`), the same return value out (`{"changed", "jobs", "api_calls"}`, or `{"failed", "msg", "api_calls"}`). The
+transport, both of its ends, is module_utils/warm.py.
+
+Both ends import this module: the module as module_utils, the loop from the collection its runs use.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from enum import Enum
+from typing import Any, NamedTuple
 
-from .key import Key, job_key
-from .outcome import Outcome
-from .plan import Plan
+from . import constants as C
+from .apis import by_group, group_of, storage_api_version
 from .status import Transition
+
+
+class Key(NamedTuple):
+    """One MPIJob: its namespace, its name and its API's storage apiVersion. Two APIs may each have a job of the same
+    name in one namespace: two keys. One API's versions name the same job (kubeflow.org's v1 and v2beta1): one key."""
+
+    namespace: str
+    name: str
+    api_version: str
+
+
+def job_key(namespace: str, name: str, api_version: str | None = None) -> Key:
+    """The key of a job named with any served apiVersion of its API. None is kubeflow.org: the short form of
+    mpijob_reconcile's `jobs` entries and results, which leave kubeflow.org's apiVersion out. An apiVersion of an API
+    not served here is kept as it is (nothing reconciles such a job; the module refuses it)."""
+    if api_version and by_group(group_of(api_version)) is None:
+        return Key(namespace, name, api_version)
+    return Key(namespace, name, storage_api_version(api_version))
+
+
+def job_entry(key: Key) -> dict[str, str]:
+    """A key as the module's `jobs` entry: kubeflow.org's in the short form (no apiVersion), as it always was."""
+    entry = {"namespace": key.namespace, "name": key.name}
+    if key.api_version != C.API_VERSION:
+        entry["api_version"] = key.api_version
+    return entry
+
+
+class Outcome(str, Enum):
+    """How one reconcile of a job ended. Decided by the core (an invalid spec, a foreign child, an expired TTL) and by
+    the shell (an API error answering an action, plan.api_error_outcome), read by the loop and named in its metrics
+    (mpi_operator_reconciles_total's `result` label)."""
+
+    OK = "ok"  # reconciled (also when it needs nothing): come back at requeue_after, or on the next event
+    RETRY = "retry"  # a transient failure, or another pass the module asks for: back off and reconcile again
+    ERROR = "error"  # an error a retry cannot fix (an invalid spec, a child the API refuses): not retried until the
+    # job changes
+    DELETED = "deleted"  # the MPIJob is gone (or was deleted by its TTL): forget it
+
+    @classmethod
+    def parse(cls, value: object) -> Outcome:
+        """The outcome a result's JSON names; one it does not name is retried (as a job a run did not report is)."""
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.RETRY
 
 
 @dataclass
 class JobResult:
+    """What one reconcile of one MPIJob reports: what the core decided, so the loop acts on facts (whether the job is
+    finished, which conditions changed status and why, how the reconcile ended, when to come back)."""
+
     namespace: str
     name: str
     uid: str | None = None
@@ -43,11 +109,6 @@ class JobResult:
     def deleted(self) -> bool:
         """The MPIJob is gone, or was deleted by its TTL (the module's `deleted`)."""
         return self.outcome is Outcome.DELETED
-
-    def decided(self, plan: Plan) -> None:
-        """Takes what the core decided; the transitions are taken by whoever writes the plan's status."""
-        self.status, self.finished, self.requeue_after = plan.status, plan.finished, plan.requeue_after
-        self.error, self.outcome, self.cleanup_pending = plan.error, plan.outcome, plan.cleanup_pending
 
     def as_dict(self) -> dict[str, Any]:
         out = {

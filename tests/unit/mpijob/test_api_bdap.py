@@ -12,7 +12,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import api_for, bdap
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Outcome
 from tests.support.paths import ROOT
 
 from ._bdap import NAME, NS, launcher, lifecycle, ready_workers, seed, settle

@@ -11,7 +11,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constan
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Outcome
 
 from ._helpers import (
     at,

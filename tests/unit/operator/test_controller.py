@@ -1,9 +1,7 @@
 """What the loop does with each job's result: requeue, back off, forget, count."""
 from prometheus_client import CollectorRegistry
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult, Outcome, job_key
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
 from mpijob_operator.controller import Controller, Decision, decide, echoes, unexplained
 from mpijob_operator.metrics import Metrics
