@@ -39,7 +39,7 @@ log = logging.getLogger("mpijob_operator.runner")
 
 
 @dataclass
-class RunOutcome:
+class BatchResult:
     status: str  # ansible-runner status: successful / failed / timeout / canceled; error when it could not run
     rc: int | None
     duration: float
@@ -104,19 +104,19 @@ class BatchRunner:
         self.warm = warm  # shared by every slot's runner
         self.on_start = on_start  # told of each ansible-runner run it starts: warm or cold
 
-    def run(self, keys: list[Key]) -> RunOutcome:
+    def run(self, keys: list[Key]) -> BatchResult:
         """Reconciles `keys`: handed to the warm run when there is one that takes it, else in a run of its own."""
         jobs = [job_entry(k) for k in keys]
         if self.warm is not None and self.module == MODULE:
-            outcome = self.warm.run(keys, jobs)
-            if outcome is not None:
-                return outcome
+            served = self.warm.run(keys, jobs)
+            if served is not None:
+                return served
         args = dict(self.base_args)
         if self.module == MODULE:
             args["jobs"] = jobs
         started = time.monotonic()
         status, rc, res, why = self.execute(args)
-        return RunOutcome(status=status, rc=rc, duration=time.monotonic() - started,
+        return BatchResult(status=status, rc=rc, duration=time.monotonic() - started,
                           jobs=parse_module_result(keys, res, why))
 
     def execute(self, args: dict[str, Any], timeout: float | None = None) -> tuple[str, int | None, dict | None, str]:
@@ -197,8 +197,8 @@ class WarmRun:
     def ready(self) -> bool:
         return self.alive() and self.handoff.ready()
 
-    def give(self, keys: list[Key], jobs: list[dict], ready_within: float) -> RunOutcome | None:
-        """The batch's outcome, or None when the run did not take the batch (then it is the caller's to run)."""
+    def give(self, keys: list[Key], jobs: list[dict], ready_within: float) -> BatchResult | None:
+        """The batch's result, or None when the run did not take the batch (then it is the caller's to run)."""
         handed = time.monotonic()
         taken, res = self.handoff.give(jobs, ready_within, self.alive, self.result_within)
         if not taken:
@@ -209,7 +209,7 @@ class WarmRun:
         else:
             status = "failed" if res.get("failed") else "successful"
             why = status
-        return RunOutcome(status=status, rc=None, duration=time.monotonic() - handed,
+        return BatchResult(status=status, rc=None, duration=time.monotonic() - handed,
                           jobs=parse_module_result(keys, res, why))
 
     def retire(self) -> None:
@@ -310,13 +310,13 @@ class WarmRuns:
                 run = self._current
             return run
 
-    def run(self, keys: list[Key], jobs: list[dict]) -> RunOutcome | None:
-        """The batch's outcome through the warm run, or None (no warm run, or it did not take the batch)."""
+    def run(self, keys: list[Key], jobs: list[dict]) -> BatchResult | None:
+        """The batch's result through the warm run, or None (no warm run, or it did not take the batch)."""
         run = self._serving()
-        outcome = run.give(keys, jobs, self.ready_within) if run is not None else None
-        if outcome is None and run is not None:
+        served = run.give(keys, jobs, self.ready_within) if run is not None else None
+        if served is None and run is not None:
             log.warning("the warm run did not take the batch: running it cold", extra={"jobs": len(keys)})
-        return outcome
+        return served
 
     @property
     def batches(self) -> int:

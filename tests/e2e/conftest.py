@@ -164,7 +164,7 @@ def operator(api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 @dataclass
-class Outcome:
+class FinishedJob:
     name: str
     job: dict
     seconds: float  # from create to the finished condition
@@ -196,7 +196,7 @@ class Jobs:
         self.namespace = namespace
         self.created: list[tuple[str, str]] = []
 
-    def run(self, manifest: str, timeout: float = JOB_TIMEOUT_S, timed: bool = False) -> Outcome:
+    def run(self, manifest: str, timeout: float = JOB_TIMEOUT_S, timed: bool = False) -> FinishedJob:
         """`timed`: also when the launcher pod is first seen Running (one more read per poll)."""
         job = yaml.safe_load((MANIFESTS / manifest).read_text())
         started = time.monotonic()
@@ -216,7 +216,7 @@ class Jobs:
         return version, name
 
     def wait(self, version: str, name: str, started: float, timeout: float = JOB_TIMEOUT_S,
-             timed: bool = False) -> Outcome:
+             timed: bool = False) -> FinishedJob:
         """Waits until the job succeeded or failed, at most `timeout` seconds after `started` (monotonic)."""
         launcher_running = None
         while True:
@@ -232,7 +232,7 @@ class Jobs:
             time.sleep(0.25)
         seconds = time.monotonic() - started
         log, code = self.launcher(name)
-        return Outcome(name, current, seconds, log, code, launcher_running)
+        return FinishedJob(name, current, seconds, log, code, launcher_running)
 
     def launcher_phase(self, name: str) -> str:
         selector = f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=launcher"

@@ -50,9 +50,9 @@ def test_the_loop_reads_back_what_the_core_decided(api_client: Any, namespace: s
     plan.fill(expected)
 
     runner = BatchRunner(str(tmp_path), slot=0, kubeconfig=kubeconfig, timeout=120)
-    outcome = runner.run([key])
-    assert outcome.status == "successful", outcome
-    got = outcome.jobs[key]
+    ran = runner.run([key])
+    assert ran.status == "successful", ran
+    got = ran.jobs[key]
     assert got.transitions == [Transition("Created", "True", "MPIJobCreated")] and not got.finished
     assert got.status == get_mpijob(api_client, key.namespace, key.name)["status"]  # the status as written
     for result in (got, expected):
