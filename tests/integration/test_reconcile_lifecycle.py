@@ -258,7 +258,7 @@ def test_stale_status_write_is_a_conflict_to_retry(api_client, namespace, operat
     from ansible_collections.mpi.operator.plugins.module_utils.kube import apply, auth, rest, sshkeys
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import World
-    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import reconcile as plan_job
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.planner import plan_job
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult
 
     create_mpijob(api_client, namespace, _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE))

@@ -31,7 +31,8 @@ def test_the_loop_reads_back_what_the_core_decided(api_client: Any, namespace: s
                                                    kubeconfig: str, tmp_path: Any) -> None:
     from ansible_collections.mpi.operator.plugins.module_utils.kube.apply import split_after_status
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options
-    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import World, reconcile
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import World
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.planner import plan_job
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult, job_key
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
     from mpijob_operator.runner import BatchRunner
@@ -43,7 +44,7 @@ def test_the_loop_reads_back_what_the_core_decided(api_client: Any, namespace: s
     key = job_key(namespace, "openmpi-helloworld")
     obj = get_mpijob(api_client, key.namespace, key.name)
     # A new job has no children yet: the module reads exactly this world.
-    plan = reconcile(obj, World(mpijob=obj), Options(), datetime.now(UTC), lambda: (b"", b""))
+    plan = plan_job(obj, World(mpijob=obj), Options(), datetime.now(UTC), lambda: (b"", b""))
     head, tail = split_after_status(plan)  # the order the shell carries the plan out in
     expected = JobResult(key.namespace, key.name, uid=obj["metadata"]["uid"], actions=[a.summary() for a in head + tail],
                          transitions=list(plan.transitions))

@@ -9,7 +9,8 @@ from datetime import datetime, timezone
 from ..mpijob import constants as C
 from ..mpijob import status as S
 from ..mpijob.errors import ApiError
-from ..mpijob.plan import Action, Plan, api_error_outcome, controlled_by, rejected
+from ..mpijob.plan import Action, Plan, api_error_outcome, controlled_by
+from ..mpijob.planner import rejected
 from ..mpijob.protocol import JobResult, Outcome
 from .rest import Rest, collection, item, mpijob_path
 

@@ -7,7 +7,8 @@ from datetime import datetime, timezone
 
 from ..mpijob import children as K
 from ..mpijob.errors import ApiError
-from ..mpijob.plan import Action, Plan, World, reconcile
+from ..mpijob.plan import Action, Plan, World
+from ..mpijob.planner import plan_job
 from ..mpijob.protocol import JobResult, Key, Outcome, job_key
 from .apply import Applier, split_after_status
 from .read import Namespaced, priority_values, read_namespace, world_of
@@ -63,7 +64,7 @@ def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: b
             result.uid = obj["metadata"].get("uid")
             result.status = obj.get("status")
             try:
-                plan = reconcile(obj, world, opts, now, _placeholder_keys if check_mode else generate_ssh_keys)
+                plan = plan_job(obj, world, opts, now, _placeholder_keys if check_mode else generate_ssh_keys)
             except Exception as exc:  # a bug must cost one job, not the batch
                 result.error, result.outcome = f"internal error planning the job: {exc!r}", Outcome.RETRY
                 return

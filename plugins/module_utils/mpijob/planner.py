@@ -1,18 +1,16 @@
-"""Desired vs observed -> the ordered actions that turn one into the other, and the status that results.
+"""The planner: desired vs observed -> the ordered actions that turn one into the other, and the status that results.
 
 The order is Kubeflow's sync order: Service, ConfigMap, Secret, PodGroup, workers (deletions highest index first,
 then creations), launcher Job, launcher suspension, cleanup, status, events. A child that exists but is controlled
-by something else stops the plan with an ErrResourceExists event: it is never taken over.
-
-One file (about 500 lines) because the plan is one ordered pass: the sync order, the stop on a foreign owner and the
-status computed from what the pass saw are one piece of logic; the builders of each child are in children.py.
+by something else stops the plan with an ErrResourceExists event: it is never taken over. What a plan is (Action,
+World, Plan) is plan.py's; the builders of each child are children.py's.
 """
 from __future__ import annotations
 
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from . import children as K
@@ -20,93 +18,12 @@ from . import constants as C
 from . import status as S
 from .apis import Api, api_for
 from .errors import InvalidMPIJob
-from .protocol import JobResult, Outcome
+from .plan import Action, Plan, World, controlled_by
+from .protocol import Outcome
 from .quantity import parse_quantity
 from .spec import FieldError, MPIJob
 
 SSHKeys = Callable[[], "tuple[bytes, bytes]"]
-
-
-@dataclass(frozen=True)
-class Action:
-    action: str  # create | patch | delete | status | event | delete-mpijob
-    kind: str
-    name: str
-    reason: str = ""
-    body: dict | None = field(default=None, repr=False)  # object, JSON merge patch, status, or event
-    subresource: str = ""  # "status" for a patch of the launcher Job's status
-    api_version: str = ""
-    uid: str = ""  # delete precondition
-
-    def summary(self) -> dict:
-        out = {"action": self.action, "kind": self.kind, "name": self.name}
-        if self.reason:
-            out["reason"] = self.reason
-        return out
-
-
-@dataclass
-class World:
-    """The observed cluster state of one MPIJob (None: the object does not exist)."""
-
-    mpijob: dict
-    service: dict | None = None
-    config_map: dict | None = None
-    secret: dict | None = None
-    launcher: dict | None = None
-    pod_group: dict | None = None
-    # ServiceAccount, Role, RoleBinding <job>-launcher by kind (the jobs whose launcher uses `kubectl exec`)
-    launcher_rbac: dict[str, dict] = field(default_factory=dict)
-    pods: list[dict] = field(default_factory=list)  # pods labelled with the job's name (workers and launcher)
-    priorities: dict[str, int] = field(default_factory=dict)  # PriorityClass values, for PodGroup minResources
-
-
-@dataclass
-class Plan:
-    actions: list[Action]
-    status: dict | None  # the MPIJob status after the actions
-    requeue_after: float | None = None
-    error: str | None = None
-    outcome: Outcome = Outcome.OK  # RETRY: a foreign child; ERROR: an invalid spec; DELETED: the TTL deletes the job
-    transitions: tuple[S.Transition, ...] = ()  # the conditions the status this plan writes changes
-    done: bool | None = None  # the API's own word on the status (apis.Api.finished); None: kubeflow.org's
-    cleanup_pending: bool = False  # the job finished in this pass and its clean-up is left to the next (cleanup_later)
-
-    @property
-    def finished(self) -> bool:
-        """Succeeded or Failed, by the status after the actions."""
-        if self.done is not None:
-            return self.done
-        return S.is_finished(self.status or {})
-
-    def fill(self, result: JobResult) -> None:
-        """Puts what this plan decided into the job's result; the transitions are put there by whoever writes the
-        plan's status."""
-        result.status, result.finished, result.requeue_after = self.status, self.finished, self.requeue_after
-        result.error, result.outcome, result.cleanup_pending = self.error, self.outcome, self.cleanup_pending
-
-
-def api_error_outcome(action: str, status: int) -> Outcome:
-    """What an API error of HTTP `status` answering a plan's `action` (create, patch, delete, status, event,
-    delete-mpijob) means for the job. The answers that are what the action wanted (a deletion's 404) and a create's 409
-    (whose object is looked at first) never come here.
-
-    - the status write's 404: the MPIJob itself is gone (DELETED);
-    - any other 404 or 409: an object vanished or changed under us; the next reconcile sees the new state (RETRY);
-    - a create's 400 or 422: the API rejects what the template asks for; a retry would ask for it again (ERROR);
-    - anything else (5xx, 429, 401/403, a patch's 400/422): RETRY.
-    """
-    if status == 404 and action == "status":
-        return Outcome.DELETED
-    if status in (400, 422) and action == "create":
-        return Outcome.ERROR
-    return Outcome.RETRY
-
-
-def controlled_by(obj: dict, uid: str) -> bool:
-    return any(
-        ref.get("controller") and ref.get("uid") == uid for ref in (obj.get("metadata") or {}).get("ownerReferences") or []
-    )
 
 
 def _annotations(obj: dict) -> dict:
@@ -171,7 +88,7 @@ def _podgroup_patch(have: dict, want: dict) -> dict | None:
     return {"spec": patch} if patch else None
 
 
-def reconcile(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys) -> Plan:
+def plan_job(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys) -> Plan:
     """The plan for one MPIJob. `obj` is the MPIJob as read; `ssh_keys` makes a key pair (called only when the
     Secret must be created or repaired)."""
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
