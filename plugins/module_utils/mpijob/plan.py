@@ -90,3 +90,12 @@ def controlled_by(obj: dict, uid: str) -> bool:
     return any(
         ref.get("controller") and ref.get("uid") == uid for ref in (obj.get("metadata") or {}).get("ownerReferences") or []
     )
+
+
+def replace_map(old: dict | None, new: dict | None) -> dict | None:
+    """A merge patch value that replaces a map (old keys not wanted become null)."""
+    if not new and not old:
+        return None
+    patch: dict = {k: None for k in (old or {}) if k not in (new or {})}
+    patch.update(new or {})
+    return patch

@@ -3,7 +3,7 @@
 The order is Kubeflow's sync order: Service, ConfigMap, Secret, PodGroup, workers (deletions highest index first,
 then creations), launcher Job, launcher suspension, cleanup, status, events. A child that exists but is controlled
 by something else stops the plan with an ErrResourceExists event: it is never taken over. What a plan is (Action,
-World, Plan) is plan.py's; the builders of each child are children.py's.
+World, Plan) is plan.py's; the builders of each child are children.py's and podgroup.py's.
 """
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from datetime import datetime, timedelta
 
 from . import children as K
 from . import constants as C
+from . import podgroup as PG
 from . import status as S
 from .apis import Api, api_for
 from .errors import InvalidMPIJob
-from .plan import Action, Plan, World, controlled_by
+from .plan import Action, Plan, World, controlled_by, replace_map
 from .protocol import Outcome
-from .quantity import parse_quantity
 from .spec import FieldError, MPIJob
 
 SSHKeys = Callable[[], "tuple[bytes, bytes]"]
@@ -57,35 +57,6 @@ def _delete(obj: dict, kind: str, reason: str, api_version: str = "") -> Action:
 
 def _create(obj: dict, reason: str = "") -> Action:
     return Action("create", obj["kind"], _name(obj), reason=reason, body=obj, api_version=obj["apiVersion"])
-
-
-def _replace_map(old: dict | None, new: dict | None) -> dict | None:
-    """A merge patch value that replaces a map (old keys not wanted become null)."""
-    if not new and not old:
-        return None
-    patch: dict = {k: None for k in (old or {}) if k not in (new or {})}
-    patch.update(new or {})
-    return patch
-
-
-def _same_quantities(a: dict | None, b: dict | None) -> bool:
-    try:
-        return {k: parse_quantity(v) for k, v in (a or {}).items()} == {k: parse_quantity(v) for k, v in (b or {}).items()}
-    except ValueError:
-        return False
-
-
-def _podgroup_patch(have: dict, want: dict) -> dict | None:
-    old, new = have.get("spec") or {}, want["spec"]
-    keys = {"minMember", "queue", "priorityClassName", "minResources", "scheduleTimeoutSeconds"}
-    patch: dict = {}
-    for key in keys:
-        if key == "minResources":
-            if not _same_quantities(old.get(key), new.get(key)):
-                patch[key] = _replace_map(old.get(key), new.get(key))
-        elif old.get(key) != new.get(key) and not (key == "queue" and key not in new):
-            patch[key] = new.get(key)
-    return {"spec": patch} if patch else None
 
 
 def plan_job(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys) -> Plan:
@@ -262,7 +233,7 @@ class _Planner:
             return
         patch = {}
         if (have.get("spec") or {}).get("selector") != want["spec"]["selector"]:
-            patch["selector"] = _replace_map((have.get("spec") or {}).get("selector"), want["spec"]["selector"])
+            patch["selector"] = replace_map((have.get("spec") or {}).get("selector"), want["spec"]["selector"])
         if bool((have.get("spec") or {}).get("publishNotReadyAddresses")) != want["spec"]["publishNotReadyAddresses"]:
             patch["publishNotReadyAddresses"] = want["spec"]["publishNotReadyAddresses"]
         if patch:
@@ -280,7 +251,7 @@ class _Planner:
         elif (have.get("data") or {}) != want["data"]:
             reason = "hostfile" if (have.get("data") or {}).get(C.HOSTFILE) != want["data"][C.HOSTFILE] else "hosts"
             self.actions.append(Action("patch", "ConfigMap", _name(want), reason=reason,
-                                       body={"data": _replace_map(have.get("data"), want["data"])}, api_version="v1"))
+                                       body={"data": replace_map(have.get("data"), want["data"])}, api_version="v1"))
         self.hosts = (want["data"][C.DISCOVER_HOSTS], have)  # for notice_hosts, when a scale-down needs it
 
     def notice_hosts(self, discover: str, have: dict | None) -> float | None:
@@ -313,7 +284,7 @@ class _Planner:
             self.actions.append(_create(want))
         else:
             self.actions.append(Action("patch", "Secret", _name(want), reason="keys",
-                                       body={"data": _replace_map(have.get("data"), want["data"])}, api_version="v1"))
+                                       body={"data": replace_map(have.get("data"), want["data"])}, api_version="v1"))
 
     def sync_launcher_rbac(self) -> None:
         """The launcher's ServiceAccount, Role and RoleBinding, created before it (a pod naming a missing
@@ -323,13 +294,13 @@ class _Planner:
                 self.actions.append(_create(want))
 
     def sync_pod_group(self) -> None:
-        want = K.pod_group(self.job, self.opts, self.world.priorities)
+        want = PG.pod_group(self.job, self.opts, self.world.priorities)
         if want is None:
             return
         have = self.world.pod_group
         if have is None:
             self.actions.append(_create(want))
-        elif (patch := _podgroup_patch(have, want)) is not None:
+        elif (patch := PG.patch(have, want)) is not None:
             self.actions.append(Action("patch", "PodGroup", self.job.name, reason="drift", body=patch,
                                        api_version=want["apiVersion"]))
 
@@ -399,7 +370,7 @@ class _Planner:
             template = {
                 "metadata": meta,
                 "spec": {
-                    "nodeSelector": _replace_map(tspec.get("nodeSelector"), want["nodeSelector"]),
+                    "nodeSelector": replace_map(tspec.get("nodeSelector"), want["nodeSelector"]),
                     "tolerations": want["tolerations"],
                     "schedulingGates": want["schedulingGates"],
                 },

@@ -6,6 +6,7 @@ import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import apis
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import podgroup as PG
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9k as T
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
 
@@ -67,7 +68,7 @@ def test_seed_fragments_alone_are_refused_naming_the_field() -> None:
 def all_children(obj: dict, opts: K.Options) -> list[dict]:
     job = apis.api_for(obj).parse(obj)
     docs = [K.service(job), K.config_map(job, (), opts), K.ssh_secret(job, *KEYS)]
-    if (pg := K.pod_group(job, opts)) is not None:
+    if (pg := PG.pod_group(job, opts)) is not None:
         docs.append(pg)
     return docs + [K.worker_pod(job, i, opts) for i in range(job.worker_replicas)] + [K.launcher_job(job, opts)]
 
