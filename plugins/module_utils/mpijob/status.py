@@ -3,7 +3,7 @@ the events and transitions a reconcile reports, pod and launcher-Job readings, a
 
 Condition mechanics are Kubeflow's (`setCondition`): a condition is rewritten only when its status or reason
 changes, the changed condition moves to the end, Running and Restarting exclude each other, and Succeeded/Failed
-turn Running off (T9k keeps its own order: apis/t9k.py). Each API's own status stage is in its module under apis/.
+turn Running off (T9k keeps its own order: apis/t9k_status.py). Each API's own status stage is in its modules under apis/.
 The clock is an argument.
 """
 from __future__ import annotations

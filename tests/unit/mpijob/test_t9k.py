@@ -8,6 +8,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import apis
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import podgroup as PG
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9k as T
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9k_status as T9S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
 
 from ._helpers import KEYS, assert_golden, finish_launcher, kinds, malformed, manifest, plan
@@ -194,14 +195,14 @@ def test_status_has_the_seed_shape() -> None:
     for mine, theirs in zip(ours["tasks"], seed["tasks"]):
         assert set(mine) == set(theirs)
         assert {frozenset(s) for s in mine["status"]} == {frozenset(s) for s in theirs["status"]}
-    assert list(ours["aggregate"]) == list(T.AGGREGATE_KEYS) and set(ours["aggregate"]) == set(seed["aggregate"])
+    assert list(ours["aggregate"]) == list(T9S.AGGREGATE_KEYS) and set(ours["aggregate"]) == set(seed["aggregate"])
     assert ours["aggregate"]["running"] == 6 and ours["tasks"][1]["status"][0]["uid"] == "uid-mpi-example-worker-0"
 
 
 def test_seed_status_example_reads_as_its_phase() -> None:
     """The seed's Failed example (Completed False, Failed True) is Failed and finished; mpijob_info's phase agrees."""
     status = seed_docs("status_failed")[0]["status"]
-    assert T.phase(status) == "Failed" and T.finished(status) and T.settled(status)
+    assert T9S.phase(status) == "Failed" and T9S.finished(status) and T9S.settled(status)
 
 
 def test_restart_counts_and_unknown_pods() -> None:
@@ -238,7 +239,7 @@ def test_invalid_spec_fails_then_recovers() -> None:
     bad = t9k(mpiHome="usr/local")
     p = plan(bad)
     assert p.error == "Found validation errors: spec.mpiHome: must be an absolute path, got 'usr/local'"
-    assert p.status["phase"] == "Failed" and p.finished and not T.settled(p.status)
+    assert p.status["phase"] == "Failed" and p.finished and not T9S.settled(p.status)
     fixed = {**random_walk(), "status": p.status}
     p2 = plan(fixed)
     assert p2.status["phase"] == "Pending" and [c["type"] for c in p2.status["conditions"]] == ["Initialized"]
@@ -279,4 +280,4 @@ def test_reconcile_never_crashes_on_malformed_t9k_objects(opts: K.Options) -> No
             assert all(e.path for e in exc.errors)
         result = plan(obj, opts=opts)
         assert result.status is not None
-        assert result.status.get("phase") in T.PHASES or path[0] in ("apiVersion", "kind")
+        assert result.status.get("phase") in T9S.PHASES or path[0] in ("apiVersion", "kind")

@@ -12,6 +12,7 @@ import yaml
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9k as T
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9k_status as T9S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
 from tests.support.paths import ROOT
 
@@ -321,7 +322,7 @@ def test_status_conditions() -> None:
 def test_status_phase() -> None:
     p, _ = _running()
     assert p.status["phase"] == "Running"
-    assert T.phase({}) == "Pending"
+    assert T9S.phase({}) == "Pending"
 
 
 def test_status_tasks() -> None:
