@@ -36,7 +36,7 @@ OPERATOR_NAMESPACE = os.environ.get("MPI_E2E_OPERATOR_NAMESPACE", "mpi-operator-
 JOBS_NAMESPACE = os.environ.get("MPI_E2E_NAMESPACE", "mpi-e2e" + (f"-{_WORKER}" if _WORKER else ""))
 JOB_TIMEOUT_S = float(os.environ.get("MPI_E2E_JOB_TIMEOUT", "240"))
 GROUP = "kubeflow.org"
-# What pi.c's rank 0 prints for every rank; and the seed's hello world.
+# What pi.c's rank 0 prints for every rank; and the install guide's hello world (v1-helloworld.yaml).
 RANK_LINE = re.compile(r"^rank (\d+) of (\d+) on host (\S+)$", re.MULTILINE)
 HELLO_LINE = re.compile(r"^Hello world from processor (\S+), rank (\d+) out of (\d+) processors$", re.MULTILINE)
 
@@ -144,7 +144,7 @@ def operator(api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) ->
         "mpi_operator_node_selector": REAL_NODE_SELECTOR,
         "mpi_operator_tolerations": [REAL_NODE_TOLERATION],
         "mpi_operator_wait_timeout": 180,
-        # Every MPIJob API (tests/e2e/test_apis.py runs the seeds' other operators' jobs).
+        # Every MPIJob API (tests/e2e/test_apis.py runs the T9k and batch.test.bdap.com jobs).
         "mpi_operator_apis": ["kubeflow.org", "batch.tensorstack.dev", "batch.test.bdap.com"],
         # batch.test.bdap.com launchers get kubectl from this local image (hack/images/kubectl-delivery).
         "mpi_operator_kubectl_delivery_image": local_image("kubectl-delivery"),

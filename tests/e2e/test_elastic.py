@@ -1,4 +1,4 @@
-"""Seed 000's elastic Horovod job on real pods (examples/local/horovod-elastic.yaml): resized while it trains, with
+"""The Helm chart's elastic Horovod job (tensorflow-mnist-elastic) on real pods (examples/local/horovod-elastic.yaml): resized while it trains, with
 kubectl patch, the mpijob module and kubectl scale. horovodrun picks the workers up from /etc/mpi/discover_hosts.sh,
 which the operator rewrites as workers come and go; the training script's rank 0 prints every world size."""
 

@@ -33,7 +33,7 @@ def test_openmpi5_launcher_as_worker_runs_a_rank_on_itself_and_on_each_worker(jo
         done.launcher_log
 
 
-def test_v1_hello_world_of_the_seed_succeeds(jobs):
+def test_v1_hello_world_of_the_install_guide_succeeds(jobs):
     done = jobs.run("v1-helloworld.yaml")
     assert done.condition("Succeeded"), (done.job.get("status"), done.launcher_log)
     assert sorted(done.rank_hosts()) == done.worker_hosts(), done.launcher_log

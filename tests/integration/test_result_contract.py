@@ -13,7 +13,7 @@ from tests.support.mpijob import create_mpijob, get_mpijob
 
 pytestmark = pytest.mark.integration
 
-MANIFEST = pathlib.Path(__file__).parent / "manifests" / "seed001-openmpi-helloworld.v2beta1.yaml"
+MANIFEST = pathlib.Path(__file__).parent / "manifests" / "openmpi-helloworld.v2beta1.yaml"
 
 TIMES = ("startTime", "completionTime", "lastUpdateTime", "lastTransitionTime")
 

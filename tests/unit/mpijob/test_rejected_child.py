@@ -12,7 +12,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob.planner import
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Outcome
 from hack.chaos import mutations
 
-from ._bdap import seed as bdap_job
+from ._bdap import example as bdap_job
 from ._helpers import at, manifest
 from ._t9k import t9k
 

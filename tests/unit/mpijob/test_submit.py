@@ -261,17 +261,17 @@ def test_newest_launcher_pod_and_tail():
     assert S.tail("1\n2\n3\n", 2) == ["2", "3"] and S.tail("1\n2\n", 0) == ["1", "2"] and S.tail("", 5) == []
 
 
-# ---- the seeds' other two APIs ---------------------------------------------------------------------------------------
+# ---- the other two MPIJob APIs ---------------------------------------------------------------------------------------
 
-SEEDS = ROOT / "tests/integration/manifests"
+MANIFESTS = ROOT / "tests/integration/manifests"
 
 
-def seed(name):
-    return yaml.safe_load((SEEDS / name).read_text())
+def api_example(name):
+    return yaml.safe_load((MANIFESTS / name).read_text())
 
 
 def test_t9k_definition_workers_and_suspend_go_where_t9k_keeps_them():
-    m = S.desired_manifest({"workers": 3, "suspend": True, "namespace": "team"}, seed("seed003-mpi-example.yaml"))
+    m = S.desired_manifest({"workers": 3, "suspend": True, "namespace": "team"}, api_example("t9k-mpi-example.yaml"))
     assert m["spec"]["worker"]["replicas"] == 3 and m["spec"]["runMode"]["pause"]["enabled"] is True
     assert ("mpiReplicaSpecs" not in m["spec"] and "runPolicy" not in m["spec"]) or "suspend" not in m["spec"]["runPolicy"]
     assert S.job_patch(m, 5, False) == {"spec": {"worker": {"replicas": 5}, "runMode": {"pause": {"enabled": False}}}}
@@ -279,27 +279,27 @@ def test_t9k_definition_workers_and_suspend_go_where_t9k_keeps_them():
 
 
 def test_bdap_definition_scales_numworkers_and_cannot_be_suspended():
-    m = S.desired_manifest({"workers": 2}, seed("seed002-simple-train-cpu.yaml"))
+    m = S.desired_manifest({"workers": 2}, api_example("bdap-simple-train-cpu.yaml"))
     assert m["spec"]["numWorkers"] == 2 and S.job_patch(m, 4, None) == {"spec": {"numWorkers": 4}}
     with pytest.raises(S.SubmitError, match=r"suspend: batch\.test\.bdap\.com/v1 MPIJobs cannot be suspended"):
         S.job_patch(m, None, True)
     with pytest.raises(S.SubmitError, match="cannot be suspended"):
-        S.desired_manifest({"suspend": True}, seed("seed002-simple-train-cpu.yaml"))
+        S.desired_manifest({"suspend": True}, api_example("bdap-simple-train-cpu.yaml"))
 
 
 def test_a_bad_field_is_named_in_the_manifests_own_api():
-    bad = seed("seed003-mpi-example.yaml")
+    bad = api_example("t9k-mpi-example.yaml")
     bad["spec"]["worker"]["replicas"] = -1
     with pytest.raises(S.SubmitError, match=r"spec\.worker\.replicas"):
         S.desired_manifest({}, bad)
-    bad = seed("seed002-simple-train-cpu.yaml")
+    bad = api_example("bdap-simple-train-cpu.yaml")
     bad["spec"]["numWorkers"] = 0
     with pytest.raises(S.SubmitError, match=r"spec\.numWorkers"):
         S.desired_manifest({}, bad)
 
 
 def test_summary_reads_each_apis_own_status():
-    t9k = seed("seed003-mpi-example.yaml")
+    t9k = api_example("t9k-mpi-example.yaml")
     t9k["metadata"].update(namespace="team", creationTimestamp="2026-01-01T12:00:00Z")
     t9k["status"] = {"phase": "Paused", "conditions": [{"type": "Paused", "status": "True", "reason": "Paused",
                                                         "message": "paused by the user"}],
@@ -313,7 +313,7 @@ def test_summary_reads_each_apis_own_status():
     assert "(Paused: paused by the user)" in s["progress"]
     t9k["status"]["conditions"] = [{"type": "Completed", "status": "True", "reason": "Succeeded", "message": ""}]
     assert S.reached(t9k, "Succeeded") and S.summary(t9k, NOW)["finished"]
-    bdap = seed("seed002-simple-train-cpu.yaml")
+    bdap = api_example("bdap-simple-train-cpu.yaml")
     bdap["status"] = {"phase": "Running", "readyWorkers": 4, "launcher": "simple-train-cpu-launcher",
                       "conditions": [{"type": "Created", "status": "True"}, {"type": "Running", "status": "True"}]}
     s = S.summary(bdap, NOW)
