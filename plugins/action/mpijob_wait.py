@@ -17,7 +17,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ..module_utils.kube.auth import AUTH_ARG_SPEC
-from ..module_utils.kube.jobs import Jobs
+from ..module_utils.kube.jobs import WAIT_ARG_SPEC, Jobs
 from ..module_utils.kube.module import task_message
 from ..module_utils.kube.mpijob_task import named_api_version
 from ..module_utils.kube.rest import connect
@@ -30,10 +30,11 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "name": {"type": "str", "required": True},
     "namespace": {"type": "str", "default": "default"},
     "api_version": {"type": "str", "aliases": ["apiVersion"]},
-    "wait_for": {"type": "str", "choices": list(S.WAIT_TARGETS)},
+    "request_timeout": {"type": "float", "default": 30.0},
+    **{k: dict(v) for k, v in WAIT_ARG_SPEC.items()},
+    # a wait of its own takes longer, and fractions of a second
     "wait_timeout": {"type": "float", "default": 3600},
     "wait_sleep": {"type": "float", "default": 5},
-    "request_timeout": {"type": "float", "default": 30.0},
     **AUTH_ARG_SPEC,
 }
 
