@@ -1,10 +1,9 @@
 """ansible-runner runs of mpi.operator.mpijob_reconcile for batches of MPIJobs: a warm run that serves every batch
 (WarmRuns), or a run of its own for one batch (BatchRunner.run when no warm run takes it).
 
-A run's fixed cost (about 0.75 s and 1.3 CPU s: the `ansible` process, plugin loading, the module's own Python start)
-is paid once per warm run's life (--warm-run-timeout), not once per batch. Measured on this project's VM (see
-docs/operator.md): subprocess mode is about 10 % cheaper than pexpect and does not forkpty() from a threaded process;
-fact gathering, callback plugins and pipelining made no measurable difference for one ad-hoc module.
+A run's fixed cost (the `ansible` process, plugin loading, the module's own Python start) is paid once per warm run's
+life (--warm-run-timeout), not once per batch; runs use subprocess mode, which does not forkpty() from a threaded
+process (docs/operator.md, "Measurements behind the code", has the numbers).
 """
 from __future__ import annotations
 
@@ -238,9 +237,8 @@ class WarmRuns:
     after a backoff, so a broken install does not spin).
 
     A retired run's successor starts once the retired one has finished the batches it holds and ended (at most
-    half of `ready_within` later): two runs at once are twice the memory (make bench-scale, 5,000 x 1, 29 Nov: a peak
-    of 394 MiB with the two runs' six processes, about 230 with one run's). The batch that retired it waits for that
-    and for the successor's start, once per lifetime."""
+    half of `ready_within` later): two runs at once are twice the memory (docs/operator.md). The batch that retired it
+    waits for that and for the successor's start, once per lifetime."""
 
     RETIRE_S = 5.0
 
@@ -343,9 +341,9 @@ class WarmRuns:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-# ansible's main process polls for its worker's result every internal_poll_interval (default 1 ms): 3 % of a core
-# for as long as a module runs, for hours a day for an idle warm run. 20 ms costs a run at most 20 ms. It is an ini
-# option only (no environment variable), hence a config file of the runs' own (unless ANSIBLE_CONFIG names one).
+# ansible's main process polls for its worker's result every internal_poll_interval (default 1 ms), for as long as a
+# module runs (an idle warm run: hours a day); 20 ms costs a run at most 20 ms. It is an ini option only (no
+# environment variable), hence a config file of the runs' own (unless ANSIBLE_CONFIG names one).
 ANSIBLE_CFG = "[defaults]\ninternal_poll_interval = 0.02\n"
 
 
@@ -358,8 +356,7 @@ def ansible_cfg(work_dir: str) -> str:
 
 
 # glibc gives each thread that allocates an arena of its own (up to 8 per core), and freed memory stays in them: the
-# warm run's module reads with 8 threads and serves 2 slots, and held 60 MiB of heap at 200 x 4 (make bench-scale,
-# BENCH_PROFILE=1) against 46 MiB with two arenas, at the same CPU. Unless the operator's environment sets its own.
+# warm run's module reads with 8 threads and serves 2 slots. Unless the operator's environment sets its own.
 MALLOC_ARENAS = "2"
 
 

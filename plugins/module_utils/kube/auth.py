@@ -201,8 +201,8 @@ def in_cluster() -> bool:
 # ---- the light path --------------------------------------------------------------------------------------------------
 #
 # Most runs connect with a plain kubeconfig (a client certificate or a token) or the in-cluster service account:
-# those go straight to urllib3, without importing the kubernetes client (about 0.45 s of CPU per module run, paid by
-# every run of the operator). Anything else a kubeconfig can say (exec plugins, auth providers, proxies, several
+# those go straight to urllib3, without importing the kubernetes client (an import every run of the operator would
+# pay; docs/operator.md). Anything else a kubeconfig can say (exec plugins, auth providers, proxies, several
 # files in KUBECONFIG ...) is left to the kubernetes client's own loader.
 
 _SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
