@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Entry point: `python3 -m mpijob_operator [flags]` (the operator Deployment's command, and `make run`)."""
 from __future__ import annotations
 

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Command line of `python3 -m mpijob_operator` (the Kubeflow controller's flags, plus the loop's own).
 
 Every flag is spelled `--flag` and, as Go's flag package (so Kubeflow's operator) accepts, `-flag` too, each with

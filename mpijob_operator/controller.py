@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Workers: take a batch of dirty MPIJobs from the queue, run the reconcile module once for all of them,
 then requeue, back off or forget each job by what the module reported."""
 from __future__ import annotations

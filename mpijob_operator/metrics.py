@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Prometheus metrics: the Kubeflow MPI Operator's names, plus the loop's own (latency, batches, runner)."""
 from __future__ import annotations
 

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """A de-duplicating work queue of MPIJob keys with batching, per-job backoff and deadlines.
 
 Semantics (the controller-runtime workqueue, batched):

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """ansible-runner runs of mpi.operator.mpijob_reconcile for batches of MPIJobs: a warm run that serves every batch
 (WarmRuns), or a run of its own for one batch (BatchRunner.run when no warm run takes it).
 

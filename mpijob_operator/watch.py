@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Resumable watches of MPIJobs and their children, each event mapped to the MPIJob it concerns.
 
 One thread per resource: list (paged) -> watch from the list's resourceVersion with bookmarks ->

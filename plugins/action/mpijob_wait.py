@@ -1,5 +1,6 @@
 # Copyright: mpi.operator contributors
-# Apache License 2.0 (see galaxy.yml)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """mpi.operator.mpijob_wait: waits for an MPIJob on the controller, printing a progress line per look.
 
 An action plugin, not a module, so that each look can be shown while the task runs and a wait of any length is one

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """The options of every wait for an MPIJob (mpijob's and mpijob_sync's O(wait), mpijob_wait), as
 module_utils/kube/jobs.py's WAIT_ARG_SPEC declares them. A module that differs (mpijob_sync waits for fewer targets
 and looks less often, mpijob_wait takes fractions of a second and waits longer) says so in its own DOCUMENTATION,

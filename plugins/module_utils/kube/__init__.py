@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """The shell: the only code that talks to the Kubernetes API server, for the modules and the operator alike.
 
 One job per module: auth (connection options, credentials), transport (HTTP: urllib3 alone or the kubernetes

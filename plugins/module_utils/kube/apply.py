@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Carrying one job's plan out: the Applier creates, merge patches, deletes with a uid precondition, writes the status
 subresource and events, in the plan's order, and turns API errors into the job's JobResult (kube/reconcile.py hands
 it each plan)."""

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Connection options and credentials: the modules' AUTH_ARG_SPEC (kubernetes.core's names), each option from the
 parameters else its $K8S_AUTH_* variable, and where they lead: an Endpoint urllib3 alone can reach (a plain
 kubeconfig or the in-cluster service account), else a kubernetes client ApiClient from the client's own loader.

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """The API half of the mpijob, mpijob_info and mpijob_wait tasks, on Rest: server-side apply, scale/suspend
 patches, deletion, the bounded wait, the launcher's log tail, the job's events. The decisions (what to apply,
 changed or not, phase) are the core's (module_utils/mpijob/submit.py).

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Reading a batch: each namespace's MPIJobs and their children with one LIST per kind (label selectors on the
 job names), the PriorityClass values PodGroups need, and the World the core plans from."""
 from __future__ import annotations

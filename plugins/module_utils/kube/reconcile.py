@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """The operator's step over a batch (what mpi.operator.mpijob_reconcile runs): read the batch's world (read.py), ask
 the core for each job's plan, carry each plan out (apply.py), and return each job's JobResult."""
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """The MPIJob core: pure Python, no I/O, no Ansible imports.
 
 parse (an API's, into spec's one model) -> children and podgroup (the desired objects) -> status (an API's stage, from

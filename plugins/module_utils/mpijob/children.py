@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """One builder per child object of an MPIJob, named and filled exactly as the Kubeflow MPI Operator does.
 
 Differences from Kubeflow (docs/differences.md): PRRTE variables next to the ORTE ones for OpenMPI 5,

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Names, labels, env vars and reasons of the Kubeflow MPI Operator contract (kubeflow.org MPIJob).
 
 Tools around the Kubeflow operator (Kueue, dashboards, `kubectl logs -l ...`) rely on these exact strings.

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """What a plan is: the ordered actions that turn one MPIJob's observed children into the desired ones (Action), what
 was observed (World), and the plan with the status that results (Plan). The planner (planner.py) decides a plan; the
 shell reads a World (kube/read.py) and carries a plan out (kube/apply.py).

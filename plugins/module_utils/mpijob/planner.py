@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """The planner: desired vs observed -> the ordered actions that turn one into the other, and the status that results.
 
 The order is Kubeflow's sync order: Service, ConfigMap, Secret, PodGroup, workers (deletions highest index first,

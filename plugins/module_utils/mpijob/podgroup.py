@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """The gang scheduler's PodGroup of an MPIJob, for Volcano or scheduler-plugins, named and filled as the Kubeflow MPI
 Operator does (its podgroup.go): minMember, minResources (the resources of the highest-priority pods of the gang),
 the priority class and Volcano's queue; and which of its fields a drifted PodGroup gets back.

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """What every API's status stage works with: what was observed (Observed: the launcher, its pods, the workers),
 the events and transitions a reconcile reports, pod and launcher-Job readings, and the condition mechanics.
 

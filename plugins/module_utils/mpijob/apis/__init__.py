@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """The MPIJob APIs the core serves, by (API group, kind): one parse and one status stage each; children and plan
 are shared (no second reconciler).
 

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """batch.test.bdap.com/v1 MPIJob (the kubebuilder MPI operator's): `numWorkers`, `launcherTemplate`,
 `workerTemplate`, served through the shared children and planner (apis/__init__.py's contract).
 

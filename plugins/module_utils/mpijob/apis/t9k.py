@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """batch.tensorstack.dev/v1beta1 MPIJob, T9k's: its parse into the one model, and its entry in the API registry
 (apis/__init__.py's contract). Its status stage, with the condition types, phases and replica types it names, is
 t9k_status.py's.

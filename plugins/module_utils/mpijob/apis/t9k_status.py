@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """batch.tensorstack.dev/v1beta1 MPIJob, T9k's: its status stage (conditions, phase, tasks, aggregate, in T9k's shape)
 and the names its status holds. t9k.py parses the API and registers it with this stage.
 """
