@@ -88,14 +88,16 @@ SETTINGS = (
 )
 
 
-def _field(setting: Setting) -> tuple[str, Any, Any]:
-    kind = setting.field_type or (setting.type if setting.default is not None else setting.type | None)
-    default = tuple(setting.default.split(",")) if setting.field_type else setting.default
-    return setting.field, kind, field(default=default)
+def _kind(setting: Setting) -> Any:
+    return setting.field_type or (setting.type if setting.default is not None else setting.type | None)
+
+
+def _default(setting: Setting) -> Any:
+    return tuple(setting.default.split(",")) if setting.field_type else setting.default
 
 
 # The operator's settings as parse() returns them: one field per Setting.
-Config = make_dataclass("Config", [_field(s) for s in SETTINGS])
+Config = make_dataclass("Config", [(s.field, _kind(s), field(default=_default(s))) for s in SETTINGS])
 
 
 TRUE, FALSE = ("1", "t", "true", "yes", "on"), ("0", "f", "false", "no", "off")

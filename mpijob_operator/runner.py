@@ -119,7 +119,7 @@ class BatchRunner:
         started = time.monotonic()
         status, rc, res, why = self.execute(args)
         return BatchResult(status=status, rc=rc, duration=time.monotonic() - started,
-                          jobs=parse_module_result(keys, res, why))
+                           jobs=parse_module_result(keys, res, why))
 
     def execute(self, args: dict[str, Any], timeout: float | None = None) -> tuple[str, int | None, dict | None, str]:
         """One ansible-runner run of the module with `args`: (status, rc, the module's result, why it has none)."""
@@ -212,7 +212,7 @@ class WarmRun:
             status = "failed" if res.get("failed") else "successful"
             why = status
         return BatchResult(status=status, rc=None, duration=time.monotonic() - handed,
-                          jobs=parse_module_result(keys, res, why))
+                           jobs=parse_module_result(keys, res, why))
 
     def retire(self) -> None:
         """Takes no more batches: the module finishes the ones it holds and its run ends."""

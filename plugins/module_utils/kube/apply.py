@@ -175,4 +175,3 @@ def split_after_status(plan: Plan) -> tuple[list[Action], list[Action]]:
     first = [i for i, a in after if a.action == "event" and a.reason in reasons]
     return ([*actions[:at], *(actions[i] for i in first), actions[at]],
             [a for i, a in after if i not in first])
-
