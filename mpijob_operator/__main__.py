@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Entry point: `python3 -m mpijob_operator [flags]` (the operator Deployment's command, and `make run`)."""
 from __future__ import annotations
 
@@ -16,8 +19,8 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constan
 from . import config as config_mod
 from . import health
 from . import log as log_mod
+from .client import ApiError, api_client
 from .controller import Controller
-from .kube import ApiError, api_client
 from .leader import LeaderElector, LeaseLock, Timing
 from .metrics import Metrics
 from .queue import WorkQueue

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Command line of `python3 -m mpijob_operator` (the Kubeflow controller's flags, plus the loop's own).
 
 Every flag is spelled `--flag` and, as Go's flag package (so Kubeflow's operator) accepts, `-flag` too, each with
@@ -9,7 +12,7 @@ import os
 import socket
 import tempfile
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
 from ansible_collections.mpi.operator.plugins.module_utils.kube.auth import in_cluster
@@ -21,36 +24,80 @@ IN_CLUSTER_WORK_DIR = "/var/run/mpi-operator"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
-@dataclass
-class Config:
-    namespace: str
-    gang_scheduling: str
-    kube_api_qps: float
-    kube_api_burst: int
-    threadiness: int
-    max_batch: int
-    monitoring_port: int
-    health_port: int
-    lock_namespace: str
-    leader_elect: bool
-    log_level: str
-    log_format: str
-    cluster_domain: str
-    kubeconfig: str | None
-    work_dir: str
-    runner_timeout: int
-    rotate_artifacts: int
-    identity: str
-    watch_timeout: int
-    apis: tuple[str, ...] = ("kubeflow.org",)  # the MPIJob API groups reconciled (the install's mpi_operator_apis)
-    kubectl_delivery_image: str = ""  # kubectl exec launchers (launcher_rbac APIs): an image copying kubectl to /opt/kube
-    warm_runs: bool = True
-    warm_run_timeout: int = 300
-    # Leader election, in seconds (leader.Timing): a follower's wait, a leader's renew deadline, how often both try.
-    leader_elect_lease_duration: float = Timing.lease_duration
-    leader_elect_renew_deadline: float = Timing.renew_deadline
-    leader_elect_retry_period: float = Timing.retry_period
-    temporary_work_dir: bool = False  # made for this process: removed at exit
+@dataclass(frozen=True)
+class Setting:
+    """One setting of the operator: a field of Config and, unless `flag` is False, the flag that sets it (`--name`, and
+    Go's `-name`)."""
+
+    name: str  # the flag's name; the Config field's is the same with `_` for `-`
+    type: type  # the flag's value: str, int, float, or bool (a switch: `-name`, `-name=false`, `--no-name`)
+    default: Any  # without the flag (parse() derives a None: health_port, kubeconfig, work_dir)
+    help: str | None = None
+    choices: tuple[str, ...] | None = None
+    env: str = ""  # an environment variable whose value, when set, is the default
+    flag: bool = True  # False: parse() sets it, no flag does
+    field_type: Any = None  # Config's type when it is not the flag's (apis: the flag's list, split)
+
+    @property
+    def field(self) -> str:
+        return self.name.replace("-", "_")
+
+
+# Every setting, in the order `-help` lists the flags.
+SETTINGS = (
+    Setting("namespace", str, "", 'watched namespace; "" = all (default: $KUBEFLOW_NAMESPACE, else all)',
+            env="KUBEFLOW_NAMESPACE"),
+    Setting("gang-scheduling", str, "", '"volcano" or a scheduler-plugins scheduler name; "" = off'),
+    Setting("kube-api-qps", float, 20.0,
+            "client requests per second of this process (lists, watches, the Lease; not the runs)"),
+    Setting("kube-api-burst", int, 40, "client request burst"),
+    Setting("threadiness", int, 2, "concurrent ansible-runner runs"),
+    Setting("max-batch", int, 50, "most MPIJobs reconciled by one ansible-runner run"),
+    Setting("monitoring-port", int, 8080,
+            "port of /metrics (and, unless --health-port differs, /healthz and /readyz); 0 = no /metrics"),
+    Setting("health-port", int, None, "port of /healthz and /readyz (default: the monitoring port); 0 = off"),
+    Setting("lock-namespace", str, "mpi-operator", "namespace of the leader-election Lease"),
+    Setting("leader-elect", bool, True, "elect one active replica through a Lease (default: on; --no-leader-elect)"),
+    Setting("leader-elect-lease-duration", float, Timing.lease_duration,
+            "seconds a follower waits after the last renewal it saw before it takes the Lease"),
+    Setting("leader-elect-renew-deadline", float, Timing.renew_deadline,
+            "seconds the leader may fail to renew before it steps down"),
+    Setting("leader-elect-retry-period", float, Timing.retry_period, "seconds between two tries to acquire or renew"),
+    Setting("log-level", str, "info", choices=LOG_LEVELS),
+    Setting("log-format", str, "text", "logfmt text or JSON lines", choices=("text", "json")),
+    Setting("cluster-domain", str, "", "DNS suffix of hostfile entries (e.g. cluster.local)"),
+    Setting("kubeconfig", str, None, "kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)",
+            env="KUBECONFIG"),
+    Setting("work-dir", str, None,
+            f"ansible-runner private data dirs (default: {IN_CLUSTER_WORK_DIR} in-cluster, else a temp dir)"),
+    Setting("runner-timeout", int, 300, "seconds before a stuck run is killed"),
+    Setting("rotate-artifacts", int, 3, "runner artifact dirs kept per runner slot"),
+    Setting("apis", str, "kubeflow.org",
+            "comma-separated MPIJob API groups to reconcile, of " + ", ".join(a.group for a in REGISTRY.values())
+            + " (default: kubeflow.org)", field_type=tuple[str, ...]),
+    Setting("warm-runs", bool, True, "keep one ansible-runner run started ahead of need, serving the batches of every "
+            "worker (default: on; --no-warm-runs: each batch in a run of its own)"),
+    Setting("warm-run-timeout", int, 300, "seconds a warm run serves batches before it is replaced"),
+    Setting("kubectl-delivery-image", str, "",
+            "image whose entrypoint copies kubectl into the directory it is given, for launchers that start MPI with "
+            "kubectl exec (" + ", ".join(a.group for a in REGISTRY.values() if a.launcher_rbac)
+            + "); \"\" = kubectl is in the launcher's image"),
+    Setting("watch-timeout", int, 300, "seconds a watch request stays open before it is resumed"),
+    Setting("identity", str, "", flag=False),  # identity(): this process, in the Lease
+    Setting("temporary-work-dir", bool, False, flag=False),  # made for this process: removed at exit
+)
+
+
+def _kind(setting: Setting) -> Any:
+    return setting.field_type or (setting.type if setting.default is not None else setting.type | None)
+
+
+def _default(setting: Setting) -> Any:
+    return tuple(setting.default.split(",")) if setting.field_type else setting.default
+
+
+# The operator's settings as parse() returns them: one field per Setting.
+Config = make_dataclass("Config", [(s.field, _kind(s), field(default=_default(s))) for s in SETTINGS])
 
 
 TRUE, FALSE = ("1", "t", "true", "yes", "on"), ("0", "f", "false", "no", "off")
@@ -91,47 +138,14 @@ class GoFlags(argparse.ArgumentParser):
 
 def parser() -> GoFlags:
     p = GoFlags(prog="python3 -m mpijob_operator", description="MPIJob operator (kubeflow.org, T9k and bdap MPIJobs)")
-    p.flag("namespace", default=os.environ.get("KUBEFLOW_NAMESPACE", ""),
-           help='watched namespace; "" = all (default: $KUBEFLOW_NAMESPACE, else all)')
-    p.flag("gang-scheduling", default="", help='"volcano" or a scheduler-plugins scheduler name; "" = off')
-    p.flag("kube-api-qps", type=float, default=20.0,
-           help="client requests per second of this process (lists, watches, the Lease; not the runs)")
-    p.flag("kube-api-burst", type=int, default=40, help="client request burst")
-    p.flag("threadiness", type=int, default=2, help="concurrent ansible-runner runs")
-    p.flag("max-batch", type=int, default=50, help="most MPIJobs reconciled by one ansible-runner run")
-    p.flag("monitoring-port", type=int, default=8080,
-           help="port of /metrics (and, unless --health-port differs, /healthz and /readyz); 0 = no /metrics")
-    p.flag("health-port", type=int, default=None,
-           help="port of /healthz and /readyz (default: the monitoring port); 0 = off")
-    p.flag("lock-namespace", default="mpi-operator", help="namespace of the leader-election Lease")
-    p.switch("leader-elect", True, "elect one active replica through a Lease (default: on; --no-leader-elect)")
-    p.flag("leader-elect-lease-duration", type=float, default=Timing.lease_duration,
-           help="seconds a follower waits after the last renewal it saw before it takes the Lease")
-    p.flag("leader-elect-renew-deadline", type=float, default=Timing.renew_deadline,
-           help="seconds the leader may fail to renew before it steps down")
-    p.flag("leader-elect-retry-period", type=float, default=Timing.retry_period,
-           help="seconds between two tries to acquire or renew")
-    p.flag("log-level", default="info", choices=LOG_LEVELS)
-    p.flag("log-format", default="text", choices=("text", "json"), help="logfmt text or JSON lines")
-    p.flag("cluster-domain", default="", help="DNS suffix of hostfile entries (e.g. cluster.local)")
-    p.flag("kubeconfig", default=os.environ.get("KUBECONFIG") or None,
-           help="kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)")
-    p.flag("work-dir", default=None,
-           help=f"ansible-runner private data dirs (default: {IN_CLUSTER_WORK_DIR} in-cluster, else a temp dir)")
-    p.flag("runner-timeout", type=int, default=300, help="seconds before a stuck run is killed")
-    p.flag("rotate-artifacts", type=int, default=3, help="runner artifact dirs kept per runner slot")
-    p.flag("apis", default="kubeflow.org",
-           help="comma-separated MPIJob API groups to reconcile, of " + ", ".join(a.group for a in REGISTRY.values())
-                + " (default: kubeflow.org)")
-    p.switch("warm-runs", True, "keep one ansible-runner run started ahead of need, serving the batches of every "
-             "worker (default: on; --no-warm-runs: each batch in a run of its own)")
-    p.flag("warm-run-timeout", type=int, default=300,
-           help="seconds a warm run serves batches before it is replaced")
-    p.flag("kubectl-delivery-image", default="",
-           help="image whose entrypoint copies kubectl into the directory it is given, for launchers that start MPI "
-                "with kubectl exec (" + ", ".join(a.group for a in REGISTRY.values() if a.launcher_rbac)
-                + "); \"\" = kubectl is in the launcher's image")
-    p.flag("watch-timeout", type=int, default=300, help="seconds a watch request stays open before it is resumed")
+    for s in SETTINGS:
+        if not s.flag:
+            continue
+        if s.type is bool:
+            p.switch(s.name, s.default, s.help)
+            continue
+        default = (os.environ.get(s.env) or s.default) if s.env else s.default
+        p.flag(s.name, type=None if s.type is str else s.type, default=default, help=s.help, choices=s.choices)
     return p
 
 
@@ -178,32 +192,13 @@ def parse(argv: list[str] | None = None) -> Config:
     if errors:
         p.error("; ".join(errors))
     work_dir = a.work_dir or (IN_CLUSTER_WORK_DIR if in_cluster() else tempfile.mkdtemp(prefix="mpi-operator-"))
-    return Config(
-        namespace=a.namespace,
-        gang_scheduling=a.gang_scheduling,
-        kube_api_qps=a.kube_api_qps,
-        kube_api_burst=a.kube_api_burst,
-        threadiness=a.threadiness,
-        max_batch=a.max_batch,
-        monitoring_port=a.monitoring_port,
-        health_port=a.monitoring_port if a.health_port is None else a.health_port,
-        lock_namespace=a.lock_namespace,
-        leader_elect=a.leader_elect,
-        log_level=a.log_level,
-        log_format=a.log_format,
-        cluster_domain=a.cluster_domain,
-        kubeconfig=os.path.abspath(a.kubeconfig) if a.kubeconfig else None,
-        work_dir=work_dir,
-        runner_timeout=a.runner_timeout,
-        rotate_artifacts=a.rotate_artifacts,
-        identity=identity(),
-        watch_timeout=a.watch_timeout,
-        apis=apis,
-        kubectl_delivery_image=a.kubectl_delivery_image,
-        warm_runs=a.warm_runs,
-        warm_run_timeout=a.warm_run_timeout,
-        leader_elect_lease_duration=a.leader_elect_lease_duration,
-        leader_elect_renew_deadline=a.leader_elect_renew_deadline,
-        leader_elect_retry_period=a.leader_elect_retry_period,
-        temporary_work_dir=not a.work_dir and not in_cluster(),
-    )
+    given = {s.field: getattr(a, s.field) for s in SETTINGS if s.flag}
+    return Config(**{
+        **given,
+        "health_port": a.monitoring_port if a.health_port is None else a.health_port,
+        "kubeconfig": os.path.abspath(a.kubeconfig) if a.kubeconfig else None,
+        "work_dir": work_dir,
+        "apis": apis,
+        "identity": identity(),
+        "temporary_work_dir": not a.work_dir and not in_cluster(),
+    })

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Workers: take a batch of dirty MPIJobs from the queue, run the reconcile module once for all of them,
 then requeue, back off or forget each job by what the module reported."""
 from __future__ import annotations
@@ -10,15 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult, Key, Outcome
 
 from .health import Heartbeats
 from .log import job_fields
 from .metrics import Metrics, counted, has_launcher, waiting
 from .queue import WorkQueue
-from .runner import BatchRunner, RunOutcome
+from .runner import BatchResult, BatchRunner
 from .watch import Change
 
 log = logging.getLogger("mpijob_operator.controller")
@@ -150,19 +151,19 @@ class Controller:
             self.crashed = f"runner-{slot}: {exc!r}"
             log.exception("worker crashed", extra={"worker": slot})
 
-    def run_batch(self, runner: BatchRunner, batch: list[tuple[Key, float]]) -> RunOutcome:
+    def run_batch(self, runner: BatchRunner, batch: list[tuple[Key, float]]) -> BatchResult:
         keys = [k for k, _due in batch]
         with self._lock:
             self._in_flight.update(keys)
         self.metrics.batch_size.observe(len(keys))
-        outcome = runner.run(keys)
-        self.metrics.runner_duration.observe(outcome.duration)
-        self.metrics.runner_runs.labels(status=outcome.status).inc()
-        log.info("batch reconciled", extra={"jobs": len(keys), "status": outcome.status,
-                                            "seconds": round(outcome.duration, 3)})
+        ran = runner.run(keys)
+        self.metrics.runner_duration.observe(ran.duration)
+        self.metrics.runner_runs.labels(status=ran.status).inc()
+        log.info("batch reconciled", extra={"jobs": len(keys), "status": ran.status,
+                                            "seconds": round(ran.duration, 3)})
         done_at = time.monotonic()
         for key, first_queued in batch:
-            result = outcome.jobs[key]
+            result = ran.jobs[key]
             again = self._settle_echoes(key, result)
             self.metrics.reconcile_latency.observe(max(0.0, done_at - first_queued))
             self.record(result)
@@ -197,7 +198,7 @@ class Controller:
             self._echoes = {k: v for k, v in self._echoes.items() if v[0] > now}
         self.metrics.queue_depth.set(self.queue.depth())
         self.metrics.queue_waiting.set(self.queue.waiting())
-        return outcome
+        return ran
 
     def _settle_echoes(self, key: Key, result: JobResult) -> list[Change]:
         """Ends the job's run for event bookkeeping; the events during it that need another reconcile."""

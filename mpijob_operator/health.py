@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """/metrics on --monitoring-port, /healthz and /readyz on --health-port (one server when both are the same port);
 and the heartbeats /healthz reads to tell a stuck loop from a slow one."""
 from __future__ import annotations

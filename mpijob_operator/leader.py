@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Leader election with a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it.
 
 The decision is pure (`decide`): it works on the lease record and on *local* observation times, so

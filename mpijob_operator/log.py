@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Structured logs: one line per record, logfmt (`text`) or JSON, with the job's namespace/name when known."""
 from __future__ import annotations
 
@@ -7,9 +10,9 @@ import sys
 import time
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Key
 
-from .kube import LIBRARY_LOGGERS
+from .client import LIBRARY_LOGGERS
 
 # Attributes every LogRecord has; anything else was passed with `extra=` and is a structured field.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}

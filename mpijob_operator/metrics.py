@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Prometheus metrics: the Kubeflow MPI Operator's names, plus the loop's own (latency, batches, runner)."""
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from prometheus_client import (
 )
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Outcome
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition, parse_time
 
 # The condition types the Kubeflow counters follow (each feeds the counter Metrics.job_counter names).

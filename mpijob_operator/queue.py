@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """A de-duplicating work queue of MPIJob keys with batching, per-job backoff and deadlines.
 
 Semantics (the controller-runtime workqueue, batched):
@@ -21,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Key
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """ansible-runner runs of mpi.operator.mpijob_reconcile for batches of MPIJobs: a warm run that serves every batch
 (WarmRuns), or a run of its own for one batch (BatchRunner.run when no warm run takes it).
 
-A run's fixed cost (about 0.75 s and 1.3 CPU s: the `ansible` process, plugin loading, the module's own Python start)
-is paid once per warm run's life (--warm-run-timeout), not once per batch. Measured on this project's VM (see
-docs/operator.md): subprocess mode is about 10 % cheaper than pexpect and does not forkpty() from a threaded process;
-fact gathering, callback plugins and pipelining made no measurable difference for one ad-hoc module.
+A run's fixed cost (the `ansible` process, plugin loading, the module's own Python start) is paid once per warm run's
+life (--warm-run-timeout), not once per batch; runs use subprocess mode, which does not forkpty() from a threaded
+process (docs/operator.md, "Measurements behind the code", has the numbers).
 """
 from __future__ import annotations
 
@@ -27,10 +29,7 @@ from ansible_runner.config.runner import RunnerConfig
 from ansible_runner.runner import Runner
 from ansible_runner.utils import dump_artifacts
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult, Key, Outcome, job_entry
 from ansible_collections.mpi.operator.plugins.module_utils.warm import Handoff
 
 from . import CHECKOUT_COLLECTIONS
@@ -42,19 +41,11 @@ log = logging.getLogger("mpijob_operator.runner")
 
 
 @dataclass
-class RunOutcome:
+class BatchResult:
     status: str  # ansible-runner status: successful / failed / timeout / canceled; error when it could not run
     rc: int | None
     duration: float
     jobs: dict[Key, JobResult]
-
-
-def job_entry(key: Key) -> dict[str, str]:
-    """A key as the module's `jobs` entry: kubeflow.org's in the short form (no apiVersion), as it always was."""
-    entry = {"namespace": key.namespace, "name": key.name}
-    if key.api_version != C.API_VERSION:
-        entry["api_version"] = key.api_version
-    return entry
 
 
 def parse_module_result(keys: list[Key], res: dict[str, Any] | None, run_status: str) -> dict[Key, JobResult]:
@@ -115,20 +106,20 @@ class BatchRunner:
         self.warm = warm  # shared by every slot's runner
         self.on_start = on_start  # told of each ansible-runner run it starts: warm or cold
 
-    def run(self, keys: list[Key]) -> RunOutcome:
+    def run(self, keys: list[Key]) -> BatchResult:
         """Reconciles `keys`: handed to the warm run when there is one that takes it, else in a run of its own."""
         jobs = [job_entry(k) for k in keys]
         if self.warm is not None and self.module == MODULE:
-            outcome = self.warm.run(keys, jobs)
-            if outcome is not None:
-                return outcome
+            served = self.warm.run(keys, jobs)
+            if served is not None:
+                return served
         args = dict(self.base_args)
         if self.module == MODULE:
             args["jobs"] = jobs
         started = time.monotonic()
         status, rc, res, why = self.execute(args)
-        return RunOutcome(status=status, rc=rc, duration=time.monotonic() - started,
-                          jobs=parse_module_result(keys, res, why))
+        return BatchResult(status=status, rc=rc, duration=time.monotonic() - started,
+                           jobs=parse_module_result(keys, res, why))
 
     def execute(self, args: dict[str, Any], timeout: float | None = None) -> tuple[str, int | None, dict | None, str]:
         """One ansible-runner run of the module with `args`: (status, rc, the module's result, why it has none)."""
@@ -208,8 +199,8 @@ class WarmRun:
     def ready(self) -> bool:
         return self.alive() and self.handoff.ready()
 
-    def give(self, keys: list[Key], jobs: list[dict], ready_within: float) -> RunOutcome | None:
-        """The batch's outcome, or None when the run did not take the batch (then it is the caller's to run)."""
+    def give(self, keys: list[Key], jobs: list[dict], ready_within: float) -> BatchResult | None:
+        """The batch's result, or None when the run did not take the batch (then it is the caller's to run)."""
         handed = time.monotonic()
         taken, res = self.handoff.give(jobs, ready_within, self.alive, self.result_within)
         if not taken:
@@ -220,8 +211,8 @@ class WarmRun:
         else:
             status = "failed" if res.get("failed") else "successful"
             why = status
-        return RunOutcome(status=status, rc=None, duration=time.monotonic() - handed,
-                          jobs=parse_module_result(keys, res, why))
+        return BatchResult(status=status, rc=None, duration=time.monotonic() - handed,
+                           jobs=parse_module_result(keys, res, why))
 
     def retire(self) -> None:
         """Takes no more batches: the module finishes the ones it holds and its run ends."""
@@ -249,9 +240,8 @@ class WarmRuns:
     after a backoff, so a broken install does not spin).
 
     A retired run's successor starts once the retired one has finished the batches it holds and ended (at most
-    half of `ready_within` later): two runs at once are twice the memory (make bench-scale, 5,000 x 1, 29 Nov: a peak
-    of 394 MiB with the two runs' six processes, about 230 with one run's). The batch that retired it waits for that
-    and for the successor's start, once per lifetime."""
+    half of `ready_within` later): two runs at once are twice the memory (docs/operator.md). The batch that retired it
+    waits for that and for the successor's start, once per lifetime."""
 
     RETIRE_S = 5.0
 
@@ -321,13 +311,13 @@ class WarmRuns:
                 run = self._current
             return run
 
-    def run(self, keys: list[Key], jobs: list[dict]) -> RunOutcome | None:
-        """The batch's outcome through the warm run, or None (no warm run, or it did not take the batch)."""
+    def run(self, keys: list[Key], jobs: list[dict]) -> BatchResult | None:
+        """The batch's result through the warm run, or None (no warm run, or it did not take the batch)."""
         run = self._serving()
-        outcome = run.give(keys, jobs, self.ready_within) if run is not None else None
-        if outcome is None and run is not None:
+        served = run.give(keys, jobs, self.ready_within) if run is not None else None
+        if served is None and run is not None:
             log.warning("the warm run did not take the batch: running it cold", extra={"jobs": len(keys)})
-        return outcome
+        return served
 
     @property
     def batches(self) -> int:
@@ -354,9 +344,9 @@ class WarmRuns:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-# ansible's main process polls for its worker's result every internal_poll_interval (default 1 ms): 3 % of a core
-# for as long as a module runs, for hours a day for an idle warm run. 20 ms costs a run at most 20 ms. It is an ini
-# option only (no environment variable), hence a config file of the runs' own (unless ANSIBLE_CONFIG names one).
+# ansible's main process polls for its worker's result every internal_poll_interval (default 1 ms), for as long as a
+# module runs (an idle warm run: hours a day); 20 ms costs a run at most 20 ms. It is an ini option only (no
+# environment variable), hence a config file of the runs' own (unless ANSIBLE_CONFIG names one).
 ANSIBLE_CFG = "[defaults]\ninternal_poll_interval = 0.02\n"
 
 
@@ -369,8 +359,7 @@ def ansible_cfg(work_dir: str) -> str:
 
 
 # glibc gives each thread that allocates an arena of its own (up to 8 per core), and freed memory stays in them: the
-# warm run's module reads with 8 threads and serves 2 slots, and held 60 MiB of heap at 200 x 4 (make bench-scale,
-# BENCH_PROFILE=1) against 46 MiB with two arenas, at the same CPU. Unless the operator's environment sets its own.
+# warm run's module reads with 8 threads and serves 2 slots. Unless the operator's environment sets its own.
 MALLOC_ARENAS = "2"
 
 

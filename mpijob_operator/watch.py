@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Resumable watches of MPIJobs and their children, each event mapped to the MPIJob it concerns.
 
 One thread per resource: list (paged) -> watch from the list's resourceVersion with bookmarks ->
@@ -19,7 +22,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import coll
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import by_group, group_of
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.constants import GROUP, PLURAL
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key, job_key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Key, job_key
 
 log = logging.getLogger("mpijob_operator.watch")
 
@@ -230,7 +233,7 @@ class Watcher(threading.Thread):
 
     def __init__(
         self,
-        api_client: Any,  # the shell's Rest (mpijob_operator.kube.api_client)
+        api_client: Any,  # the shell's Rest (mpijob_operator.client.api_client)
         resource: Resource,
         namespace: str,
         enqueue: Callable[[Key, Change], None],

@@ -41,8 +41,8 @@ LONGEST_FIRST = ("installs", "e2e", "e2e-elastic", "kubeflow-peer")
 # machine the cluster tiers start while these still build, and hack/make/test.sh names them in MPI_TEST_BUILDING. A group
 # whose every test waits then goes after two thirds of the ungrouped tests instead of blocking a worker from the
 # start; in a group where only some tests wait, those go to the group's end and the group keeps its place (the `e2e`
-# group: only seed 002's test runs Horovod, and deferring the whole group left it running alone at the end of the
-# cold run of 1cde411, the machine 45-75 % busy in its last ten minutes).
+# group: only the batch.test.bdap.com Horovod test runs Horovod, and deferring the whole group left it running alone
+# at the end of a cold run, the machine mostly idle in its last ten minutes).
 NEEDS_BUILD = {"e2e-elastic": "horovod", "kubeflow-peer": "kubeflow-peer"}
 
 

@@ -1,10 +1,11 @@
 # Copyright: mpi.operator contributors
-# Apache License 2.0 (see galaxy.yml)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """mpi.operator.mpijob_wait: waits for an MPIJob on the controller, printing a progress line per look.
 
 An action plugin, not a module, so that each look can be shown while the task runs and a wait of any length is one
 Python loop (a module runs once per look: too slow for short polls, and an include per look recursed until Ansible
-hit its recursion limit). The loop and the predicate are the collection's own (module_utils/kube/submit.py and
+hit its recursion limit). The loop and the predicate are the collection's own (module_utils/kube/jobs.py and
 mpijob/submit.py), the same as the mpijob module's `wait`.
 """
 from __future__ import annotations
@@ -17,10 +18,10 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ..module_utils.kube.auth import AUTH_ARG_SPEC
+from ..module_utils.kube.jobs import WAIT_ARG_SPEC, Jobs
 from ..module_utils.kube.module import task_message
+from ..module_utils.kube.mpijob_task import named_api_version
 from ..module_utils.kube.rest import connect
-from ..module_utils.kube.submit import Jobs
-from ..module_utils.kube.task import named_api_version
 from ..module_utils.mpijob import submit as S
 from ..module_utils.mpijob.errors import JobError, MPIJobError
 
@@ -30,10 +31,11 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "name": {"type": "str", "required": True},
     "namespace": {"type": "str", "default": "default"},
     "api_version": {"type": "str", "aliases": ["apiVersion"]},
-    "wait_for": {"type": "str", "choices": list(S.WAIT_TARGETS)},
+    "request_timeout": {"type": "float", "default": 30.0},
+    **{k: dict(v) for k, v in WAIT_ARG_SPEC.items()},
+    # a wait of its own takes longer, and fractions of a second
     "wait_timeout": {"type": "float", "default": 3600},
     "wait_sleep": {"type": "float", "default": 5},
-    "request_timeout": {"type": "float", "default": 30.0},
     **AUTH_ARG_SPEC,
 }
 

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Connection options shared by every mpi.operator module (module_utils/kube/auth.py AUTH_ARG_SPEC): the names, types,
 aliases and environment variables of kubernetes.core's k8s_auth_options, so one module_defaults block
 (group/mpi.operator.k8s) configures ours and kubernetes.core's."""

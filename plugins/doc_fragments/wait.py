@@ -1,6 +1,10 @@
-"""What the waits for an MPIJob (mpijob's O(wait), mpijob_wait) mean. Each module gives these options their type and
-default itself (they differ: mpijob takes whole seconds, mpijob_wait fractions), which ansible-core merges over this
-fragment option by option."""
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+"""The options of every wait for an MPIJob (mpijob's and mpijob_sync's O(wait), mpijob_wait), as
+module_utils/kube/jobs.py's WAIT_ARG_SPEC declares them. A module that differs (mpijob_sync waits for fewer targets
+and looks less often, mpijob_wait takes fractions of a second and waits longer) says so in its own DOCUMENTATION,
+which ansible-core merges over this fragment option by option."""
 from __future__ import annotations
 
 
@@ -17,7 +21,11 @@ options:
   wait_timeout:
     description:
       - Seconds to wait before failing the task with a timeout (the job keeps running).
+    type: int
+    default: 600
   wait_sleep:
     description:
       - Seconds between two looks at the job while waiting.
+    type: int
+    default: 2
 """

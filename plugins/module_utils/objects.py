@@ -1,5 +1,6 @@
 # Copyright: mpi.operator contributors
-# Apache License 2.0 (see galaxy.yml)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """What applying, pruning or deleting a set of Kubernetes objects changes. Pure: fed the objects as the API returns
 them, no I/O (plugins/modules/k8s_objects.py reads and writes them; this decides what to write and what it changed)."""
 from __future__ import annotations

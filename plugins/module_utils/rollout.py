@@ -1,5 +1,6 @@
 # Copyright: mpi.operator contributors
-# Apache License 2.0 (see galaxy.yml)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Is the operator Deployment rolled out, still coming, or stuck for a reason a person must fix? Pure: fed the
 Deployment, its pods and the namespace's events as the API returns them, no I/O (plugins/modules/operator_rollout.py
 reads them and fails with the verdict)."""

@@ -1,4 +1,8 @@
-"""The hand-off of batches to a warm run, both ends. The operator listens on a unix socket it names in the module's
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+"""The hand-off of batches to a warm run, both ends: the transport of the operator-to-module protocol (what a batch
+and its result hold is mpijob/protocol.py's). The operator listens on a unix socket it names in the module's
 `batch_from`. The module, once it has started, serves batches there until its time is up: each of its `slots`
 connects, says `ready <pid>`, reads a batch (JSON, up to EOF), acknowledges it with `ok`, reconciles it and writes
 the batch's result (JSON) back before it closes, then connects again for the next one. Only an acknowledged batch

@@ -155,14 +155,7 @@ options:
       - Wait until the job reaches O(wait_for); with O(state=absent), until the job and its children are gone.
     type: bool
     default: false
-  # wait_for, wait_timeout and wait_sleep (what O(wait) waits for, and how) are described in the mpi.operator.wait
-  # fragment
-  wait_timeout:
-    type: int
-    default: 600
-  wait_sleep:
-    type: int
-    default: 2
+  # wait_for, wait_timeout and wait_sleep (what O(wait) waits for, and how) are the mpi.operator.wait fragment's
   fail_on_job_failure:
     description:
       - Fail the task when the waited-for job failed. With V(false) the task succeeds and RV(summary.phase) says
@@ -399,10 +392,10 @@ api_calls:
 """
 
 from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
+from ..module_utils.kube.jobs import FIELD_MANAGER, WAIT_ARG_SPEC, Jobs  # noqa: E402
 from ..module_utils.kube.module import run_module  # noqa: E402
+from ..module_utils.kube.mpijob_task import Run  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
-from ..module_utils.kube.submit import FIELD_MANAGER, Jobs  # noqa: E402
-from ..module_utils.kube.task import Run  # noqa: E402
 from ..module_utils.mpijob import constants as C  # noqa: E402
 
 
@@ -432,12 +425,10 @@ def argspec() -> dict:
         force=dict(type="bool", removed_in_version="1.0.0", removed_from_collection="mpi.operator"),
         field_manager=dict(type="str", default=FIELD_MANAGER),
         wait=dict(type="bool", default=False),
-        wait_for=dict(type="str", choices=["Succeeded", "Running", "Suspended"]),
-        wait_timeout=dict(type="int", default=600),
-        wait_sleep=dict(type="int", default=2),
         fail_on_job_failure=dict(type="bool", default=True),
         log_lines=dict(type="int", default=20),
     )
+    spec.update({k: dict(v) for k, v in WAIT_ARG_SPEC.items()})
     spec.update({k: dict(v) for k, v in AUTH_ARG_SPEC.items()})
     return spec
 

@@ -146,10 +146,10 @@ api_calls:
 from datetime import datetime, timezone  # noqa: E402
 
 from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
+from ..module_utils.kube.jobs import Jobs  # noqa: E402
 from ..module_utils.kube.module import run_module  # noqa: E402
+from ..module_utils.kube.mpijob_task import named_api_version  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
-from ..module_utils.kube.submit import Jobs  # noqa: E402
-from ..module_utils.kube.task import named_api_version  # noqa: E402
 from ..module_utils.mpijob import constants as C  # noqa: E402
 from ..module_utils.mpijob import submit as S  # noqa: E402
 from ..module_utils.mpijob.apis import served_api_versions  # noqa: E402

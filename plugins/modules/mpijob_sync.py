@@ -92,13 +92,10 @@ options:
       - Wait until every job of the set reaches O(wait_for) (V(Succeeded) when not given, which is finished either way).
     type: bool
     default: false
+  # wait_for, wait_timeout and wait_sleep are the mpi.operator.wait fragment's, but for these
   wait_for:
     choices: [Succeeded, Running]
-  wait_timeout:
-    type: int
-    default: 600
   wait_sleep:
-    type: int
     default: 5
   fail_on_job_failure:
     description:
@@ -224,10 +221,11 @@ api_calls:
 """
 
 from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
+from ..module_utils.kube.jobs import FIELD_MANAGER, WAIT_ARG_SPEC, Jobs  # noqa: E402
 from ..module_utils.kube.module import run_module  # noqa: E402
+from ..module_utils.kube.mpijob_sync_task import Sync  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
-from ..module_utils.kube.submit import FIELD_MANAGER, Jobs  # noqa: E402
-from ..module_utils.kube.sync import Sync  # noqa: E402
+from ..module_utils.mpijob import constants as C  # noqa: E402
 
 
 def argspec() -> dict:
@@ -242,11 +240,11 @@ def argspec() -> dict:
         force_conflicts=dict(type="bool", default=False),
         field_manager=dict(type="str", default=FIELD_MANAGER),
         wait=dict(type="bool", default=False),
-        wait_for=dict(type="str", choices=["Succeeded", "Running"]),
-        wait_timeout=dict(type="int", default=600),
-        wait_sleep=dict(type="int", default=5),
         fail_on_job_failure=dict(type="bool", default=True),
     )
+    spec.update({k: dict(v) for k, v in WAIT_ARG_SPEC.items()})
+    spec["wait_for"]["choices"] = [C.SUCCEEDED, C.RUNNING]  # a set of jobs is not waited for until suspended
+    spec["wait_sleep"]["default"] = 5
     spec.update({k: dict(v) for k, v in AUTH_ARG_SPEC.items()})
     return spec
 

@@ -35,7 +35,7 @@ options:
       - Namespace of the MPIJob.
     type: str
     default: default
-  # wait_for, wait_timeout and wait_sleep are described in the mpi.operator.wait fragment
+  # wait_for, wait_timeout and wait_sleep are the mpi.operator.wait fragment's, but for these
   wait_timeout:
     type: float
     default: 3600

@@ -36,7 +36,7 @@ OPERATOR_NAMESPACE = os.environ.get("MPI_E2E_OPERATOR_NAMESPACE", "mpi-operator-
 JOBS_NAMESPACE = os.environ.get("MPI_E2E_NAMESPACE", "mpi-e2e" + (f"-{_WORKER}" if _WORKER else ""))
 JOB_TIMEOUT_S = float(os.environ.get("MPI_E2E_JOB_TIMEOUT", "240"))
 GROUP = "kubeflow.org"
-# What pi.c's rank 0 prints for every rank; and the seed's hello world.
+# What pi.c's rank 0 prints for every rank; and the install guide's hello world (v1-helloworld.yaml).
 RANK_LINE = re.compile(r"^rank (\d+) of (\d+) on host (\S+)$", re.MULTILINE)
 HELLO_LINE = re.compile(r"^Hello world from processor (\S+), rank (\d+) out of (\d+) processors$", re.MULTILINE)
 
@@ -144,7 +144,7 @@ def operator(api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) ->
         "mpi_operator_node_selector": REAL_NODE_SELECTOR,
         "mpi_operator_tolerations": [REAL_NODE_TOLERATION],
         "mpi_operator_wait_timeout": 180,
-        # Every MPIJob API (tests/e2e/test_apis.py runs the seeds' other operators' jobs).
+        # Every MPIJob API (tests/e2e/test_apis.py runs the T9k and batch.test.bdap.com jobs).
         "mpi_operator_apis": ["kubeflow.org", "batch.tensorstack.dev", "batch.test.bdap.com"],
         # batch.test.bdap.com launchers get kubectl from this local image (hack/build/images/kubectl-delivery).
         "mpi_operator_kubectl_delivery_image": local_image("kubectl-delivery"),
@@ -164,7 +164,7 @@ def operator(api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 @dataclass
-class Outcome:
+class FinishedJob:
     name: str
     job: dict
     seconds: float  # from create to the finished condition
@@ -196,7 +196,7 @@ class Jobs:
         self.namespace = namespace
         self.created: list[tuple[str, str]] = []
 
-    def run(self, manifest: str, timeout: float = JOB_TIMEOUT_S, timed: bool = False) -> Outcome:
+    def run(self, manifest: str, timeout: float = JOB_TIMEOUT_S, timed: bool = False) -> FinishedJob:
         """`timed`: also when the launcher pod is first seen Running (one more read per poll)."""
         job = yaml.safe_load((MANIFESTS / manifest).read_text())
         started = time.monotonic()
@@ -216,7 +216,7 @@ class Jobs:
         return version, name
 
     def wait(self, version: str, name: str, started: float, timeout: float = JOB_TIMEOUT_S,
-             timed: bool = False) -> Outcome:
+             timed: bool = False) -> FinishedJob:
         """Waits until the job succeeded or failed, at most `timeout` seconds after `started` (monotonic)."""
         launcher_running = None
         while True:
@@ -232,7 +232,7 @@ class Jobs:
             time.sleep(0.25)
         seconds = time.monotonic() - started
         log, code = self.launcher(name)
-        return Outcome(name, current, seconds, log, code, launcher_running)
+        return FinishedJob(name, current, seconds, log, code, launcher_running)
 
     def launcher_phase(self, name: str) -> str:
         selector = f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=launcher"

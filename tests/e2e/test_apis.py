@@ -1,6 +1,6 @@
-"""The seeds' other operators' MPIJobs on real pods. T9k's (batch.tensorstack.dev/v1beta1, seed 003): its first
+"""The other operators' MPIJobs on real pods. T9k's (batch.tensorstack.dev/v1beta1): its documentation's first
 example with the tutorial's random walk program, the mpirun line the operator builds from extraMPIArgs, mca, mpiHome
-and sshdPath; debug mode; pause and resume. batch.test.bdap.com/v1's (seed 002): its example's horovodrun over
+and sshdPath; debug mode; pause and resume. batch.test.bdap.com/v1's: its README's example's horovodrun over
 `kubectl exec` (workers without sshd), read with `kubectl logs <job>-launcher`."""
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def example() -> dict:
     return yaml.safe_load((MANIFESTS / "t9k-random-walk.yaml").read_text())
 
 
-def test_seed_003_random_walk_runs_ranks_on_every_worker(t9k: ApiJobs) -> None:
+def test_t9k_random_walk_runs_ranks_on_every_worker(t9k: ApiJobs) -> None:
     name = t9k.start(example())
     phase = t9k.wait_phase(name, "Succeeded", "Failed")
     log, code = t9k.jobs.launcher(name)
@@ -173,7 +173,7 @@ def test_pause_deletes_every_replica_and_resume_completes(t9k: ApiJobs) -> None:
     assert code == 0 and "random walk done: 12 of 12 walkers finished" in log, log
 
 
-# -- batch.test.bdap.com/v1 (seed 002) ----------------------------------------------------------------------------
+# -- batch.test.bdap.com/v1 ---------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -189,8 +189,8 @@ def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.needs_build("horovod")
-def test_seed_002_horovodrun_over_kubectl_exec_and_kubectl_logs_of_the_launcher(bdap: ApiJobs) -> None:
-    """Seed 002's example: the workers run `sleep infinity` (no sshd); the launcher starts only once both are Ready
+def test_bdap_horovodrun_over_kubectl_exec_and_kubectl_logs_of_the_launcher(bdap: ApiJobs) -> None:
+    """The README's example: the workers run `sleep infinity` (no sshd); the launcher starts only once both are Ready
     (their readiness probe waits 30 s), and its unchanged `horovodrun -np 2 --hostfile
     $OMPI_MCA_orte_default_hostfile python main.py` checks and starts the workers through `kubectl exec` (kubectl
     from the delivery image, the job's own ServiceAccount). `kubectl logs <job>-launcher` shows a rank on each."""

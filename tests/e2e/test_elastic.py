@@ -1,4 +1,4 @@
-"""Seed 000's elastic Horovod job on real pods (examples/local/horovod-elastic.yaml): resized while it trains, with
+"""The Helm chart's elastic Horovod job (tensorflow-mnist-elastic) on real pods (examples/local/horovod-elastic.yaml): resized while it trains, with
 kubectl patch, the mpijob module and kubectl scale. horovodrun picks the workers up from /etc/mpi/discover_hosts.sh,
 which the operator rewrites as workers come and go; the training script's rank 0 prints every world size."""
 
@@ -17,7 +17,7 @@ from typing import TypeVar
 import pytest
 import yaml
 
-from tests.e2e.conftest import GROUP, JOBS_NAMESPACE, Jobs, Outcome, kubeconfig_path
+from tests.e2e.conftest import GROUP, JOBS_NAMESPACE, FinishedJob, Jobs, kubeconfig_path
 from tests.support.ansible import ansible_env, run_module
 from tests.support.paths import ROOT
 
@@ -123,11 +123,11 @@ class Resizes:
                              f"{self.jobs.describe(self.name)}\nthe longest launcher log seen:\n{self.longest[-20000:]}")
 
 
-def check_resized_run(outcome: Outcome) -> None:
+def check_resized_run(done: FinishedJob) -> None:
     """Succeeded, with the world sizes 2 -> 3 -> 1 in that order and epochs trained after each resize."""
-    log = outcome.launcher_log
-    assert outcome.condition("Succeeded"), (outcome.job.get("status"), log[-4000:])
-    assert outcome.launcher_exit_code == 0
+    log = done.launcher_log
+    assert done.condition("Succeeded"), (done.job.get("status"), log[-4000:])
+    assert done.launcher_exit_code == 0
     sizes = [int(m[1]) for m in WORLD.finditer(log)]
     # 2 first, then 3, then 1 to the end (a resize may pass through an intermediate size, e.g. 3 -> 2 -> 1)
     assert sizes[0] == 2 and 3 in sizes and sizes[-1] == 1 and 1 not in sizes[: sizes.index(3)], sizes
@@ -136,7 +136,7 @@ def check_resized_run(outcome: Outcome) -> None:
     finished = FINISHED.search(log)
     assert finished and finished[1] == str(EPOCHS) and finished[2] == "1", log[-2000:]
     shown = [line for line in log.splitlines() if WORLD.search(line) or FINISHED.search(line)]
-    print("\n" + "\n".join(shown) + f"\n{outcome.name}: Succeeded in {outcome.seconds:.0f} s")
+    print("\n" + "\n".join(shown) + f"\n{done.name}: Succeeded in {done.seconds:.0f} s")
 
 
 def diagnostics(name: str) -> str:

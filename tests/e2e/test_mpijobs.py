@@ -16,38 +16,38 @@ REPEAT = int(os.environ.get("MPI_E2E_REPEAT") or 1)
 @pytest.mark.parametrize("run", range(1, REPEAT + 1), ids=lambda r: f"run{r}")
 @pytest.mark.parametrize("manifest", ["pi-openmpi4.yaml", "pi-openmpi5.yaml", "pi-mpich.yaml", "pi-intel.yaml"])
 def test_pi_runs_two_ranks_on_each_worker(jobs, manifest, run):
-    outcome = jobs.run(manifest)
-    assert outcome.condition("Succeeded"), (outcome.job.get("status"), outcome.launcher_log)
-    assert outcome.launcher_exit_code == 0
-    assert "pi is approximately 3.14159265" in outcome.launcher_log, outcome.launcher_log
+    done = jobs.run(manifest)
+    assert done.condition("Succeeded"), (done.job.get("status"), done.launcher_log)
+    assert done.launcher_exit_code == 0
+    assert "pi is approximately 3.14159265" in done.launcher_log, done.launcher_log
     # 2 workers x 2 slots: every rank on a worker, two on each; none on the launcher.
-    workers = outcome.worker_hosts()
-    assert sorted(outcome.rank_hosts()) == sorted(workers * 2), outcome.launcher_log
+    workers = done.worker_hosts()
+    assert sorted(done.rank_hosts()) == sorted(workers * 2), done.launcher_log
 
 
 def test_openmpi5_launcher_as_worker_runs_a_rank_on_itself_and_on_each_worker(jobs):
-    outcome = jobs.run("pi-openmpi5-launcher-worker.yaml")
-    assert outcome.condition("Succeeded"), (outcome.job.get("status"), outcome.launcher_log)
+    done = jobs.run("pi-openmpi5-launcher-worker.yaml")
+    assert done.condition("Succeeded"), (done.job.get("status"), done.launcher_log)
     # The launcher's own hostname is its short one; the ranks on it report that.
-    assert sorted(outcome.rank_hosts()) == sorted([f"{outcome.name}-launcher", *outcome.worker_hosts()]), \
-        outcome.launcher_log
+    assert sorted(done.rank_hosts()) == sorted([f"{done.name}-launcher", *done.worker_hosts()]), \
+        done.launcher_log
 
 
-def test_v1_hello_world_of_the_seed_succeeds(jobs):
-    outcome = jobs.run("v1-helloworld.yaml")
-    assert outcome.condition("Succeeded"), (outcome.job.get("status"), outcome.launcher_log)
-    assert sorted(outcome.rank_hosts()) == outcome.worker_hosts(), outcome.launcher_log
+def test_v1_hello_world_of_the_install_guide_succeeds(jobs):
+    done = jobs.run("v1-helloworld.yaml")
+    assert done.condition("Succeeded"), (done.job.get("status"), done.launcher_log)
+    assert sorted(done.rank_hosts()) == done.worker_hosts(), done.launcher_log
 
 
 def test_failing_launcher_fails_the_job_with_its_reason(jobs):
-    outcome = jobs.run("fails.yaml")
-    failed = outcome.condition("Failed")
-    assert failed, outcome.job.get("status")
-    assert not outcome.condition("Succeeded")
+    done = jobs.run("fails.yaml")
+    failed = done.condition("Failed")
+    assert failed, done.job.get("status")
+    assert not done.condition("Succeeded")
     assert failed["reason"].startswith("BackoffLimitExceeded"), failed
-    assert outcome.launcher_exit_code not in (None, 0)
+    assert done.launcher_exit_code not in (None, 0)
     # OpenMPI's own refusal, as the user would read it in the launcher's log.
-    assert "--allow-run-as-root" in outcome.launcher_log, outcome.launcher_log
+    assert "--allow-run-as-root" in done.launcher_log, done.launcher_log
 
 
 TIMING_RUNS = int(os.environ.get("MPI_E2E_TIMING_RUNS") or 0)
@@ -58,11 +58,11 @@ def timed_runs(jobs, runs: int) -> tuple[list[float], list[float]]:
     apply -> Succeeded of each."""
     running, succeeded = [], []
     for _ in range(runs):
-        outcome = jobs.run("pi-openmpi4.yaml", timed=True)
-        assert outcome.condition("Succeeded"), (outcome.job.get("status"), outcome.launcher_log)
-        assert outcome.launcher_running is not None, outcome.job.get("status")
-        running.append(outcome.launcher_running)
-        succeeded.append(outcome.seconds)
+        done = jobs.run("pi-openmpi4.yaml", timed=True)
+        assert done.condition("Succeeded"), (done.job.get("status"), done.launcher_log)
+        assert done.launcher_running is not None, done.job.get("status")
+        running.append(done.launcher_running)
+        succeeded.append(done.seconds)
     return running, succeeded
 
 

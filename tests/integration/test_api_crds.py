@@ -1,4 +1,4 @@
-"""The CRDs of the seeds' other two MPIJob APIs on a real API server: each seed's example is accepted with strict
+"""The CRDs of the other two MPIJob APIs on a real API server: each API's documented example is accepted with strict
 field validation, the CEL rules from T9k's doc reject what it calls invalid or immutable, the printer columns show,
 and preflight refuses another installer's CRD of either name, naming its owner."""
 from __future__ import annotations
@@ -28,27 +28,27 @@ def api_crds(api_client: Any) -> None:
         install_crd(api_client, FILES / f"mpijobs.{group}.yaml")
 
 
-def seed(name: str, namespace: str) -> dict[str, Any]:
+def api_example(name: str, namespace: str) -> dict[str, Any]:
     obj = yaml.safe_load((MANIFESTS / name).read_text())
-    obj["metadata"]["namespace"] = namespace  # the seed's own namespace (sw-mpi-operator) is not ours to create
+    obj["metadata"]["namespace"] = namespace  # the example's own namespace (sw-mpi-operator) is not ours to create
     return obj
 
 
 def apply(kubectl: Kubectl, obj: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
-    return kubectl("apply", "--server-side", "--field-manager=seed-bdap-test", "--validate=strict", *args, "-f", "-",
+    return kubectl("apply", "--server-side", "--field-manager=api-crds-test", "--validate=strict", *args, "-f", "-",
                    input=json.dumps(obj))
 
 
-@pytest.mark.parametrize("name", ["seed002-simple-train-cpu.yaml", "seed003-mpi-example.yaml"])
-def test_seed_example_is_accepted_as_written(kubectl: Kubectl, api_crds: None, namespace: str, name: str) -> None:
-    done = apply(kubectl, seed(name, namespace))
+@pytest.mark.parametrize("name", ["bdap-simple-train-cpu.yaml", "t9k-mpi-example.yaml"])
+def test_documented_example_is_accepted_as_written(kubectl: Kubectl, api_crds: None, namespace: str, name: str) -> None:
+    done = apply(kubectl, api_example(name, namespace))
     assert done.returncode == 0, done.stderr
     assert "Warning" not in done.stderr  # strict: no unknown or duplicate field
 
 
 def test_printer_columns(kubectl: Kubectl, api_crds: None, namespace: str) -> None:
-    assert apply(kubectl, seed("seed002-simple-train-cpu.yaml", namespace)).returncode == 0
-    assert apply(kubectl, seed("seed003-mpi-example.yaml", namespace)).returncode == 0
+    assert apply(kubectl, api_example("bdap-simple-train-cpu.yaml", namespace)).returncode == 0
+    assert apply(kubectl, api_example("t9k-mpi-example.yaml", namespace)).returncode == 0
     bdap = kubectl("get", f"mpijobs.{BDAP}", "-n", namespace).stdout.splitlines()[0].split()
     t9k = kubectl("get", f"mpijobs.{T9K}", "-n", namespace).stdout.splitlines()[0].split()
     assert bdap == ["NAME", "WORKERS", "READY", "PHASE", "AGE"] and t9k == ["NAME", "PHASE", "WORKERS", "AGE"]
@@ -56,25 +56,25 @@ def test_printer_columns(kubectl: Kubectl, api_crds: None, namespace: str) -> No
 
 
 @pytest.mark.parametrize(("group_file", "mutate", "message"), [
-    ("seed003-mpi-example.yaml",
+    ("t9k-mpi-example.yaml",
      lambda o: o["spec"]["worker"]["template"]["spec"]["containers"][0].update(name="main"),
      "spec.worker.template must have a container named mpi-worker"),
-    ("seed003-mpi-example.yaml", lambda o: o["spec"]["ssh"].update(sshdPath="sshd"), "spec.ssh.sshdPath"),
-    ("seed002-simple-train-cpu.yaml", lambda o: o["spec"].update(numWorkers=0), "spec.numWorkers"),
-    ("seed002-simple-train-cpu.yaml", lambda o: o["spec"].pop("workerTemplate"), "spec.workerTemplate: Required"),
-    ("seed002-simple-train-cpu.yaml", lambda o: o["metadata"].update(name="x" * 55), "metadata.name is too long"),
+    ("t9k-mpi-example.yaml", lambda o: o["spec"]["ssh"].update(sshdPath="sshd"), "spec.ssh.sshdPath"),
+    ("bdap-simple-train-cpu.yaml", lambda o: o["spec"].update(numWorkers=0), "spec.numWorkers"),
+    ("bdap-simple-train-cpu.yaml", lambda o: o["spec"].pop("workerTemplate"), "spec.workerTemplate: Required"),
+    ("bdap-simple-train-cpu.yaml", lambda o: o["metadata"].update(name="x" * 55), "metadata.name is too long"),
 ])
 def test_invalid_manifests_are_refused_naming_the_field(
     kubectl: Kubectl, api_crds: None, namespace: str, group_file: str, mutate: Callable, message: str
 ) -> None:
-    obj = seed(group_file, namespace)
+    obj = api_example(group_file, namespace)
     mutate(obj)
     done = apply(kubectl, obj, "--dry-run=server")
     assert done.returncode != 0 and message in done.stderr, done.stderr
 
 
 def test_t9k_resume_specs_are_immutable(kubectl: Kubectl, api_crds: None, namespace: str) -> None:
-    obj = seed("seed003-mpi-example.yaml", namespace)
+    obj = api_example("t9k-mpi-example.yaml", namespace)
     obj["spec"]["runMode"] = {"pause": {"enabled": False, "resumeSpecs": [{"type": "worker", "command": ["a"]}]}}
     assert apply(kubectl, obj).returncode == 0
     paused = copy.deepcopy(obj)
@@ -124,7 +124,7 @@ def test_install_serves_the_chosen_api_and_uninstall_keeps_its_crd_and_jobs(
     assert can("list", f"mpijobs.{T9K}") == "no"  # not chosen: not granted
     assert kubectl("get", "clusterrole", f"mpi-operator-mpijobs.{BDAP}-edit").returncode == 0
     assert (kubectl("get", "clusterrole", f"mpi-operator-mpijobs.{T9K}-edit").returncode == 0) == t9k_roles_before
-    assert apply(kubectl, seed("seed002-simple-train-cpu.yaml", namespace)).returncode == 0
+    assert apply(kubectl, api_example("bdap-simple-train-cpu.yaml", namespace)).returncode == 0
 
     playbook("uninstall.yml", extra_vars=apis).expect_ok()
     assert kubectl("get", "crd", f"mpijobs.{BDAP}").returncode == 0

@@ -1,5 +1,5 @@
-"""The seeds' other two MPIJob APIs through the real operator on the local cluster (kwok nodes): T9k's
-batch.tensorstack.dev/v1beta1 and the kubebuilder operator's batch.test.bdap.com/v1, each from its seed's example,
+"""The other two MPIJob APIs through the real operator on the local cluster (kwok nodes): T9k's
+batch.tensorstack.dev/v1beta1 and the kubebuilder operator's batch.test.bdap.com/v1, each from its documented example,
 created -> running -> succeeded/failed, T9k's pause/resume, debug and cleanUpWorkers, deletion, and one operator
 reconciling a mix of the three APIs. Pods are simulated (docs/local-cluster.md: annotations steer how they end)."""
 from __future__ import annotations
@@ -89,8 +89,8 @@ def roles(api_client: Any, namespace: str, name: str) -> list[str]:
 
 
 def t9k_example(workers: int = 2, **annotations: str) -> dict:
-    """Seed 003's first example as written (5 workers made 2 for kwok's sake), its pods steered by annotations."""
-    job = yaml.safe_load((MANIFESTS / "seed003-mpi-example.yaml").read_text())
+    """T9k's documented first example as written (5 workers made 2 for kwok's sake), its pods steered by annotations."""
+    job = yaml.safe_load((MANIFESTS / "t9k-mpi-example.yaml").read_text())
     job["spec"]["worker"]["replicas"] = workers
     if annotations:
         job["spec"]["worker"]["template"].setdefault("metadata", {})["annotations"] = dict(annotations)
@@ -98,8 +98,8 @@ def t9k_example(workers: int = 2, **annotations: str) -> dict:
 
 
 def bdap_example(workers: int = 2, launcher: str = "succeed") -> dict:
-    """Seed 002's example as written (5 workers made 2), its launcher pod steered to `launcher`."""
-    job = yaml.safe_load((MANIFESTS / "seed002-simple-train-cpu.yaml").read_text())
+    """The batch.test.bdap.com README's example as written (5 workers made 2), its launcher pod steered to `launcher`."""
+    job = yaml.safe_load((MANIFESTS / "bdap-simple-train-cpu.yaml").read_text())
     del job["metadata"]["namespace"]
     job["spec"]["numWorkers"] = workers
     job["spec"]["launcherTemplate"].setdefault("metadata", {})["annotations"] = {OUTCOME: launcher, AFTER: "3s"}
@@ -192,7 +192,7 @@ def test_deleting_a_t9k_job_removes_what_it_created(operator: OperatorProcess, a
                what="every child gone")
 
 
-# ---- batch.test.bdap.com/v1 (seed 002) -----------------------------------------------------------------------------
+# ---- batch.test.bdap.com/v1 ----------------------------------------------------------------------------------------
 
 def test_bdap_example_launches_once_workers_are_ready_and_succeeds(operator: OperatorProcess, api_client: Any,
                                                                    namespace: str) -> None:
@@ -236,7 +236,7 @@ def test_bdap_scale_and_template_edit_roll_the_workers(operator: OperatorProcess
 
 def test_deleting_a_bdap_job_removes_what_it_created(operator: OperatorProcess, api_client: Any,
                                                      namespace: str) -> None:
-    """Seed 002: "all pods, configmaps, rbac will be automatically deleted" (the launcher's own ServiceAccount, Role
+    """The README: "all pods, configmaps, rbac will be automatically deleted" (the launcher's own ServiceAccount, Role
     and RoleBinding included)."""
     from kubernetes import client
 

@@ -1,4 +1,4 @@
-"""The MPIJob CRD on a real API server: both versions, the seeds' manifests, strict field validation, CEL rules,
+"""The MPIJob CRD on a real API server: both versions, the Kubeflow documentation's manifests, strict field validation, CEL rules,
 defaults, printer columns, status and scale subresources."""
 
 from __future__ import annotations
@@ -71,13 +71,13 @@ def test_generated_crd_is_up_to_date(capsys: pytest.CaptureFixture[str]) -> None
 @pytest.mark.parametrize(
     "name",
     [
-        "seed000-tensorflow-mnist-elastic.v1.yaml",
-        "seed000-tensorflow-mnist-elastic.v2beta1.yaml",
-        "seed001-openmpi-helloworld.v1.yaml",
-        "seed001-openmpi-helloworld.v2beta1.yaml",
+        "tensorflow-mnist-elastic.v1.yaml",
+        "tensorflow-mnist-elastic.v2beta1.yaml",
+        "openmpi-helloworld.v1.yaml",
+        "openmpi-helloworld.v2beta1.yaml",
     ],
 )
-def test_seed_manifests_are_accepted_by_kubectl(
+def test_documented_manifests_are_accepted_by_kubectl(
     kubectl: Kubectl, namespace: str, operator_crd: None, name: str
 ) -> None:
     proc = kubectl("apply", "-n", namespace, "-f", str(MANIFESTS / name))
@@ -88,8 +88,8 @@ def test_seed_manifests_are_accepted_by_kubectl(
     assert again.returncode == 0 and "unchanged" in again.stdout, again.stdout + again.stderr
 
 
-def test_seed_manifests_are_accepted_by_the_python_client(custom: Any, namespace: str) -> None:
-    for name in ("seed001-openmpi-helloworld.v1.yaml", "seed001-openmpi-helloworld.v2beta1.yaml"):
+def test_documented_manifests_are_accepted_by_the_python_client(custom: Any, namespace: str) -> None:
+    for name in ("openmpi-helloworld.v1.yaml", "openmpi-helloworld.v2beta1.yaml"):
         body = manifest(name)
         body["metadata"]["name"] += "-" + body["apiVersion"].split("/")[1]
         created = create(custom, namespace, body)
@@ -98,14 +98,14 @@ def test_seed_manifests_are_accepted_by_the_python_client(custom: Any, namespace
 
 
 def test_resources_request_typo_is_rejected_by_kubectl(kubectl: Kubectl, namespace: str, operator_crd: None) -> None:
-    proc = kubectl("apply", "-n", namespace, "-f", str(MANIFESTS / "seed001-openmpi-helloworld-typo.v1.yaml"))
+    proc = kubectl("apply", "-n", namespace, "-f", str(MANIFESTS / "openmpi-helloworld-typo.v1.yaml"))
     assert proc.returncode != 0
     assert "resources.request" in proc.stderr, proc.stderr
     assert kubectl("get", "mpijobs.kubeflow.org", "openmpi-helloworld", "-n", namespace).returncode != 0
 
 
 def test_resources_request_typo_is_rejected_by_the_python_client(custom: Any, namespace: str) -> None:
-    message = rejection(custom, namespace, manifest("seed001-openmpi-helloworld-typo.v1.yaml"))
+    message = rejection(custom, namespace, manifest("openmpi-helloworld-typo.v1.yaml"))
     assert 'unknown field "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].resources.request"' in message
     assert 'unknown field "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.request"' in message
 
@@ -134,7 +134,7 @@ def test_defaults_are_those_of_the_kubeflow_operator(custom: Any, namespace: str
 
 
 def test_a_v1_object_read_as_v2beta1_keeps_its_legacy_fields(custom: Any, namespace: str) -> None:
-    body = manifest("seed000-tensorflow-mnist-elastic.v1.yaml")
+    body = manifest("tensorflow-mnist-elastic.v1.yaml")
     body["spec"]["mainContainer"] = "mpi-launcher"
     create(custom, namespace, body)
     read = custom.get_namespaced_custom_object(GROUP, "v2beta1", namespace, PLURAL, "tensorflow-mnist-elastic")

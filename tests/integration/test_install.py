@@ -176,7 +176,7 @@ def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_m
 
     # 3. Uninstall. Asked to remove the CRD while it holds a job: refused, naming the job, and nothing is removed
     # (the flag given as `-e mpi_operator_remove_crds=true` gives it: a string).
-    applied = kubectl("apply", "-n", namespace, "-f", str(MANIFESTS / "seed001-openmpi-helloworld.v2beta1.yaml"))
+    applied = kubectl("apply", "-n", namespace, "-f", str(MANIFESTS / "openmpi-helloworld.v2beta1.yaml"))
     assert applied.returncode == 0, applied.stderr
     refused = playbook("uninstall.yml", extra_vars={**scoped, "mpi_operator_remove_crds": "true"})
     assert refused.returncode != 0
@@ -184,7 +184,7 @@ def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_m
     assert get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE) is not None
 
     # An MPIJob in the operator's own namespace keeps the namespace (the operator and its grants go).
-    parked = kubectl("apply", "-n", INSTALL_NAMESPACE, "-f", str(MANIFESTS / "seed001-openmpi-helloworld.v2beta1.yaml"))
+    parked = kubectl("apply", "-n", INSTALL_NAMESPACE, "-f", str(MANIFESTS / "openmpi-helloworld.v2beta1.yaml"))
     assert parked.returncode == 0, parked.stderr
     removed = playbook("uninstall.yml", extra_vars=scoped).expect_ok()
     assert removed.recap["changed"] > 0
@@ -290,7 +290,7 @@ def reconcile_as_operator(kubeconfig: str, api_client: Any, namespace: str, acco
     transition: no error, one MPIJobCreated Event."""
     from kubernetes import client
 
-    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE)
+    body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"), NOWHERE)
     body["metadata"]["name"] = "as-operator"
     create_mpijob(api_client, namespace, body)
     jobs = [{"namespace": namespace, "name": "as-operator"}]

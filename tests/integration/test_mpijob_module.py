@@ -143,7 +143,7 @@ def test_check_mode_changes_nothing(ansible_play, operator_crd, api_client, name
 def test_typo_in_the_manifest_is_rejected_naming_the_field(ansible_play, operator_crd, namespace):
     definition = example_manifest("v1/openmpi-helloworld.yaml", namespace=namespace)
     launcher = definition["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
-    launcher["resources"]["request"] = launcher["resources"].pop("requests")  # the seed's typo
+    launcher["resources"]["request"] = launcher["resources"].pop("requests")  # the install guide's typo
     run = ansible_play([mpijob(definition=definition)])
     assert "submit" in run.failed
     msg = run["submit"]["msg"]

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from hack.lib.wait import wait_until
-from mpijob_operator.kube import api_client as operator_client
+from mpijob_operator.client import api_client as operator_client
 from mpijob_operator.watch import Watcher, resources
 from tests.support.mpijob import create_mpijob, new_mpijob
 

@@ -139,8 +139,8 @@ def assert_kubeflow_children(api_client: Any, ns: str, want: dict, main_containe
 
 
 @pytest.mark.parametrize(("manifest", "contract"), [
-    ("seed001-openmpi-helloworld.v2beta1.yaml", dict(workers=2, slots=1, impl="OpenMPI")),
-    ("seed000-tensorflow-mnist-elastic.v1.yaml", dict(workers=2, slots=1, impl="OpenMPI")),
+    ("openmpi-helloworld.v2beta1.yaml", dict(workers=2, slots=1, impl="OpenMPI")),
+    ("tensorflow-mnist-elastic.v1.yaml", dict(workers=2, slots=1, impl="OpenMPI")),
 ], ids=["openmpi-v2beta1", "elastic-v1"])
 def test_children_match_kubeflow(reconcile, api_client, namespace, manifest, contract) -> None:
     body = _on_kwok(load(manifest), NOWHERE)
@@ -157,7 +157,7 @@ def test_children_match_kubeflow(reconcile, api_client, namespace, manifest, con
 
 
 def test_intel_launcher_as_worker_non_root_matches_kubeflow(reconcile, api_client, namespace) -> None:
-    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
     body["metadata"]["name"] = "intel"
     body["spec"].update(mpiImplementation="Intel", slotsPerWorker=2, runLauncherAsWorker=True,
                         sshAuthMountPath="/home/mpiuser/.ssh")
@@ -171,7 +171,7 @@ def test_gang_pod_group_without_deadlock(reconcile, api_client, namespace, podgr
     from kubernetes import client
 
     for name, policy in (("atstartup", "AtStartup"), ("waits", "WaitForWorkersReady")):
-        body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+        body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
         body["metadata"]["name"] = name
         body["spec"]["launcherCreationPolicy"] = policy
         create_mpijob(api_client, namespace, body)
@@ -261,7 +261,7 @@ def _events_but_stale_creates(api_client: Any, namespace: str, name: str) -> set
     decides from its informers' cache, so a sync that runs before the cache holds the pod or Job it has just made
     creates it again, gets AlreadyExists and records a Warning "MPIJobFailed: worker pod created failed: ... already
     exists" for a job that is fine (its next sync sees the child; the conditions stay the same). Seen in CI of 77c4c49
-    (docs/testing.md, races). Ours takes AlreadyExists on a create as the child being there (kube/reconcile.py)."""
+    (docs/testing.md, races). Ours takes AlreadyExists on a create as the child being there (kube/apply.py)."""
     from kubernetes import client
 
     events = client.CoreV1Api(api_client).list_namespaced_event(
@@ -279,7 +279,7 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
                                                 request) -> None:
     """The same manifest, one copy reconciled by the real Kubeflow MPI Operator (v0.8.2, built from the Go module
     proxy), the other by mpijob_reconcile: the children are equal but for the documented differences."""
-    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE)
+    body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"), NOWHERE)
     body["spec"]["slotsPerWorker"] = 2
     if variant == "intel-launcher-as-worker":
         body["spec"].update(mpiImplementation="Intel", runLauncherAsWorker=True)
@@ -351,7 +351,7 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
 @pytest.mark.xdist_group("kubeflow-peer")  # v0.8.2 binds port 8080: one peer at a time
 def test_same_conditions_as_the_kubeflow_operator(outcome, kubeflow_operator, loop, api_client, namespace) -> None:
     """kwok runs the workers and ends the launcher; both operators end with the same conditions and reasons."""
-    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
     body["spec"]["runPolicy"] = {"backoffLimit": 0}
     body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
         "annotations": {"kwok.mpi.operator/outcome": outcome}}

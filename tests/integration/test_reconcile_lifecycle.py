@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_check_mode_plans_and_changes_nothing(reconcile, api_client, namespace) -> None:
-    create_mpijob(api_client, namespace, _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE))
+    create_mpijob(api_client, namespace, _on_kwok(load("openmpi-helloworld.v2beta1.yaml"), NOWHERE))
     run = reconcile([{"namespace": namespace, "name": "openmpi-helloworld"}], check=True)
     assert run.result["changed"]
     assert ("create", "Job", "openmpi-helloworld-launcher") in [
@@ -33,7 +33,7 @@ def test_check_mode_plans_and_changes_nothing(reconcile, api_client, namespace) 
 def test_lifecycle_cleanup_and_ttl(loop, api_client, namespace) -> None:
     """kwok runs the workers and completes the launcher: Running, Succeeded, cleanPodPolicy All (launcher pods
     too), then ttlSecondsAfterFinished deletes the MPIJob itself."""
-    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
     body["spec"]["runPolicy"] = {"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 20}
     create_mpijob(api_client, namespace, body)
     name = body["metadata"]["name"]
@@ -49,7 +49,7 @@ def test_lifecycle_cleanup_and_ttl(loop, api_client, namespace) -> None:
 
 
 def test_failed_worker_shows_in_conditions(loop, api_client, namespace) -> None:
-    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
     worker = body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
     worker.setdefault("metadata", {})["annotations"] = {"kwok.mpi.operator/outcome": "fail"}
     body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"].setdefault("metadata", {})["annotations"] = {
@@ -76,7 +76,7 @@ def test_malformed_job_gets_failed_condition_and_warning(reconcile, api_client, 
     from kubernetes.client.exceptions import ApiException
 
     for i, (field, mutate) in enumerate(MALFORMED):  # noqa: B007 (field is used after the loop)
-        body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+        body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
         body["metadata"]["name"] = f"bad{i}"
         mutate(body["spec"])
         try:
@@ -87,7 +87,7 @@ def test_malformed_job_gets_failed_condition_and_warning(reconcile, api_client, 
                 raise
     else:
         pytest.skip("this cluster's CRD rejects every malformed shape")
-    good = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    good = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
     create_mpijob(api_client, namespace, good)
     run = reconcile([{"namespace": namespace, "name": f"bad{i}"}, {"namespace": namespace, "name": "openmpi-helloworld"}])
     bad = run.job(f"bad{i}")
@@ -105,7 +105,7 @@ def test_a_child_the_api_server_refuses_fails_the_job_naming_its_templates_field
                                                                                 namespace) -> None:
     """The CRD lets a container named "Pi" through; the launcher Job built from it is refused (422). The job is then
     Failed (ValidationError) naming its own template's field, once: the next reconcile writes nothing."""
-    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
     body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["name"] = "Pi"
     create_mpijob(api_client, namespace, body)
     name = body["metadata"]["name"]
@@ -134,7 +134,7 @@ def test_child_owned_by_someone_else_is_not_taken_over(reconcile, api_client, na
     core.create_namespaced_config_map(namespace, client.V1ConfigMap(
         metadata=client.V1ObjectMeta(name="mine-config"), data={"hostfile": "users own this\n"}))
     for name in ("mine", "other"):
-        body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+        body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
         body["metadata"]["name"] = name
         create_mpijob(api_client, namespace, body)
     run = reconcile([{"namespace": namespace, "name": "mine"}, {"namespace": namespace, "name": "other"}])
@@ -165,7 +165,7 @@ def test_unreachable_api_server_fails_the_module(tmp_path, operator_crd) -> None
 
 
 def test_elastic_scaling(reconcile, api_client, namespace) -> None:
-    body = _on_kwok(load("seed000-tensorflow-mnist-elastic.v1.yaml"))
+    body = _on_kwok(load("tensorflow-mnist-elastic.v1.yaml"))
     body["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 3
     body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
         "annotations": {"kwok.mpi.operator/outcome": "run"}}  # horovodrun keeps running while workers come and go
@@ -202,7 +202,7 @@ def test_elastic_scaling(reconcile, api_client, namespace) -> None:
 def test_batch_of_fifty_jobs_in_one_call(reconcile, api_client, namespace, capsys, request) -> None:
     names = [f"b{i:02d}" for i in range(50)]
     for name in names:
-        body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE)  # a still world for the no-op call
+        body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"), NOWHERE)  # a still world for the no-op call
         body["metadata"]["name"] = name
         body["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 4
         create_mpijob(api_client, namespace, body)
@@ -226,7 +226,7 @@ def test_batch_of_fifty_jobs_in_one_call(reconcile, api_client, namespace, capsy
 
 
 def test_wait_for_workers_ready_is_honoured_after_resume(reconcile, api_client, namespace) -> None:
-    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
     body["spec"].update(launcherCreationPolicy="WaitForWorkersReady")
     body["spec"]["runPolicy"]["suspend"] = True
     body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
@@ -255,12 +255,13 @@ def test_wait_for_workers_ready_is_honoured_after_resume(reconcile, api_client, 
 def test_stale_status_write_is_a_conflict_to_retry(api_client, namespace, operator_crd, kubeconfig) -> None:
     """The status goes through the status subresource with the resourceVersion that was read: a concurrent change
     makes it a 409, reported as `retry`, and nothing is overwritten."""
-    from ansible_collections.mpi.operator.plugins.module_utils.kube import auth, reconcile, rest, sshkeys
+    from ansible_collections.mpi.operator.plugins.module_utils.kube import apply, auth, rest, sshkeys
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import World
-    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import reconcile as plan_job
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.planner import plan_job
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult
 
-    create_mpijob(api_client, namespace, _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE))
+    create_mpijob(api_client, namespace, _on_kwok(load("openmpi-helloworld.v2beta1.yaml"), NOWHERE))
     client = rest.Rest(auth.api_client({"kubeconfig": kubeconfig}))
     stale = get_mpijob(api_client, namespace, "openmpi-helloworld")
     patch_mpijob(api_client, namespace, "openmpi-helloworld", {"metadata": {"labels": {"touched": "yes"}}})
@@ -269,15 +270,15 @@ def test_stale_status_write_is_a_conflict_to_retry(api_client, namespace, operat
     plan = plan_job(stale, World(mpijob=stale), Options(), datetime.now(UTC), sshkeys.generate_ssh_keys)
     status_only = type(plan)([a for a in plan.actions if a.action == "status"], plan.status,
                              transitions=plan.transitions)
-    result = reconcile.JobResult(namespace=namespace, name="openmpi-helloworld")
-    reconcile.Applier(client, stale, result).apply(status_only)
+    result = JobResult(namespace=namespace, name="openmpi-helloworld")
+    apply.Applier(client, stale, result).apply(status_only)
     assert result.retry and "409" in result.error
     assert status_only.transitions and result.transitions == []  # the Created transition not written: not reported
     assert "status" not in get_mpijob(api_client, namespace, "openmpi-helloworld")
 
 
 def test_vanished_children_are_recreated(reconcile, api_client, namespace) -> None:
-    create_mpijob(api_client, namespace, _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE))
+    create_mpijob(api_client, namespace, _on_kwok(load("openmpi-helloworld.v2beta1.yaml"), NOWHERE))
     key = [{"namespace": namespace, "name": "openmpi-helloworld"}]
     reconcile(key)
     core, _ = _core(api_client)
@@ -293,7 +294,7 @@ def test_vanished_children_are_recreated(reconcile, api_client, namespace) -> No
 def test_evicted_job_completes_and_is_cleaned_up(loop, api_client, namespace) -> None:
     """Kubeflow marks an evicted job Failed but never sets completionTime, so cleanup never runs
     (kubeflow/mpi-operator#647); here it does, and the still-running launcher Job is suspended."""
-    body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"))
+    body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
     body["spec"]["runPolicy"] = {"cleanPodPolicy": "All"}
     body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
         "annotations": {"kwok.mpi.operator/outcome": "run"}}
@@ -321,7 +322,7 @@ def test_a_batch_writes_every_jobs_status_before_what_follows_it(api_client, nam
 
     names = [f"order-{i}" for i in range(3)]
     for name in names:
-        body = _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE)
+        body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"), NOWHERE)
         body["metadata"]["name"] = name
         create_mpijob(api_client, namespace, body)
     calls: list[tuple[str, str]] = []
@@ -351,7 +352,7 @@ def test_a_transition_event_written_before_a_lost_status_is_not_counted_twice(re
     after the status)."""
     from kubernetes import client
 
-    create_mpijob(api_client, namespace, _on_kwok(load("seed001-openmpi-helloworld.v2beta1.yaml"), NOWHERE))
+    create_mpijob(api_client, namespace, _on_kwok(load("openmpi-helloworld.v2beta1.yaml"), NOWHERE))
     name = "openmpi-helloworld"
     reconcile([{"namespace": namespace, "name": name}])
     job = get_mpijob(api_client, namespace, name)

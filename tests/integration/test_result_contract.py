@@ -13,7 +13,7 @@ from tests.support.mpijob import create_mpijob, get_mpijob
 
 pytestmark = pytest.mark.integration
 
-MANIFEST = pathlib.Path(__file__).parent / "manifests" / "seed001-openmpi-helloworld.v2beta1.yaml"
+MANIFEST = pathlib.Path(__file__).parent / "manifests" / "openmpi-helloworld.v2beta1.yaml"
 
 TIMES = ("startTime", "completionTime", "lastUpdateTime", "lastTransitionTime")
 
@@ -29,11 +29,11 @@ def _timeless(value: Any) -> Any:
 
 def test_the_loop_reads_back_what_the_core_decided(api_client: Any, namespace: str, operator_crd: None,
                                                    kubeconfig: str, tmp_path: Any) -> None:
-    from ansible_collections.mpi.operator.plugins.module_utils.kube.reconcile import split_after_status
+    from ansible_collections.mpi.operator.plugins.module_utils.kube.apply import split_after_status
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options
-    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
-    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import World, reconcile
-    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import World
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.planner import plan_job
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult, job_key
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
     from mpijob_operator.runner import BatchRunner
 
@@ -44,16 +44,16 @@ def test_the_loop_reads_back_what_the_core_decided(api_client: Any, namespace: s
     key = job_key(namespace, "openmpi-helloworld")
     obj = get_mpijob(api_client, key.namespace, key.name)
     # A new job has no children yet: the module reads exactly this world.
-    plan = reconcile(obj, World(mpijob=obj), Options(), datetime.now(UTC), lambda: (b"", b""))
+    plan = plan_job(obj, World(mpijob=obj), Options(), datetime.now(UTC), lambda: (b"", b""))
     head, tail = split_after_status(plan)  # the order the shell carries the plan out in
     expected = JobResult(key.namespace, key.name, uid=obj["metadata"]["uid"], actions=[a.summary() for a in head + tail],
                          transitions=list(plan.transitions))
-    expected.decided(plan)
+    plan.fill(expected)
 
     runner = BatchRunner(str(tmp_path), slot=0, kubeconfig=kubeconfig, timeout=120)
-    outcome = runner.run([key])
-    assert outcome.status == "successful", outcome
-    got = outcome.jobs[key]
+    ran = runner.run([key])
+    assert ran.status == "successful", ran
+    got = ran.jobs[key]
     assert got.transitions == [Transition("Created", "True", "MPIJobCreated")] and not got.finished
     assert got.status == get_mpijob(api_client, key.namespace, key.name)["status"]  # the status as written
     for result in (got, expected):

@@ -97,7 +97,7 @@ def test_upgrade_from_the_previous_release_keeps_running_jobs(
     old = operator(previous, "previous")
     custom.create_namespaced_custom_object("kubeflow.org", "v2beta1", namespace, "mpijobs",
                                            new_mpijob("alpha", workers=2, launcher_annotations=RUN))
-    v1 = yaml.safe_load((ROOT / "tests/integration/manifests/seed001-openmpi-helloworld.v1.yaml").read_text())
+    v1 = yaml.safe_load((ROOT / "tests/integration/manifests/openmpi-helloworld.v1.yaml").read_text())
     for role in ("Launcher", "Worker"):
         v1["spec"]["mpiReplicaSpecs"][role]["template"].setdefault("metadata", {})["annotations"] = RUN
     v1["metadata"]["name"] = "beta"

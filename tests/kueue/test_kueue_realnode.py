@@ -21,10 +21,10 @@ def test_a_kueue_admitted_job_runs_mpirun_with_ranks_on_every_worker(
         for replica in job["spec"]["mpiReplicaSpecs"].values():
             replica["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
         version, name = jobs.start(job)
-        outcome = jobs.wait(version, name, started=time.monotonic())
-        assert outcome.condition("Succeeded"), (outcome.job.get("status"), outcome.launcher_log)
-        assert "pi is approximately 3.14159265" in outcome.launcher_log, outcome.launcher_log
-        assert sorted(outcome.rank_hosts()) == sorted(outcome.worker_hosts() * 2), outcome.launcher_log
+        done = jobs.wait(version, name, started=time.monotonic())
+        assert done.condition("Succeeded"), (done.job.get("status"), done.launcher_log)
+        assert "pi is approximately 3.14159265" in done.launcher_log, done.launcher_log
+        assert sorted(done.rank_hosts()) == sorted(done.worker_hosts() * 2), done.launcher_log
         workload = queues.workload_of(name)
         admitted = [c for c in (workload or {}).get("status", {}).get("conditions", []) if c["type"] == "Admitted"]
         assert admitted and admitted[0]["status"] == "True", workload

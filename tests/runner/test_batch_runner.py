@@ -1,7 +1,7 @@
 """Real ansible-runner runs of the operator's BatchRunner, no cluster: results, failures, artifact rotation."""
 import os
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import job_key
 from mpijob_operator.runner import BatchRunner
 
 A, B = job_key("ns", "a"), job_key("ns", "b")
@@ -12,9 +12,9 @@ def test_real_runs_return_results_and_keep_disk_bounded(tmp_path):
     runner = BatchRunner(str(tmp_path), slot=0, module="ansible.builtin.ping", module_args={"data": "pong"},
                          rotate_artifacts=2, timeout=60)
     for _ in range(4):
-        outcome = runner.run([A])
-        assert outcome.status == "successful", outcome
-        assert outcome.jobs[A].error == "the module did not report this job"
+        ran = runner.run([A])
+        assert ran.status == "successful", ran
+        assert ran.jobs[A].error == "the module did not report this job"
     artifacts = os.listdir(os.path.join(runner.private_data_dir, "artifacts"))
     assert len(artifacts) <= 2
 
@@ -22,9 +22,9 @@ def test_real_runs_return_results_and_keep_disk_bounded(tmp_path):
 def test_a_failing_module_is_reported_not_raised(tmp_path):
     runner = BatchRunner(str(tmp_path), slot=1, module="ansible.builtin.fail", module_args={"msg": "boom"},
                          timeout=60)
-    outcome = runner.run([A, B])
-    assert outcome.status == "failed"
-    assert outcome.jobs[A].error == "boom" and outcome.jobs[A].retry
+    ran = runner.run([A, B])
+    assert ran.status == "failed"
+    assert ran.jobs[A].error == "boom" and ran.jobs[A].retry
 
 
 def test_a_runner_that_cannot_run_is_one_bounded_status(tmp_path, monkeypatch):
@@ -37,6 +37,6 @@ def test_a_runner_that_cannot_run_is_one_bounded_status(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Runner, "run", broken)
     runner = BatchRunner(str(tmp_path), slot=2, module="ansible.builtin.ping", timeout=60)
-    outcome = runner.run([A])
-    assert outcome.status == "error"
-    assert "No space left on device" in outcome.jobs[A].error and outcome.jobs[A].retry
+    ran = runner.run([A])
+    assert ran.status == "error"
+    assert "No space left on device" in ran.jobs[A].error and ran.jobs[A].retry

@@ -1,6 +1,6 @@
 """The batch.test.bdap.com launcher's kubexec.sh, as the pure core writes it, run by /bin/sh: called as MPI calls an
 rsh agent and as horovodrun calls ssh, it must run the command through `kubectl exec` on the right pod and container.
-The kubectl on PATH here records its arguments (the real one runs in tests/e2e/test_apis.py's seed 002 job)."""
+The kubectl on PATH here records its arguments (the real one runs in tests/e2e/test_apis.py's batch.test.bdap.com job)."""
 from __future__ import annotations
 
 import os
@@ -16,13 +16,13 @@ from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.runner
 
-SEED = ROOT / "tests" / "integration" / "manifests" / "seed002-simple-train-cpu.yaml"
+BDAP_EXAMPLE = ROOT / "tests" / "integration" / "manifests" / "bdap-simple-train-cpu.yaml"
 HOST = "simple-train-cpu-worker-1.simple-train-cpu.sw-mpi-operator.svc"
 
 
 @pytest.fixture
 def kubexec(tmp_path: pathlib.Path):
-    manifest = yaml.safe_load(SEED.read_text())
+    manifest = yaml.safe_load(BDAP_EXAMPLE.read_text())
     manifest["metadata"]["uid"] = "uid"
     job = api_for(manifest).parse(manifest)
     script = tmp_path / "kubexec.sh"

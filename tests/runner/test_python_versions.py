@@ -29,8 +29,8 @@ ARGS = {"k8s_objects": {"definitions": [{"apiVersion": "v1", "kind": "Namespace"
 def test_unit_tier_passes(version: str) -> None:
     python = python_venv(version)
     proc = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/mpijob",
-                           "tests/unit/shell", "tests/unit/submit"], cwd=ROOT, capture_output=True, text=True, check=False,
-                          timeout=600)
+                           "tests/unit/kube", "tests/unit/module_utils"], cwd=ROOT, capture_output=True, text=True,
+                          check=False, timeout=600)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout.splitlines()[-1]
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import job_key
 from hack.lib.operator import cmdline, descendants
 from hack.lib.wait import wait_until
 from mpijob_operator.runner import BatchRunner, WarmRuns
@@ -48,23 +48,23 @@ def warm(tmp_path, kubeconfig):
         pool.close()
 
 
-def handed(outcome, key=A) -> bool:
+def handed(ran, key=A) -> bool:
     """The module reconciled the job (it failed on the API server, naming the job's path)."""
-    return f"/mpijobs/{key.name}" in (outcome.jobs[key].error or "") and outcome.jobs[key].retry
+    return f"/mpijobs/{key.name}" in (ran.jobs[key].error or "") and ran.jobs[key].retry
 
 
 def test_one_warm_run_serves_batch_after_batch_without_a_start(warm, tmp_path, kubeconfig):
     pool, runner = warm()
     wait_until(pool.ready, 60, "the warm run to wait for its batch", interval=0.05)
     first = pool._current
-    outcomes = [runner.run([job_key(A.namespace, name)]) for name in ("a", "b", "c")]
-    for name, outcome in zip("abc", outcomes, strict=True):
-        assert handed(outcome, job_key(A.namespace, name)), outcome
+    ran = [runner.run([job_key(A.namespace, name)]) for name in ("a", "b", "c")]
+    for name, one in zip("abc", ran, strict=True):
+        assert handed(one, job_key(A.namespace, name)), one
     assert pool._current is first and first.alive() and pool.batches == 3, "the batches were not served by one run"
     cold = BatchRunner(str(tmp_path), slot=1, kubeconfig=kubeconfig, timeout=60).run([A])
     assert handed(cold), cold
     # the warm run paid ansible-runner's, ansible's and the module's start once, before the batches existed
-    assert max(o.duration for o in outcomes) < cold.duration, ([o.duration for o in outcomes], cold.duration)
+    assert max(o.duration for o in ran) < cold.duration, ([o.duration for o in ran], cold.duration)
 
 
 @pytest.fixture
@@ -95,19 +95,19 @@ def modules() -> list[int]:
 def test_a_warm_run_serves_its_slots_at_once(warm, silent):
     pool, runner = warm(slots=2, config=silent)
     wait_until(pool.ready, 60, "the warm run to wait for its batches", interval=0.05)
-    outcomes = {}
-    threads = [threading.Thread(target=lambda n=n: outcomes.setdefault(n, runner.run([job_key(A.namespace, n)]))) for n in "ab"]
+    ran = {}
+    threads = [threading.Thread(target=lambda n=n: ran.setdefault(n, runner.run([job_key(A.namespace, n)]))) for n in "ab"]
     for t in threads:
         t.start()
     wait_until(lambda: pool.batches == 2, 20, "both batches to be taken while neither is done", interval=0.05)
-    assert not outcomes
+    assert not ran
     # a batch whose module dies after taking it is not lost: it comes back to be retried, as a failed run's
     pool._current.kill()
     for t in threads:
         t.join(30)
     for n in "ab":
-        result = outcomes[n].jobs[job_key(A.namespace, n)]
-        assert outcomes[n].status == "failed" and result.retry and "without this batch's result" in result.error
+        result = ran[n].jobs[job_key(A.namespace, n)]
+        assert ran[n].status == "failed" and result.retry and "without this batch's result" in result.error
 
 
 def test_a_retired_run_ends_before_its_successor_starts(warm, silent):
@@ -153,8 +153,8 @@ def test_a_warm_run_that_died_loses_no_batch(warm):
     assert running
     for pid in running:
         os.kill(pid, signal.SIGKILL)
-    outcome = runner.run([A])  # run cold: the warm one did not acknowledge the batch
-    assert handed(outcome), outcome
+    ran = runner.run([A])  # run cold: the warm one did not acknowledge the batch
+    assert handed(ran), ran
 
 
 def test_close_ends_the_idle_run_and_leaves_nothing_running(warm):

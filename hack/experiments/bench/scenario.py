@@ -14,7 +14,7 @@ import uuid
 
 from kubernetes import client
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import job_key
 from hack.experiments.bench.accounting import (
     api_requests,
     cluster_wide_operators,

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Connection options and credentials: the modules' AUTH_ARG_SPEC (kubernetes.core's names), each option from the
 parameters else its $K8S_AUTH_* variable, and where they lead: an Endpoint urllib3 alone can reach (a plain
 kubeconfig or the in-cluster service account), else a kubernetes client ApiClient from the client's own loader.
@@ -201,8 +204,8 @@ def in_cluster() -> bool:
 # ---- the light path --------------------------------------------------------------------------------------------------
 #
 # Most runs connect with a plain kubeconfig (a client certificate or a token) or the in-cluster service account:
-# those go straight to urllib3, without importing the kubernetes client (about 0.45 s of CPU per module run, paid by
-# every run of the operator). Anything else a kubeconfig can say (exec plugins, auth providers, proxies, several
+# those go straight to urllib3, without importing the kubernetes client (an import every run of the operator would
+# pay; docs/operator.md). Anything else a kubeconfig can say (exec plugins, auth providers, proxies, several
 # files in KUBECONFIG ...) is left to the kubernetes client's own loader.
 
 _SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"

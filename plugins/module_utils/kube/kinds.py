@@ -1,5 +1,6 @@
 # Copyright: mpi.operator contributors
-# Apache License 2.0 (see galaxy.yml)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Where each kind lives on a cluster, from its discovery documents (the k8s_objects and k8s_read modules)."""
 from __future__ import annotations
 

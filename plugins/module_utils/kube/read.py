@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Reading a batch: each namespace's MPIJobs and their children with one LIST per kind (label selectors on the
 job names), the PriorityClass values PodGroups need, and the World the core plans from."""
 from __future__ import annotations
@@ -14,14 +17,14 @@ from ..mpijob import children as K
 from ..mpijob import constants as C
 from ..mpijob.apis import api_for
 from ..mpijob.errors import ApiError
-from ..mpijob.key import Key
 from ..mpijob.plan import World
+from ..mpijob.protocol import Key
 from .rest import Rest, collection, item, mpijob_path
 
 # Each job of a batch is read with a GET, never with a LIST of its API: a LIST returns every MPIJob of the namespace
-# (5,000 of them for a batch of 50, at scale), so a batch's cost and the run's memory would grow with the namespace, not
-# with the batch (make bench-scale measured it: the warm run's module at 127 MiB with 1,000 jobs in the namespace, 67
-# with 200). READS: the reads in flight at once, of every namespace of a batch (the transport keeps 16 connections).
+# (all of them, whatever the batch), so a batch's cost and the run's memory would grow with the namespace, not with the
+# batch (docs/operator.md). READS: the reads in flight at once, of every namespace of a batch (the transport keeps 16
+# connections).
 READS = 8
 _reads = threading.BoundedSemaphore(READS)
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """JSON over a transport (no model (de)serialisation, any kind, any content type), where each kind lives, and
 `connect`: the one way the modules, the action plugins and the operator get a client from connection options."""
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """The SSH key pair of a job's Secret (the core decides when one is needed and calls the generator it is given)."""
 from __future__ import annotations
 

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """HTTP to the API server, two ways with one interface (`send` reads the body, `open` streams it): urllib3 alone
 for an Endpoint, or a kubernetes client ApiClient. A failure to connect raises Unreachable."""
 from __future__ import annotations

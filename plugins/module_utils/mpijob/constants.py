@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Names, labels, env vars and reasons of the Kubeflow MPI Operator contract (kubeflow.org MPIJob).
 
 Tools around the Kubeflow operator (Kueue, dashboards, `kubectl logs -l ...`) rely on these exact strings.
@@ -39,8 +42,8 @@ WORKER_TEMPLATE_HASH_ANNOTATION = "mpi.operator/worker-template-hash"
 # minute later): Horovod's elastic driver, which runs discover_hosts.sh every second, learns of a worker's removal
 # before the worker goes.
 DISCOVER_HOSTS_ANNOTATION = "mpi.operator/discover-hosts"
-# Seconds between telling the launcher and deleting the workers a scale-down removes: the kubelet's rewrite (about 1 s
-# here) and one run of Horovod's host discovery (every 1 s).
+# Seconds between telling the launcher and deleting the workers a scale-down removes: the kubelet's rewrite of the
+# file and one run of Horovod's host discovery (every 1 s).
 HOSTS_NOTICE_S = 5.0
 
 # ConfigMap and its mount.

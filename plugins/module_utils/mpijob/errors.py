@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Every error the collection reports, under one base class: what went wrong, in words a user acts on.
 
 The modules turn any of them into the task's failure in one place (module_utils/kube/module.py run_module), and the

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """Kubernetes resource quantities ("500m", "2Gi", "1e3"): exact parsing, adding and formatting."""
 from __future__ import annotations
 

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """The one immutable model every MPIJob API is parsed into (MPIJob, its replica and run policies), and what every
 API's parse reads untrusted JSON with: Reader (one FieldError per bad field, named by its path in the user's API),
 metadata, the hostname rule and the pod template check. Each API's parse is in its module under apis/.

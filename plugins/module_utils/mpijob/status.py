@@ -1,9 +1,12 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """What every API's status stage works with: what was observed (Observed: the launcher, its pods, the workers),
 the events and transitions a reconcile reports, pod and launcher-Job readings, and the condition mechanics.
 
 Condition mechanics are Kubeflow's (`setCondition`): a condition is rewritten only when its status or reason
 changes, the changed condition moves to the end, Running and Restarting exclude each other, and Succeeded/Failed
-turn Running off (T9k keeps its own order: apis/t9k.py). Each API's own status stage is in its module under apis/.
+turn Running off (T9k keeps its own order: apis/t9k_status.py). Each API's own status stage is in its modules under apis/.
 The clock is an argument.
 """
 from __future__ import annotations

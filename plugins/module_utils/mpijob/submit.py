@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """What the mpijob, mpijob_info and mpijob_wait tasks decide, without I/O: the short form as a v2beta1 manifest, the
 definition to apply (with `workers`/`suspend` laid over it), the patch for an existing job, the summary of a
 job's status (phase, workers running), and the messages users read (progress line, failure with log tail).

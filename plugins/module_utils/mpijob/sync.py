@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """What the mpijob_sync task decides, without I/O: the set of MPIJobs a directory of manifests declares (each document
 read, validated and labelled with the source, or refused naming its file and field), which live jobs of the source
 leave the set and may be pruned, and the plan's one-line summary.

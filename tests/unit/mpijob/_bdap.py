@@ -1,5 +1,5 @@
-"""Seed 002's batch.test.bdap.com MPIJob through its life (created, workers ready, running, succeeded): the bdap API's
-tests and the seeds' docs tests both walk it."""
+"""The batch.test.bdap.com README's MPIJob through its life (created, workers ready, running, succeeded): the bdap API's
+tests and the API documentation tests both walk it."""
 from __future__ import annotations
 
 import copy
@@ -11,13 +11,13 @@ from tests.support.paths import ROOT
 
 from ._helpers import at, kinds, plan, set_phase, world_after
 
-SEED = ROOT / "tests" / "integration" / "manifests" / "seed002-simple-train-cpu.yaml"
+EXAMPLE = ROOT / "tests" / "integration" / "manifests" / "bdap-simple-train-cpu.yaml"
 NAME, NS = "simple-train-cpu", "sw-mpi-operator"
 
 
-def seed() -> dict:
-    """Seed 002's example as the API server stores it (it adds the uid)."""
-    obj = yaml.safe_load(SEED.read_text())
+def example() -> dict:
+    """The README's example as the API server stores it (it adds the uid)."""
+    obj = yaml.safe_load(EXAMPLE.read_text())
     obj["metadata"].update(uid="uid-bdap", resourceVersion="1")
     return obj
 
@@ -55,7 +55,7 @@ def launcher(world: P.World, phase: str, exit_code: int | None = None) -> P.Worl
 def lifecycle() -> list[tuple[str, P.Plan, P.World]]:
     """(step, plan, world after it) from creation to success."""
     steps = []
-    world = P.World(mpijob=seed())
+    world = P.World(mpijob=example())
     p = plan(world.mpijob, world, now=at(0))
     world = world_after(world, p)
     steps.append(("created", p, world))

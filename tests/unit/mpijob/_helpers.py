@@ -11,6 +11,7 @@ import yaml
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.planner import plan_job
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -135,7 +136,7 @@ def _merge(target, patch):
 def plan(obj: dict, world: P.World | None = None, opts: K.Options | None = None, now: datetime = T0) -> P.Plan:
     world = world or P.World(mpijob=obj)
     world.mpijob = obj
-    return P.reconcile(obj, world, opts or K.Options(), now, keys)
+    return plan_job(obj, world, opts or K.Options(), now, keys)
 
 
 def kinds(p: P.Plan) -> list[tuple[str, str, str]]:

@@ -1,4 +1,4 @@
-"""Helpers for the T9k (batch.tensorstack.dev/v1beta1) tests: the seed's own examples, a world with real pods."""
+"""Helpers for the T9k (batch.tensorstack.dev/v1beta1) tests: its documentation's own examples, a world with real pods."""
 from __future__ import annotations
 
 import copy
@@ -10,13 +10,13 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as
 
 from ._helpers import at, plan, set_phase, world_after
 
-SEEDS = pathlib.Path(__file__).parent / "seeds" / "t9k"  # seed 003's examples, copied as they are
+T9K_DOC = pathlib.Path(__file__).parent / "t9k_doc"  # the examples of T9k's MPIJob documentation, copied as they are
 
 
-def seed_docs(name: str) -> list[dict]:
-    """The documents of a seed example. The doc elides with `...`: a line that is only `...` is "the rest of the
+def doc_examples(name: str) -> list[dict]:
+    """The documents of an example of T9k's documentation. The doc elides with `...`: a line that is only `...` is "the rest of the
     manifest" and `- ...` is "this list entry's other fields"; both are read as absent."""
-    lines = SEEDS.joinpath(f"{name}.txt").read_text().splitlines()
+    lines = T9K_DOC.joinpath(f"{name}.txt").read_text().splitlines()
     text = "\n".join("" if line.strip() == "..." else line.replace("- ...", "-") for line in lines)
     return [doc for doc in yaml.safe_load_all(text) if doc]
 
@@ -31,8 +31,8 @@ def _merge(base, over):
 
 
 def random_walk() -> dict:
-    """Seed 003's first example, with the namespace and uid the API server would give it."""
-    obj = seed_docs("random_walk")[0]
+    """The documentation's first example, with the namespace and uid the API server would give it."""
+    obj = doc_examples("random_walk")[0]
     obj["metadata"].update(namespace="ns", uid="uid-mpi-example")
     return obj
 

@@ -1,4 +1,4 @@
-"""batch.test.bdap.com/v1 (seed 002) through the shared core: its own example manifest, copied as is, reconciled from
+"""batch.test.bdap.com/v1 through the shared core: its README's example manifest, copied as is, reconciled from
 creation to success, with golden children and status; every field of its CRD has a test here (FIELDS)."""
 from __future__ import annotations
 
@@ -12,37 +12,37 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import api_for, bdap
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Outcome
 from tests.support.paths import ROOT
 
-from ._bdap import NAME, NS, launcher, lifecycle, ready_workers, seed, settle
+from ._bdap import NAME, NS, example, launcher, lifecycle, ready_workers, settle
 from ._helpers import assert_golden, at, kinds, malformed, plan, set_phase, world_after
 
 CRD = ROOT / "roles" / "crds" / "files" / "mpijobs.batch.test.bdap.com.yaml"
 
 
-def test_seed_example_is_served_by_this_api() -> None:
-    assert api_for(seed()) is bdap.API
+def test_readme_example_is_served_by_this_api() -> None:
+    assert api_for(example()) is bdap.API
     assert bdap.API.api_version == "batch.test.bdap.com/v1"
 
 
-def test_seed_example_children_and_status_match_golden() -> None:
-    """What each step creates and the status it writes, for seed 002's example as written."""
+def test_readme_example_children_and_status_match_golden() -> None:
+    """What each step creates and the status it writes, for the README's example as written."""
     docs = []
     for step, p, _ in lifecycle():
         docs.append({"step": step, "actions": [
             {"action": a.action, "kind": a.kind, "name": a.name, **({"body": a.body} if a.action == "create" else {})}
             for a in p.actions if a.action != "event"], "status": p.status})
-    assert_golden("bdap_seed002", docs)
+    assert_golden("bdap_simple_train_cpu", docs)
 
 
 def test_launcher_waits_until_every_worker_is_ready() -> None:
-    world = settle(P.World(mpijob=seed()))
+    world = settle(P.World(mpijob=example()))
     assert [a for a in kinds(plan(world.mpijob, world)) if a[2] == f"{NAME}-launcher"] == []
     world.pods = [set_phase(p, "Running", ready=i < 4) for i, p in enumerate(world.pods)]
     assert [a for a in kinds(plan(world.mpijob, world, now=at(20))) if a[2] == f"{NAME}-launcher"] == []
     world = ready_workers(world)
-    # a Pod, not a Job: `kubectl logs simple-train-cpu-launcher` (the seed's README) reads it
+    # a Pod, not a Job: `kubectl logs simple-train-cpu-launcher` (the README) reads it
     assert ("create", "Pod", f"{NAME}-launcher") in kinds(plan(world.mpijob, world, now=at(30)))
 
 
@@ -89,7 +89,7 @@ def test_launcher_failure_fails_the_job() -> None:
 
 
 def test_reconcile_is_idempotent() -> None:
-    world = settle(P.World(mpijob=seed()))
+    world = settle(P.World(mpijob=example()))
     again = plan(world.mpijob, world, now=at(5))
     assert again.actions == [] and again.status == world.mpijob["status"]
 
@@ -102,13 +102,13 @@ def launcher_env(actions: list[P.Action]) -> dict:
 # ---- one test per spec field (FIELDS) --------------------------------------------------------------------------
 
 def test_num_workers() -> None:
-    p = plan(seed())
+    p = plan(example())
     assert [a.name for a in p.actions if a.kind == "Pod"] == [f"{NAME}-worker-{i}" for i in range(5)]
     cm = next(a.body for a in p.actions if a.kind == "ConfigMap")
     assert cm["data"]["hostfile"].splitlines() == [f"{NAME}-worker-{i}.{NAME}.{NS}.svc slots=1" for i in range(5)]
-    obj = seed()
+    obj = example()
     obj["spec"]["numWorkers"] = 2
-    world = settle(P.World(mpijob=seed()))
+    world = settle(P.World(mpijob=example()))
     world.mpijob = {**obj, "status": world.mpijob["status"]}
     deleted = [a.name for a in plan(world.mpijob, world, now=at(9)).actions if a.action == "delete"]
     assert deleted == [f"{NAME}-worker-4", f"{NAME}-worker-3", f"{NAME}-worker-2"]
@@ -117,27 +117,27 @@ def test_num_workers() -> None:
 def test_launcher_template() -> None:
     *_, (_, p, _) = lifecycle()[:2]
     env = launcher_env(p.actions)
-    assert env["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"  # what the seed's command reads
+    assert env["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"  # what the README's command reads
     body = next(a.body for a in p.actions if a.name == f"{NAME}-launcher")
     assert (body["kind"], body["metadata"]["name"]) == ("Pod", f"{NAME}-launcher")
     pod = body["spec"]
     assert pod["containers"][0]["name"] == "horovod-master" and pod["containers"][0]["image"] == "farawaya/horovod-torch-cpu"
     assert pod["containers"][0]["command"] == ["/bin/sh", "-c"]
-    assert pod["restartPolicy"] == "Never"  # as the seed writes it: one try, as the original's bare pod
+    assert pod["restartPolicy"] == "Never"  # as the README writes it: one try, as the original's bare pod
 
 
 def test_worker_template() -> None:
-    pod = next(a.body for a in plan(seed()).actions if a.kind == "Pod")
+    pod = next(a.body for a in plan(example()).actions if a.kind == "Pod")
     container = pod["spec"]["containers"][0]
     assert container["name"] == "horovod-worker" and container["readinessProbe"]["exec"]["command"] == ["cat", "/ready.txt"]
-    assert pod["spec"]["restartPolicy"] == "OnFailure"  # unset in the seed: a Pod's Always, as close as a job's pod gets
+    assert pod["spec"]["restartPolicy"] == "OnFailure"  # unset in the README: a Pod's Always, as close as a job's pod gets
     test_editing_the_worker_template_rolls_the_workers_one_by_one()
 
 
 def test_editing_the_worker_template_rolls_the_workers_one_by_one() -> None:
     """The original's README: "If the Worker is modified ... It will be automatically updated" (its workers were a
     StatefulSet). A worker is replaced only while every other one is Ready."""
-    world = settle(ready_workers(settle(P.World(mpijob=seed()))))
+    world = settle(ready_workers(settle(P.World(mpijob=example()))))
     edited = copy.deepcopy(world.mpijob)
     edited["spec"]["workerTemplate"]["spec"]["containers"][0]["image"] = "horovod-torch-cpu:local"
     world.mpijob = edited
@@ -176,7 +176,7 @@ def test_every_field_is_covered() -> None:
 # ---- errors name this API's fields --------------------------------------------------------------------------------
 
 def _errors(mutate) -> list[str]:
-    obj = seed()
+    obj = example()
     mutate(obj["spec"])
     with pytest.raises(InvalidMPIJob) as info:
         bdap.parse(obj)
@@ -199,7 +199,7 @@ def test_errors_name_this_apis_fields(mutate, expected: str) -> None:
 
 
 def test_invalid_job_is_failed_with_this_apis_status() -> None:
-    obj = seed()
+    obj = example()
     obj["spec"]["numWorkers"] = 0
     p = plan(obj)
     assert p.status["phase"] == "Failed" and p.finished
@@ -209,14 +209,14 @@ def test_invalid_job_is_failed_with_this_apis_status() -> None:
 
 def test_launcher_always_restart_policy_becomes_on_failure() -> None:
     """A bare pod's Always would rerun a finished launcher forever; a job's launcher restarts only on failure."""
-    obj = seed()
+    obj = example()
     obj["spec"]["launcherTemplate"]["spec"]["restartPolicy"] = "Always"
     job = bdap.parse(obj)
     assert job.launcher.restart_policy == "OnFailure"
 
 
 def test_parse_does_not_change_the_object() -> None:
-    obj = seed()
+    obj = example()
     before = copy.deepcopy(obj)
     bdap.parse(obj)
     assert obj == before
@@ -224,15 +224,15 @@ def test_parse_does_not_change_the_object() -> None:
 
 def test_children_are_owned_by_the_bdap_job() -> None:
     """Deleting the job deletes everything: the garbage collector follows these references."""
-    refs = [a.body["metadata"]["ownerReferences"][0] for a in plan(seed()).actions if a.action == "create"]
+    refs = [a.body["metadata"]["ownerReferences"][0] for a in plan(example()).actions if a.action == "create"]
     assert {(r["apiVersion"], r["kind"], r["uid"]) for r in refs} == {("batch.test.bdap.com/v1", "MPIJob", "uid-bdap")}
 
 
 @pytest.mark.parametrize("opts", [K.Options(), K.Options(gang_scheduling="volcano")], ids=["plain", "gang"])
 def test_reconcile_never_crashes_on_malformed_bdap_objects(opts: K.Options) -> None:
-    """Any field of seed 002's example replaced by any JSON value yields a plan (a Failed condition naming the field
+    """Any field of the README's example replaced by any JSON value yields a plan (a Failed condition naming the field
     at worst), and every error names a field of this API, never one of the kubeflow.org job it is read as."""
-    for path, obj in malformed(seed()):
+    for path, obj in malformed(example()):
         try:
             bdap.parse(obj)
         except InvalidMPIJob as exc:
@@ -247,14 +247,14 @@ def test_reconcile_never_crashes_on_malformed_bdap_objects(opts: K.Options) -> N
 
 def launcher_spec(opts: K.Options | None = None) -> dict:
     """The launcher pod the plan creates once the workers are Ready."""
-    world = ready_workers(settle(P.World(mpijob=seed())))
+    world = ready_workers(settle(P.World(mpijob=example())))
     p = plan(world.mpijob, world, opts=opts)
     (pod,) = [a.body for a in p.actions if a.action == "create" and a.kind == "Pod" and a.name == f"{NAME}-launcher"]
     return pod["spec"]
 
 
 def test_the_launcher_starts_mpi_with_kubectl_exec_under_its_own_service_account() -> None:
-    first = plan(seed())
+    first = plan(example())
     created = [(a.kind, a.name) for a in first.actions if a.action == "create"]
     assert [k for k in created if k[0] in ("ServiceAccount", "Role", "RoleBinding")] == [
         ("ServiceAccount", f"{NAME}-launcher"), ("Role", f"{NAME}-launcher"), ("RoleBinding", f"{NAME}-launcher")]
@@ -278,12 +278,12 @@ def test_a_kubectl_delivery_image_puts_kubectl_in_opt_kube() -> None:
     (init,) = spec["initContainers"]
     assert init["image"] == "localhost/kubectl-delivery:1" and init["args"] == ["/opt/kube"]
     assert {"name": "mpi-kubectl", "mountPath": "/opt/kube"} in spec["containers"][0]["volumeMounts"]
-    script = next(a.body for a in plan(seed(), opts=opts).actions if a.kind == "ConfigMap")["data"]["kubexec.sh"]
+    script = next(a.body for a in plan(example(), opts=opts).actions if a.kind == "ConfigMap")["data"]["kubexec.sh"]
     assert "exec /opt/kube/kubectl exec" in script
 
 
 def test_existing_launcher_rbac_is_not_created_again_and_a_foreign_one_is_refused() -> None:
-    world = settle(P.World(mpijob=seed()))
+    world = settle(P.World(mpijob=example()))
     assert set(world.launcher_rbac) == {"ServiceAccount", "Role", "RoleBinding"}
     assert not [a for a in plan(world.mpijob, world).actions if a.kind in world.launcher_rbac]
     foreign = copy.deepcopy(world)
@@ -293,7 +293,7 @@ def test_existing_launcher_rbac_is_not_created_again_and_a_foreign_one_is_refuse
 
 
 def test_kubeflow_jobs_keep_ssh() -> None:
-    obj = seed()
+    obj = example()
     kubeflow = bdap.as_kubeflow(obj)
     p = plan(kubeflow)
     assert not [a for a in p.actions if a.kind in ("ServiceAccount", "Role", "RoleBinding")]

@@ -6,6 +6,7 @@ import base64
 import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import podgroup as PG
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
 
 from ._helpers import KEYS, assert_golden, manifest
@@ -14,7 +15,7 @@ from ._helpers import KEYS, assert_golden, manifest
 def all_children(obj: dict, opts: K.Options, running: tuple[str, ...] = ()) -> list[dict]:
     job = kubeflow.parse(obj)
     docs = [K.service(job), K.config_map(job, running, opts), K.ssh_secret(job, *KEYS)]
-    if (pg := K.pod_group(job, opts, {"high": 1000})) is not None:
+    if (pg := PG.pod_group(job, opts, {"high": 1000})) is not None:
         docs.append(pg)
     docs += [K.worker_pod(job, i, opts) for i in range(job.worker_replicas)]
     docs.append(K.launcher_job(job, opts))

@@ -17,8 +17,8 @@ from tests.support.paths import ROOT
 from ._helpers import manifest, plan
 from ._t9k import t9k
 
-# Seed 002's example, as the API server stores it but for the uid.
-SEED = ROOT / "tests/integration/manifests/seed002-simple-train-cpu.yaml"
+# The batch.test.bdap.com README's example, as the API server stores it but for the uid.
+BDAP_EXAMPLE = ROOT / "tests/integration/manifests/bdap-simple-train-cpu.yaml"
 
 INT32_MAX = 2**31 - 1
 
@@ -41,7 +41,7 @@ def test_the_computed_size_is_the_built_configmaps(workers: int, spec: dict, opt
 
 
 def test_the_kubexec_script_counts_too() -> None:
-    obj = yaml.safe_load(SEED.read_text())
+    obj = yaml.safe_load(BDAP_EXAMPLE.read_text())
     obj["metadata"]["uid"] = "uid-bdap"
     job = api_for(obj).parse(obj)
     every_worker = [K.worker_name(job, i) for i in range(job.worker_replicas)]
@@ -50,7 +50,7 @@ def test_the_kubexec_script_counts_too() -> None:
 
 
 def bdap_with(workers: int) -> dict:
-    obj = yaml.safe_load(SEED.read_text())
+    obj = yaml.safe_load(BDAP_EXAMPLE.read_text())
     obj["metadata"]["uid"] = "uid-bdap"
     obj["spec"]["numWorkers"] = workers
     return obj

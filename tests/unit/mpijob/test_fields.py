@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import podgroup as PG
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import spec
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
 from tests.support.paths import ROOT
@@ -102,8 +103,8 @@ def test_scheduling_policy() -> None:
     obj = manifest(runPolicy={"schedulingPolicy": {"minAvailable": 2, "queue": "q", "priorityClass": "pc",
                                                    "minResources": {"cpu": "3"}, "scheduleTimeoutSeconds": 9}})
     job = kubeflow.parse(obj)
-    volcano = K.pod_group(job, K.Options(gang_scheduling="volcano"))
-    plugins = K.pod_group(job, K.Options(gang_scheduling="sched"))
+    volcano = PG.pod_group(job, K.Options(gang_scheduling="volcano"))
+    plugins = PG.pod_group(job, K.Options(gang_scheduling="sched"))
     assert volcano["spec"] == {"minMember": 2, "queue": "q", "priorityClassName": "pc", "minResources": {"cpu": "3"}}
     assert plugins["spec"] == {"minMember": 2, "scheduleTimeoutSeconds": 9, "minResources": {"cpu": "3"}}
 

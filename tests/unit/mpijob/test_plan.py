@@ -11,7 +11,8 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constan
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.planner import plan_job
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Outcome
 
 from ._helpers import (
     at,
@@ -384,9 +385,9 @@ def test_ssh_keys_are_made_only_when_the_secret_is_missing() -> None:
 
     obj = manifest()
     world = settle(obj)
-    P.reconcile(world.mpijob, world, K.Options(), at(1), keys)
+    plan_job(world.mpijob, world, K.Options(), at(1), keys)
     assert calls == []
-    P.reconcile(obj, P.World(mpijob=obj), K.Options(), at(1), keys)
+    plan_job(obj, P.World(mpijob=obj), K.Options(), at(1), keys)
     assert calls == [1]
 
 

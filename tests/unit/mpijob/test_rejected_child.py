@@ -8,9 +8,11 @@ import pytest
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import api_for
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.planner import child_field_error, rejected
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Outcome
 from hack.experiments.chaos import mutations
 
-from ._bdap import seed as bdap_job
+from ._bdap import example as bdap_job
 from ._helpers import at, manifest
 from ._t9k import t9k
 
@@ -27,20 +29,20 @@ def failed(plan: P.Plan) -> dict:
 
 
 def test_a_refused_launcher_job_fails_the_job_naming_the_launcher_templates_field() -> None:
-    plan = P.rejected(manifest(), "Job", "pi-launcher", JOB_REFUSED, at(0))
+    plan = rejected(manifest(), "Job", "pi-launcher", JOB_REFUSED, at(0))
     cond = failed(plan)
     assert cond["status"] == "True" and cond["reason"] == C.REASON_VALIDATION
     assert cond["message"] == ("Found validation errors: spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].name"
                                f': Invalid value: "Pi": {NAME_RULE}')
     assert mutations.FIELD.match(cond["message"])
-    assert plan.outcome is P.Outcome.ERROR and plan.error == cond["message"]
+    assert plan.outcome is Outcome.ERROR and plan.error == cond["message"]
     assert [a.action for a in plan.actions] == ["status", "event"]
     assert plan.actions[1].body["reason"] == C.REASON_VALIDATION
     assert [t.reason for t in plan.transitions] == [C.REASON_VALIDATION]
 
 
 def test_a_refused_worker_pod_names_every_field_in_the_worker_template() -> None:
-    cond = failed(P.rejected(manifest(), "Pod", "pi-worker-0", POD_REFUSED, at(0)))
+    cond = failed(rejected(manifest(), "Pod", "pi-worker-0", POD_REFUSED, at(0)))
     assert cond["message"] == (
         "Found validation errors: spec.mpiReplicaSpecs.Worker.template.spec.containers[0].image: Required value, "
         'spec.mpiReplicaSpecs.Worker.template.metadata.labels: Invalid value: "-x": name part must consist of '
@@ -57,22 +59,22 @@ def test_each_api_names_its_own_template(job: dict, kind: str, name: str, path: 
     job["metadata"].setdefault("uid", "uid-1")
     refused = f'{kind} "{name}" is invalid: ' + ("spec.template." if kind == "Job" else "") + (
         "spec.containers[0].name: Invalid value" if path.endswith("name") else "spec.containers[0].image: Required value")
-    assert failed(P.rejected(job, kind, name, refused, at(0)))["message"].startswith(
+    assert failed(rejected(job, kind, name, refused, at(0)))["message"].startswith(
         f"Found validation errors: {path}: ")
 
 
 def test_a_refusal_naming_no_field_names_the_template_or_the_object() -> None:
     api = api_for(manifest())
-    err = P.child_field_error(api, "Pod", False, "pi-worker-0", "the body of the request was in an unknown format")
+    err = child_field_error(api, "Pod", False, "pi-worker-0", "the body of the request was in an unknown format")
     assert str(err) == ("spec.mpiReplicaSpecs.Worker.template: the API server refused Pod pi-worker-0: the body of the "
                         "request was in an unknown format")
-    err = P.child_field_error(api, "Service", False, "pi", 'Service "pi" is invalid: spec.ports: Required value')
+    err = child_field_error(api, "Service", False, "pi", 'Service "pi" is invalid: spec.ports: Required value')
     assert str(err).startswith("<object>: the API server refused Service pi: ")
 
 
 def test_a_job_already_failed_by_the_refusal_writes_nothing_more() -> None:
     job = manifest()
-    first = P.rejected(job, "Job", "pi-launcher", JOB_REFUSED, at(0))
+    first = rejected(job, "Job", "pi-launcher", JOB_REFUSED, at(0))
     job["status"] = first.status
-    again = P.rejected(job, "Job", "pi-launcher", JOB_REFUSED, at(5))
+    again = rejected(job, "Job", "pi-launcher", JOB_REFUSED, at(5))
     assert again.actions == [] and again.status == first.status and not again.transitions

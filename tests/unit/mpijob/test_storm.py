@@ -14,12 +14,12 @@ from tests.support.paths import ROOT
 from ._helpers import manifest, plan
 from ._t9k import t9k
 
-# Seed 002's example, as the API server stores it but for the uid.
-SEED = ROOT / "tests/integration/manifests/seed002-simple-train-cpu.yaml"
+# The batch.test.bdap.com README's example, as the API server stores it but for the uid.
+BDAP_EXAMPLE = ROOT / "tests/integration/manifests/bdap-simple-train-cpu.yaml"
 
 
 def valid_manifests() -> list[dict]:
-    bdap = yaml.safe_load(SEED.read_text())
+    bdap = yaml.safe_load(BDAP_EXAMPLE.read_text())
     return [manifest("pi", 2), t9k(), bdap]
 
 

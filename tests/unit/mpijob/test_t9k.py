@@ -1,4 +1,4 @@
-"""T9k's batch.tensorstack.dev/v1beta1 MPIJob (seed 003) through the shared core: the seed's own examples, their
+"""T9k's batch.tensorstack.dev/v1beta1 MPIJob through the shared core: its documentation's own examples, their
 children and status (golden files), pause/resume, debug, the registry, and malformed objects."""
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import apis
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import podgroup as PG
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9k as T
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9k_status as T9S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
 
 from ._helpers import KEYS, assert_golden, finish_launcher, kinds, malformed, manifest, plan
-from ._t9k import completed, launcher_pod, random_walk, seed_docs, settle, step, t9k, workers_ready
+from ._t9k import completed, doc_examples, launcher_pod, random_walk, settle, step, t9k, workers_ready
 
 
 def errors_of(obj: dict) -> list[str]:
@@ -44,22 +46,22 @@ def test_registered_apis_are_well_formed() -> None:
         assert api.api_version == f"{group}/{api.versions[0]}"
 
 
-# ---- the seed's examples ---------------------------------------------------------------------------------------------
+# ---- the documentation's examples ------------------------------------------------------------------------------------
 
-def test_seed_examples_parse() -> None:
+def test_doc_examples_parse() -> None:
     """The full examples parse as written; the doc's fragments parse on top of its first example."""
     job = T.parse(random_walk())
     assert (job.worker_replicas, job.slots_per_worker, job.owner_api_version) == (5, 3, T.API_VERSION)
     for name in ("horovod", "resources", "shared_memory", "env", "scheduler", "debug", "pause"):
-        for doc in seed_docs(name):
+        for doc in doc_examples(name):
             T.parse(completed(doc))
 
 
-def test_seed_fragments_alone_are_refused_naming_the_field() -> None:
+def test_doc_fragments_alone_are_refused_naming_the_field() -> None:
     """The doc's partial manifests, applied alone, say what they lack."""
-    assert errors_of(seed_docs("horovod")[0]) == [
+    assert errors_of(doc_examples("horovod")[0]) == [
         "spec.worker.cmd: required: the program mpirun starts on the workers (unless runMode.debug is enabled)"]
-    assert errors_of(seed_docs("resources")[0]) == [
+    assert errors_of(doc_examples("resources")[0]) == [
         "spec.worker.template.spec.containers: must have a container named mpi-worker (MPI runs in it)",
         "spec.worker.cmd: required: the program mpirun starts on the workers (unless runMode.debug is enabled)"]
 
@@ -67,24 +69,24 @@ def test_seed_fragments_alone_are_refused_naming_the_field() -> None:
 def all_children(obj: dict, opts: K.Options) -> list[dict]:
     job = apis.api_for(obj).parse(obj)
     docs = [K.service(job), K.config_map(job, (), opts), K.ssh_secret(job, *KEYS)]
-    if (pg := K.pod_group(job, opts)) is not None:
+    if (pg := PG.pod_group(job, opts)) is not None:
         docs.append(pg)
     return docs + [K.worker_pod(job, i, opts) for i in range(job.worker_replicas)] + [K.launcher_job(job, opts)]
 
 
-SEED_CASES = {
+DOC_CASES = {
     "t9k_random_walk": (lambda: random_walk(), K.Options()),
-    "t9k_horovod": (lambda: completed(seed_docs("horovod")[0]), K.Options()),
-    "t9k_shared_memory": (lambda: completed(seed_docs("shared_memory")[0]), K.Options()),
-    "t9k_scheduler_volcano": (lambda: completed(seed_docs("scheduler")[0]), K.Options(gang_scheduling="volcano")),
-    "t9k_debug_worker_spec": (lambda: completed(seed_docs("debug")[0]), K.Options()),
-    "t9k_debug_defaults": (lambda: completed(seed_docs("debug")[1]), K.Options()),
+    "t9k_horovod": (lambda: completed(doc_examples("horovod")[0]), K.Options()),
+    "t9k_shared_memory": (lambda: completed(doc_examples("shared_memory")[0]), K.Options()),
+    "t9k_scheduler_volcano": (lambda: completed(doc_examples("scheduler")[0]), K.Options(gang_scheduling="volcano")),
+    "t9k_debug_worker_spec": (lambda: completed(doc_examples("debug")[0]), K.Options()),
+    "t9k_debug_defaults": (lambda: completed(doc_examples("debug")[1]), K.Options()),
 }
 
 
-@pytest.mark.parametrize("case", sorted(SEED_CASES))
-def test_seed_children_match_golden(case: str) -> None:
-    make, opts = SEED_CASES[case]
+@pytest.mark.parametrize("case", sorted(DOC_CASES))
+def test_doc_examples_children_match_golden(case: str) -> None:
+    make, opts = DOC_CASES[case]
     assert_golden(case, all_children(make(), opts))
 
 
@@ -95,7 +97,7 @@ def _summary(p) -> list[dict]:
 
 
 def test_lifecycle_golden() -> None:
-    """Seed 003's first example from creation to Succeeded, cleanUpWorkers included."""
+    """The documentation's first example from creation to Succeeded, cleanUpWorkers included."""
     steps = []
     world = settle(random_walk())
     steps.append({"step": "workers created", "status": world.mpijob["status"]})
@@ -128,8 +130,8 @@ def test_failed_launcher_golden() -> None:
 
 
 def test_pause_resume_golden() -> None:
-    """Seed 003's pause example 1: pause deletes every replica; resume recreates them with resumeSpecs."""
-    obj = completed(seed_docs("pause")[0])
+    """The documentation's pause example 1: pause deletes every replica; resume recreates them with resumeSpecs."""
+    obj = completed(doc_examples("pause")[0])
     obj["spec"]["runMode"]["pause"]["enabled"] = False
     obj["spec"]["worker"]["template"]["spec"]["initContainers"] = [{"name": "init", "image": "busybox"}]
     world = settle(obj)
@@ -164,8 +166,8 @@ def test_pause_resume_golden() -> None:
 
 
 def test_debug_mode_runs_no_training() -> None:
-    """Seed 003's debug example 2: every replica up with the default debug commands; the job stays Running."""
-    world = settle(completed(seed_docs("debug")[1]))
+    """The documentation's debug example 2: every replica up with the default debug commands; the job stays Running."""
+    world = settle(completed(doc_examples("debug")[1]))
     p, world = step(workers_ready(world), 10)
     launcher = next(a.body for a in p.actions if a.action == "create" and a.kind == "Job")
     assert launcher["spec"]["template"]["spec"]["containers"][0]["command"] == ["sleep", "inf"]
@@ -177,30 +179,30 @@ def test_debug_mode_runs_no_training() -> None:
 
 # ---- status shape ----------------------------------------------------------------------------------------------------
 
-def test_status_has_the_seed_shape() -> None:
-    """Our status's keys are the ones of the seed's status examples (conditions, phase, tasks, aggregate)."""
+def test_status_has_the_documented_shape() -> None:
+    """Our status's keys are the ones of the documentation's status examples (conditions, phase, tasks, aggregate)."""
     world = settle(random_walk())
     p, world = step(workers_ready(world), 10)
     world.pods.append(launcher_pod(world, "Running"))
     p, world = step(world, 20)
     ours = p.status
-    seed = {}
+    documented = {}
     for name in ("status_failed", "status_tasks", "status_aggregate"):
-        seed.update(seed_docs(name)[0]["status"])
-    assert set(ours) == set(seed)
-    assert {frozenset(c) for c in ours["conditions"]} == {frozenset(c) for c in seed["conditions"]}
-    assert [t["type"] for t in ours["tasks"]] == [t["type"] for t in seed["tasks"]]
-    for mine, theirs in zip(ours["tasks"], seed["tasks"]):
+        documented.update(doc_examples(name)[0]["status"])
+    assert set(ours) == set(documented)
+    assert {frozenset(c) for c in ours["conditions"]} == {frozenset(c) for c in documented["conditions"]}
+    assert [t["type"] for t in ours["tasks"]] == [t["type"] for t in documented["tasks"]]
+    for mine, theirs in zip(ours["tasks"], documented["tasks"]):
         assert set(mine) == set(theirs)
         assert {frozenset(s) for s in mine["status"]} == {frozenset(s) for s in theirs["status"]}
-    assert list(ours["aggregate"]) == list(T.AGGREGATE_KEYS) and set(ours["aggregate"]) == set(seed["aggregate"])
+    assert list(ours["aggregate"]) == list(T9S.AGGREGATE_KEYS) and set(ours["aggregate"]) == set(documented["aggregate"])
     assert ours["aggregate"]["running"] == 6 and ours["tasks"][1]["status"][0]["uid"] == "uid-mpi-example-worker-0"
 
 
-def test_seed_status_example_reads_as_its_phase() -> None:
-    """The seed's Failed example (Completed False, Failed True) is Failed and finished; mpijob_info's phase agrees."""
-    status = seed_docs("status_failed")[0]["status"]
-    assert T.phase(status) == "Failed" and T.finished(status) and T.settled(status)
+def test_doc_status_example_reads_as_its_phase() -> None:
+    """The documentation's Failed example (Completed False, Failed True) is Failed and finished; mpijob_info's phase agrees."""
+    status = doc_examples("status_failed")[0]["status"]
+    assert T9S.phase(status) == "Failed" and T9S.finished(status) and T9S.settled(status)
 
 
 def test_restart_counts_and_unknown_pods() -> None:
@@ -237,7 +239,7 @@ def test_invalid_spec_fails_then_recovers() -> None:
     bad = t9k(mpiHome="usr/local")
     p = plan(bad)
     assert p.error == "Found validation errors: spec.mpiHome: must be an absolute path, got 'usr/local'"
-    assert p.status["phase"] == "Failed" and p.finished and not T.settled(p.status)
+    assert p.status["phase"] == "Failed" and p.finished and not T9S.settled(p.status)
     fixed = {**random_walk(), "status": p.status}
     p2 = plan(fixed)
     assert p2.status["phase"] == "Pending" and [c["type"] for c in p2.status["conditions"]] == ["Initialized"]
@@ -253,7 +255,7 @@ def test_owner_references_name_the_t9k_object() -> None:
 # ---- fuzz -------------------------------------------------------------------------------------------------------------
 
 def _rich() -> dict:
-    obj = completed(seed_docs("scheduler")[0])
+    obj = completed(doc_examples("scheduler")[0])
     obj["spec"]["runMode"] = {
         "debug": {"enabled": False, "replicaSpecs": [{"type": "worker", "skipInitContainer": True, "command": ["x"]}]},
         "pause": {"enabled": False, "resumeSpecs": [{"type": "launcher", "skipInitContainer": False,
@@ -278,4 +280,4 @@ def test_reconcile_never_crashes_on_malformed_t9k_objects(opts: K.Options) -> No
             assert all(e.path for e in exc.errors)
         result = plan(obj, opts=opts)
         assert result.status is not None
-        assert result.status.get("phase") in T.PHASES or path[0] in ("apiVersion", "kind")
+        assert result.status.get("phase") in T9S.PHASES or path[0] in ("apiVersion", "kind")

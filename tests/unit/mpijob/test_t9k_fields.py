@@ -1,7 +1,7 @@
-"""Every field of T9k's MPIJob (seed 003's doc, and the CRD when there is one) has an effect tested here.
+"""Every field of T9k's MPIJob (its documentation, and the CRD when there is one) has an effect tested here.
 
-FIELDS maps each field to its test; test_every_field_is_covered fails when the seed's list or the CRD has a field
-nobody tests. Bad values are refused with an error naming the field.
+FIELDS maps each field to its test; test_every_field_is_covered fails when the documentation's list or the CRD has a
+field nobody tests. Bad values are refused with an error naming the field.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import yaml
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9k as T
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9k_status as T9S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
 from tests.support.paths import ROOT
 
@@ -321,7 +322,7 @@ def test_status_conditions() -> None:
 def test_status_phase() -> None:
     p, _ = _running()
     assert p.status["phase"] == "Running"
-    assert T.phase({}) == "Pending"
+    assert T9S.phase({}) == "Pending"
 
 
 def test_status_tasks() -> None:
@@ -374,8 +375,8 @@ FIELDS = {
     "status.aggregate": test_status_aggregate,
 }
 
-# Every field seed 003's doc names (its examples and its field lists).
-SEED_FIELDS = {
+# Every field T9k's documentation names (its examples and its field lists).
+DOC_FIELDS = {
     "spec.worker.replicas", "spec.worker.extraMPIArgs", "spec.worker.cmd", "spec.worker.template", "spec.mca",
     "spec.mpiHome", "spec.ssh.sshdPath", "spec.runPolicy.cleanUpWorkers", "spec.scheduler.t9kScheduler",
     "spec.scheduler.t9kScheduler.queue", "spec.scheduler.t9kScheduler.priority", "spec.runMode.debug.enabled",
@@ -399,7 +400,7 @@ def _crd_fields(schema: dict, path: str):
 
 def test_every_field_is_covered() -> None:
     assert all(callable(t) and t.__module__ == __name__ for t in FIELDS.values())
-    assert set(FIELDS) >= SEED_FIELDS
+    assert set(FIELDS) >= DOC_FIELDS
     if CRD.exists():
         crd = yaml.safe_load(CRD.read_text())
         for version in crd["spec"]["versions"]:

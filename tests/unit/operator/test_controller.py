@@ -1,14 +1,12 @@
 """What the loop does with each job's result: requeue, back off, forget, count."""
 from prometheus_client import CollectorRegistry
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult, Outcome, job_key
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
 from mpijob_operator.controller import Controller, Decision, decide, echoes, unexplained
 from mpijob_operator.metrics import Metrics
 from mpijob_operator.queue import WorkQueue
-from mpijob_operator.runner import RunOutcome
+from mpijob_operator.runner import BatchResult
 from mpijob_operator.watch import Change
 
 A, B = job_key("ns", "a"), job_key("ns", "b")
@@ -59,7 +57,7 @@ class FakeRunner:
 
     def run(self, keys):
         self.calls.append(list(keys))
-        return RunOutcome("successful", 0, 0.1, {k: self.results[k] for k in keys})
+        return BatchResult("successful", 0, 0.1, {k: self.results[k] for k in keys})
 
 
 def cond(ctype, when="2030-01-01T00:00:00Z"):

@@ -4,10 +4,10 @@ import logging
 
 import pytest
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import job_key
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
 from mpijob_operator import config, log
-from mpijob_operator.kube import TokenBucket
+from mpijob_operator.client import TokenBucket
 from mpijob_operator.metrics import counted, has_launcher
 
 

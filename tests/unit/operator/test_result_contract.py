@@ -11,9 +11,7 @@ import yaml
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import status as S
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult, Key, Outcome
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
 from ansible_collections.mpi.operator.plugins.modules import mpijob_reconcile
 from mpijob_operator.runner import parse_module_result
@@ -83,7 +81,7 @@ def test_a_reason_or_message_change_is_not_a_transition() -> None:
 def module_result(p: P.Plan, name: str) -> JobResult:
     """The result the module builds from a plan it carried out in full (reconcile_batch, then the Applier)."""
     result = JobResult(namespace="ns", name=name, uid=f"uid-{name}")
-    result.decided(p)
+    p.fill(result)
     result.actions = [a.summary() for a in p.actions]
     result.transitions = list(p.transitions)
     return result

@@ -1,6 +1,6 @@
 """Reading the reconcile module's result and the runner's environment (tests/runner/test_batch_runner.py runs real
 ansible-runner processes)."""
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import job_key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import job_key
 from mpijob_operator.runner import parse_module_result, runner_env
 
 A, B = job_key("ns", "a"), job_key("ns", "b")

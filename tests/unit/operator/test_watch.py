@@ -1,7 +1,7 @@
 """Event -> MPIJob mapping and watch bookkeeping."""
 import pytest
 
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key, job_key
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Key, job_key
 from mpijob_operator.watch import (
     Relevance,
     WatchError,

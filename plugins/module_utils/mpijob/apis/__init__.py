@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """The MPIJob APIs the core serves, by (API group, kind): one parse and one status stage each; children and plan
 are shared (no second reconciler).
 
@@ -7,8 +10,8 @@ read it through the lookup mpi.operator.mpijob_apis (the versions they read jobs
 from, which APIs' launchers need RBAC); the submission modules take phases from it. Adding an API is its module here,
 its CRD source and its tests.
 
-The contract an API module fulfils (kubeflow.py is the reference; t9k.py, bdap.py follow it): it defines
-`API = Api(...)` with
+The contract an API module fulfils (kubeflow.py is the reference; t9k.py, bdap.py follow it; t9k.py takes its status
+stage from t9k_status.py): it defines `API = Api(...)` with
 
 - `name` (its module's, and its CRD source's: crd/<name>.py), `group`, `versions` (served; the first is the
   storage version), `kind`; `original`: the operator whose CRD this API's is (preflight names it when it finds that

@@ -1,5 +1,8 @@
-"""batch.test.bdap.com/v1 MPIJob (seed 002, the kubebuilder operator): `numWorkers`, `launcherTemplate`,
-`workerTemplate`, served through the shared children and plan (apis/__init__.py's contract).
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+"""batch.test.bdap.com/v1 MPIJob (the kubebuilder MPI operator's): `numWorkers`, `launcherTemplate`,
+`workerTemplate`, served through the shared children and planner (apis/__init__.py's contract).
 
 parse: the object is read as the kubeflow.org/v2beta1 job it means (one launcher, `numWorkers` workers, the launcher
 created once every worker is Ready, OpenMPI, one slot per worker, pods kept when the job ends) and validated by

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """kubeflow.org MPIJob (v2beta1, v1): the reference API. Its parse (Kubeflow's `SetDefaults_MPIJob` and
 `ValidateMPIJob`: every error names its field, e.g. `spec.mpiReplicaSpecs.Worker.replicas: must be >= 1`) and its
 status stage (Kubeflow's `updateMPIJobStatus`, with our fixes): conditions, replicaStatuses, startTime,

@@ -1,8 +1,8 @@
-"""The order a job's plan is carried out in (kube/reconcile.py split_after_status): a transition's Event before the
+"""The order a job's plan is carried out in (kube/apply.py split_after_status): a transition's Event before the
 status write that records it, every other Event and a finished job's clean-up after it."""
 from __future__ import annotations
 
-from ansible_collections.mpi.operator.plugins.module_utils.kube.reconcile import split_after_status
+from ansible_collections.mpi.operator.plugins.module_utils.kube.apply import split_after_status
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import Action, Plan
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition

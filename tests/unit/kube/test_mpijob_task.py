@@ -1,5 +1,5 @@
-"""One mpijob task (module_utils/kube/task.py Run) without AnsibleModule or an API server: what it asks of Jobs, what
-it returns, and how its failures carry the partial result. Jobs is replaced by a stand-in that keeps jobs in a dict
+"""One mpijob task (module_utils/kube/mpijob_task.py Run) without AnsibleModule or an API server: what it asks of Jobs,
+what it returns, and how its failures carry the partial result. Jobs is replaced by a stand-in that keeps jobs in a dict
 (the API calls themselves are tested against the real API server in tests/integration/test_mpijob_module.py)."""
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import copy
 
 import pytest
 
-from ansible_collections.mpi.operator.plugins.module_utils.kube.task import Run
+from ansible_collections.mpi.operator.plugins.module_utils.kube import mpijob_task as task
+from ansible_collections.mpi.operator.plugins.module_utils.kube.mpijob_task import Run
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import Conflict, JobError, SubmitError
 
 PARAMS = {
@@ -185,3 +186,50 @@ def test_run_module_turns_every_error_into_the_tasks_failure_in_one_form(capsys:
 
     out = _run_module(nowhere, lambda _module, _rest: {"changed": False, "jobs": []}, capsys)
     assert out == {"changed": False, "jobs": [], "api_calls": 0, "invocation": out["invocation"]}
+
+
+# ---- mpijob options shared with kubernetes.core.k8s (docs/kubernetes-core.md) ------------------------------------
+
+def _mpijob_module():
+    import importlib
+
+    return importlib.import_module("ansible_collections.mpi.operator.plugins.modules.mpijob")
+
+
+def _params(**given):
+    return {"definition": None, "src": None, "template": None, **given}
+
+
+def test_definition_as_yaml_text_takes_its_one_mpijob():
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: kubeflow.org/v2beta1\nkind: MPIJob\n" \
+           "metadata: {name: pi}\n"
+    assert task.given_definition(_params(definition=text))["metadata"]["name"] == "pi"
+    with pytest.raises(SubmitError, match=r"^definition must hold exactly one MPIJob, found 2$"):
+        task.given_definition(_params(definition=text + "---\nkind: MPIJob\nmetadata: {name: b}\n"))
+    with pytest.raises(SubmitError, match=r"^definition: not valid YAML"):
+        task.given_definition(_params(definition="kind: {{ x }}"))
+    with pytest.raises(SubmitError, match=r"^definition: must be a dict or a YAML string"):
+        task.given_definition(_params(definition=["a"]))
+
+
+def test_template_reaching_the_module_says_the_action_plugin_did_not_run():
+    with pytest.raises(SubmitError, match=r"^template: rendered by the mpi.operator.mpijob action plugin"):
+        task.given_definition(_params(template="job.j2"))
+
+
+def test_force_is_the_deprecated_name_of_force_conflicts():
+    mod = _mpijob_module()
+    spec = mod.argspec()
+    assert spec["force"].get("removed_in_version") == "1.0.0" and spec["force"].get("default") is None
+    assert spec["force_conflicts"]["default"] is False and spec["field_manager"]["default"] == "mpi.operator"
+    assert task.force_conflicts({"force_conflicts": False, "force": True}) is True
+    assert task.force_conflicts({"force_conflicts": True, "force": None}) is True
+    assert task.force_conflicts({"force_conflicts": False, "force": None}) is False
+
+
+def test_named_api_version_is_the_storage_version_and_names_the_option():
+    assert task.named_api_version({"api_version": None}) == "kubeflow.org/v2beta1"
+    assert task.named_api_version({"api_version": "kubeflow.org/v1"}) == "kubeflow.org/v2beta1"
+    assert task.named_api_version({"api_version": "batch.tensorstack.dev/v1beta1"}) == "batch.tensorstack.dev/v1beta1"
+    with pytest.raises(SubmitError, match=r"api_version: 'x\.io/v1' is not an MPIJob API served here"):
+        task.named_api_version({"api_version": "x.io/v1"})

@@ -1,6 +1,9 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """One task of the mpijob_sync module: read the source's files, apply each job (a server-side dry run first, so only
 what would change is written), prune the source's jobs that left the set, wait for the set, and return the plan.
-The decisions are the core's (module_utils/mpijob/sync.py); writes go through Jobs (kube/submit.py)."""
+The decisions are the core's (module_utils/mpijob/sync.py); writes go through Jobs (kube/jobs.py)."""
 from __future__ import annotations
 
 import glob
@@ -14,7 +17,7 @@ from ..mpijob import submit as S
 from ..mpijob import sync as Y
 from ..mpijob.apis import REGISTRY
 from ..mpijob.errors import ApiError, Conflict, JobError, SubmitError, Unreachable
-from .submit import Jobs
+from .jobs import Jobs
 
 try:
     import yaml

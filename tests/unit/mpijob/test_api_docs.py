@@ -1,5 +1,6 @@
-"""What seeds 002 and 003 document that no other unit test asserted (docs/apis.md, "Every field of the seed's doc,
-and its test", lists every documented field and behaviour with its test; these close the gaps that list found)."""
+"""What the batch.test.bdap.com README and T9k's MPIJob documentation say that no other unit test asserted
+(docs/apis.md, "Every field of its documentation, and its test", lists every documented field and behaviour with its
+test; these close the gaps that list found)."""
 from __future__ import annotations
 
 import copy
@@ -9,9 +10,9 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9
 
 from ._bdap import NAME, lifecycle
 from ._helpers import at, kinds, plan, world_after
-from ._t9k import completed, random_walk, seed_docs, settle, step, workers_ready
+from ._t9k import completed, doc_examples, random_walk, settle, step, workers_ready
 
-# ---- seed 003 (T9k) ----------------------------------------------------------------------------------------------
+# ---- T9k (batch.tensorstack.dev) -------------------------------------------------------------------------------------
 
 
 def _mpi_worker(pod_spec: dict) -> dict:
@@ -27,7 +28,7 @@ def _both(obj: dict) -> list[dict]:
 
 def test_t9k_env_example_reaches_both_roles() -> None:
     """The doc's env example: a value and a secretKeyRef, set in the worker template, are in every replica."""
-    for container in _both(completed(seed_docs("env")[0])):
+    for container in _both(completed(doc_examples("env")[0])):
         env = {e["name"]: e for e in container["env"]}
         assert env["ENV_DIRECT"] == {"name": "ENV_DIRECT", "value": "env-value"}
         assert env["ENV_REFERENCED"] == {"name": "ENV_REFERENCED", "valueFrom": {"secretKeyRef": {
@@ -36,7 +37,7 @@ def test_t9k_env_example_reaches_both_roles() -> None:
 
 def test_t9k_resources_example_reaches_both_roles() -> None:
     """The doc's resources example: requests 2 CPU / 2Gi, limits 4 CPU / 4Gi, on every replica."""
-    for container in _both(completed(seed_docs("resources")[0])):
+    for container in _both(completed(doc_examples("resources")[0])):
         assert container["resources"] == {"limits": {"cpu": 4, "memory": "4Gi"},
                                           "requests": {"cpu": 2, "memory": "2Gi"}}
 
@@ -44,7 +45,7 @@ def test_t9k_resources_example_reaches_both_roles() -> None:
 def test_t9k_without_scheduler_uses_the_default_scheduler() -> None:
     """No spec.scheduler: Kubernetes' default scheduler (no schedulerName, no PodGroup) with the operator's default
     options (T9k: "not set: Kubernetes' default scheduler"). An operator started with --gang-scheduling gang-schedules
-    every job, this one too (test_t9k.py::test_seed_children_match_golden[t9k_scheduler_volcano])."""
+    every job, this one too (test_t9k.py::test_doc_examples_children_match_golden[t9k_scheduler_volcano])."""
     obj = random_walk()
     assert "scheduler" not in obj["spec"]
     p = plan(obj)
@@ -74,11 +75,11 @@ def test_t9k_restart_count_is_the_sum_over_the_roles_pods() -> None:
     assert tasks["worker"]["restartCount"] == 7
 
 
-# ---- seed 002 (batch.test.bdap.com) ------------------------------------------------------------------------------
+# ---- batch.test.bdap.com ---------------------------------------------------------------------------------------------
 
 
 def test_bdap_launcher_template_edit_applies_once_the_launcher_pod_is_deleted() -> None:
-    """The seed's README: "if the Launcher is modified, then you need to manually delete the existing Launcher Pod to
+    """The README: "if the Launcher is modified, then you need to manually delete the existing Launcher Pod to
     trigger the update". The edit alone leaves the running launcher; deleting its pod makes one from the new
     template."""
     *_, (_, _, world) = lifecycle()[:3]  # running: the launcher pod runs
@@ -96,7 +97,7 @@ def test_bdap_launcher_template_edit_applies_once_the_launcher_pod_is_deleted() 
 
 
 def test_bdap_launcher_uses_every_worker() -> None:
-    """The seed's README: "the launcher pod will use all workers (numWorkers in spec)": the hostfile the launcher's
+    """The README: "the launcher pod will use all workers (numWorkers in spec)": the hostfile the launcher's
     $OMPI_MCA_orte_default_hostfile names lists them all, and the launcher mounts it there."""
     _, p, world = lifecycle()[1]
     pod = next(a.body for a in p.actions if a.action == "create" and a.name == f"{NAME}-launcher")

@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """The operator's API client: the collection's own shell (module_utils/kube: the same connection options, credentials
 and transport as the modules the operator runs), with a client-side QPS/burst limit."""
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""The pure half of mpi.operator.mpijob / mpijob_info: short form, overlays, patches, summary, messages."""
+"""The pure half of mpi.operator.mpijob / mpijob_info (module_utils/mpijob/submit.py): short form, overlays, patches,
+summary, messages. The shell half is tested in tests/unit/kube/test_mpijob_task.py and test_jobs.py."""
 from datetime import datetime, timezone
 
 import pytest
 import yaml
 
-from ansible_collections.mpi.operator.plugins.module_utils.kube import task
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import submit as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis.kubeflow import parse
 from tests.support.paths import ROOT
@@ -261,74 +261,17 @@ def test_newest_launcher_pod_and_tail():
     assert S.tail("1\n2\n3\n", 2) == ["2", "3"] and S.tail("1\n2\n", 0) == ["1", "2"] and S.tail("", 5) == []
 
 
-def test_api_errors_become_messages_that_say_what_to_do():
-    from ansible_collections.mpi.operator.plugins.module_utils.kube.submit import _explain
-    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import ApiError
+# ---- the other two MPIJob APIs ---------------------------------------------------------------------------------------
 
-    typo = ApiError(500, "Internal Server Error", {"message": (
-        "failed to create typed patch object (ns/pi; kubeflow.org/v1, Kind=MPIJob): .spec.mpiReplicaSpecs.Launcher"
-        '.template.spec.containers[name="x"].resources.request: field not declared in schema')})
-    assert _explain(typo, "applying MPIJob ns/pi") == (
-        "applying MPIJob ns/pi: the API server rejected the MPIJob: unknown field "
-        'spec.mpiReplicaSpecs.Launcher.template.spec.containers[name="x"].resources.request')
-    conflict = ApiError(409, "Conflict", {"message": 'Apply failed with 1 conflict: conflict with "mpi.operator-patch" '
-                                                     "using kubeflow.org/v2beta1: .spec.mpiReplicaSpecs.Worker.replicas"})
-    msg = _explain(conflict, "applying MPIJob ns/pi")
-    assert "Worker.replicas" in msg and "workers/suspend option" in msg and "force_conflicts: true" in msg
-    invalid = ApiError(422, "Unprocessable Entity", {"message": "spec.slotsPerWorker: Invalid value: -1"})
-    assert _explain(invalid, "x") == "x: the API server rejected the MPIJob: spec.slotsPerWorker: Invalid value: -1"
+MANIFESTS = ROOT / "tests/integration/manifests"
 
 
-# ---- mpijob options shared with kubernetes.core.k8s (docs/kubernetes-core.md) ------------------------------------
-
-def _mpijob_module():
-    import importlib
-
-    return importlib.import_module("ansible_collections.mpi.operator.plugins.modules.mpijob")
-
-
-def _params(**given):
-    return {"definition": None, "src": None, "template": None, **given}
-
-
-def test_definition_as_yaml_text_takes_its_one_mpijob():
-    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: kubeflow.org/v2beta1\nkind: MPIJob\n" \
-           "metadata: {name: pi}\n"
-    assert task.given_definition(_params(definition=text))["metadata"]["name"] == "pi"
-    with pytest.raises(S.SubmitError, match=r"^definition must hold exactly one MPIJob, found 2$"):
-        task.given_definition(_params(definition=text + "---\nkind: MPIJob\nmetadata: {name: b}\n"))
-    with pytest.raises(S.SubmitError, match=r"^definition: not valid YAML"):
-        task.given_definition(_params(definition="kind: {{ x }}"))
-    with pytest.raises(S.SubmitError, match=r"^definition: must be a dict or a YAML string"):
-        task.given_definition(_params(definition=["a"]))
-
-
-def test_template_reaching_the_module_says_the_action_plugin_did_not_run():
-    with pytest.raises(S.SubmitError, match=r"^template: rendered by the mpi.operator.mpijob action plugin"):
-        task.given_definition(_params(template="job.j2"))
-
-
-def test_force_is_the_deprecated_name_of_force_conflicts():
-    mod = _mpijob_module()
-    spec = mod.argspec()
-    assert spec["force"].get("removed_in_version") == "1.0.0" and spec["force"].get("default") is None
-    assert spec["force_conflicts"]["default"] is False and spec["field_manager"]["default"] == "mpi.operator"
-    assert task.force_conflicts({"force_conflicts": False, "force": True}) is True
-    assert task.force_conflicts({"force_conflicts": True, "force": None}) is True
-    assert task.force_conflicts({"force_conflicts": False, "force": None}) is False
-
-
-# ---- the seeds' other two APIs ---------------------------------------------------------------------------------------
-
-SEEDS = ROOT / "tests/integration/manifests"
-
-
-def seed(name):
-    return yaml.safe_load((SEEDS / name).read_text())
+def api_example(name):
+    return yaml.safe_load((MANIFESTS / name).read_text())
 
 
 def test_t9k_definition_workers_and_suspend_go_where_t9k_keeps_them():
-    m = S.desired_manifest({"workers": 3, "suspend": True, "namespace": "team"}, seed("seed003-mpi-example.yaml"))
+    m = S.desired_manifest({"workers": 3, "suspend": True, "namespace": "team"}, api_example("t9k-mpi-example.yaml"))
     assert m["spec"]["worker"]["replicas"] == 3 and m["spec"]["runMode"]["pause"]["enabled"] is True
     assert ("mpiReplicaSpecs" not in m["spec"] and "runPolicy" not in m["spec"]) or "suspend" not in m["spec"]["runPolicy"]
     assert S.job_patch(m, 5, False) == {"spec": {"worker": {"replicas": 5}, "runMode": {"pause": {"enabled": False}}}}
@@ -336,27 +279,27 @@ def test_t9k_definition_workers_and_suspend_go_where_t9k_keeps_them():
 
 
 def test_bdap_definition_scales_numworkers_and_cannot_be_suspended():
-    m = S.desired_manifest({"workers": 2}, seed("seed002-simple-train-cpu.yaml"))
+    m = S.desired_manifest({"workers": 2}, api_example("bdap-simple-train-cpu.yaml"))
     assert m["spec"]["numWorkers"] == 2 and S.job_patch(m, 4, None) == {"spec": {"numWorkers": 4}}
     with pytest.raises(S.SubmitError, match=r"suspend: batch\.test\.bdap\.com/v1 MPIJobs cannot be suspended"):
         S.job_patch(m, None, True)
     with pytest.raises(S.SubmitError, match="cannot be suspended"):
-        S.desired_manifest({"suspend": True}, seed("seed002-simple-train-cpu.yaml"))
+        S.desired_manifest({"suspend": True}, api_example("bdap-simple-train-cpu.yaml"))
 
 
 def test_a_bad_field_is_named_in_the_manifests_own_api():
-    bad = seed("seed003-mpi-example.yaml")
+    bad = api_example("t9k-mpi-example.yaml")
     bad["spec"]["worker"]["replicas"] = -1
     with pytest.raises(S.SubmitError, match=r"spec\.worker\.replicas"):
         S.desired_manifest({}, bad)
-    bad = seed("seed002-simple-train-cpu.yaml")
+    bad = api_example("bdap-simple-train-cpu.yaml")
     bad["spec"]["numWorkers"] = 0
     with pytest.raises(S.SubmitError, match=r"spec\.numWorkers"):
         S.desired_manifest({}, bad)
 
 
 def test_summary_reads_each_apis_own_status():
-    t9k = seed("seed003-mpi-example.yaml")
+    t9k = api_example("t9k-mpi-example.yaml")
     t9k["metadata"].update(namespace="team", creationTimestamp="2026-01-01T12:00:00Z")
     t9k["status"] = {"phase": "Paused", "conditions": [{"type": "Paused", "status": "True", "reason": "Paused",
                                                         "message": "paused by the user"}],
@@ -370,20 +313,12 @@ def test_summary_reads_each_apis_own_status():
     assert "(Paused: paused by the user)" in s["progress"]
     t9k["status"]["conditions"] = [{"type": "Completed", "status": "True", "reason": "Succeeded", "message": ""}]
     assert S.reached(t9k, "Succeeded") and S.summary(t9k, NOW)["finished"]
-    bdap = seed("seed002-simple-train-cpu.yaml")
+    bdap = api_example("bdap-simple-train-cpu.yaml")
     bdap["status"] = {"phase": "Running", "readyWorkers": 4, "launcher": "simple-train-cpu-launcher",
                       "conditions": [{"type": "Created", "status": "True"}, {"type": "Running", "status": "True"}]}
     s = S.summary(bdap, NOW)
     assert (s["phase"], s["workers"], s["workers_running"], s["launcher_active"]) == ("Running", 5, 4, 1)
     assert S.reached(bdap, "Running") and not S.reached(bdap, "Succeeded")
-
-
-def test_named_api_version_is_the_storage_version_and_names_the_option():
-    assert task.named_api_version({"api_version": None}) == "kubeflow.org/v2beta1"
-    assert task.named_api_version({"api_version": "kubeflow.org/v1"}) == "kubeflow.org/v2beta1"
-    assert task.named_api_version({"api_version": "batch.tensorstack.dev/v1beta1"}) == "batch.tensorstack.dev/v1beta1"
-    with pytest.raises(S.SubmitError, match=r"api_version: 'x\.io/v1' is not an MPIJob API served here"):
-        task.named_api_version({"api_version": "x.io/v1"})
 
 
 def queued_job(suspend=True, conditions=(("Suspended", "True", "MPIJobSuspended", "MPIJob suspended"),)):

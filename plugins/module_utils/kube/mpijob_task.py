@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """One task of the mpijob module: which job (definition, src or the short form), what to do with it (apply, scale or
 suspend, delete), the wait, and what the task returns. No AnsibleModule: the parameters, check and diff mode and a
 warning callback are given, so it is unit-tested with a stand-in for Jobs."""
@@ -10,7 +13,7 @@ from ..mpijob import constants as C
 from ..mpijob import submit as S
 from ..mpijob.apis import storage_api_version
 from ..mpijob.errors import Conflict, JobError, SubmitError
-from .submit import Jobs
+from .jobs import Jobs
 
 try:
     import yaml

@@ -1,13 +1,12 @@
-"""What mpijob_sync decides (module_utils/mpijob/sync.py) and which files it reads (kube/sync.py source_files): the set
-a directory declares, refusals naming file and field, and what may be pruned. The API calls are tested against the
-real API server, with a real ansible-pull, in tests/integration/test_mpijob_sync.py."""
+"""What mpijob_sync decides (module_utils/mpijob/sync.py): the set a directory declares, refusals naming file and field,
+and what may be pruned. Which files it reads: tests/unit/kube/test_mpijob_sync_task.py; the API calls are tested
+against the real API server, with a real ansible-pull, in tests/integration/test_mpijob_sync.py."""
 from __future__ import annotations
 
 import copy
 
 import pytest
 
-from ansible_collections.mpi.operator.plugins.module_utils.kube.sync import read_documents, source_files
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import sync as Y
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import SubmitError
 
@@ -125,28 +124,6 @@ def test_set_progress_says_how_many_jobs_are_in_each_phase() -> None:
     jobs = [live("a", "Succeeded"), live("b", "Running"), live("c", "Succeeded")]
     assert Y.set_progress(jobs, "Succeeded") == (False, "3 jobs: 2 Succeeded, 1 Running")
     assert Y.set_progress(jobs, "Running")[0]
-
-
-def test_source_files_reads_directories_globs_and_files_and_names_what_matches_nothing(tmp_path) -> None:
-    (tmp_path / "jobs/sub").mkdir(parents=True)
-    (tmp_path / "jobs/.git").mkdir()
-    for name in ("jobs/b.yaml", "jobs/a.yml", "jobs/notes.txt", "jobs/.hidden.yaml", "jobs/sub/c.yaml",
-                 "jobs/.git/d.yaml", "one.json"):
-        (tmp_path / name).write_text("{}")
-    d = str(tmp_path)
-    assert source_files([f"{d}/jobs"], recursive=False) == ([f"{d}/jobs/a.yml", f"{d}/jobs/b.yaml"], [])
-    assert source_files([f"{d}/jobs/", f"{d}/one.json", f"{d}/jobs/b.yaml"], recursive=True) == (
-        [f"{d}/jobs/a.yml", f"{d}/jobs/b.yaml", f"{d}/jobs/sub/c.yaml", f"{d}/one.json"], [])
-    assert source_files([f"{d}/jobs/*.yaml", f"{d}/nope", f"{d}/*.toml"], recursive=False) == (
-        [f"{d}/jobs/b.yaml"], [f"{d}/nope", f"{d}/*.toml"])
-
-
-def test_read_documents_returns_why_a_file_cannot_be_read(tmp_path) -> None:
-    (tmp_path / "bad.yaml").write_text("a: [1,\n")
-    (tmp_path / "two.yaml").write_text("a: 1\n---\nb: 2\n")
-    assert read_documents(str(tmp_path / "bad.yaml")).startswith("not valid YAML: ")
-    assert read_documents(str(tmp_path / "two.yaml")) == [{"a": 1}, {"b": 2}]
-    assert read_documents(str(tmp_path / "missing.yaml")).startswith("cannot read: ")
 
 
 def test_the_manifest_given_is_not_changed() -> None:

@@ -7,9 +7,8 @@ import json
 import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.key import Key, job_key
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.outcome import Outcome, api_error_outcome
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.result import JobResult
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import api_error_outcome
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult, Key, Outcome, job_key
 
 T9K, BDAP = "batch.tensorstack.dev/v1beta1", "batch.test.bdap.com/v1"
 

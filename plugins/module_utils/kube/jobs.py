@@ -1,3 +1,6 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
 """The API half of the mpijob, mpijob_info and mpijob_wait tasks, on Rest: server-side apply, scale/suspend
 patches, deletion, the bounded wait, the launcher's log tail, the job's events. The decisions (what to apply,
 changed or not, phase) are the core's (module_utils/mpijob/submit.py).
@@ -20,6 +23,14 @@ FIELD_MANAGER = "mpi.operator"
 PATCH_FIELD_MANAGER = "mpi.operator-patch"
 _UNDECLARED = re.compile(r"\.(spec\S*?): field not declared in schema")
 LOG_TIMEOUT = 10.0  # a kubelet that cannot serve logs must not hold the task for the full request timeout
+# How every wait for an MPIJob is asked for (the mpijob, mpijob_sync and mpijob_wait tasks; Jobs.wait_for waits): what
+# to wait for, for how long, how often to look. The doc fragment mpi.operator.wait documents it; a module that differs
+# (a type, a default, fewer targets) changes its own copy and says so in its DOCUMENTATION.
+WAIT_ARG_SPEC = {
+    "wait_for": {"type": "str", "choices": list(S.WAIT_TARGETS)},
+    "wait_timeout": {"type": "int", "default": 600},
+    "wait_sleep": {"type": "int", "default": 2},
+}
 
 
 def _explain(exc: ApiError, what: str) -> str:

@@ -1,0 +1,472 @@
+# Copyright: mpi.operator contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# SPDX-License-Identifier: Apache-2.0
+"""The planner: desired vs observed -> the ordered actions that turn one into the other, and the status that results.
+
+The order is Kubeflow's sync order: Service, ConfigMap, Secret, PodGroup, workers (deletions highest index first,
+then creations), launcher Job, launcher suspension, cleanup, status, events. A child that exists but is controlled
+by something else stops the plan with an ErrResourceExists event: it is never taken over. What a plan is (Action,
+World, Plan) is plan.py's; the builders of each child are children.py's and podgroup.py's.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from . import children as K
+from . import constants as C
+from . import podgroup as PG
+from . import status as S
+from .apis import Api, api_for
+from .errors import InvalidMPIJob
+from .plan import Action, Plan, World, controlled_by, replace_map
+from .protocol import Outcome
+from .spec import FieldError, MPIJob
+
+SSHKeys = Callable[[], "tuple[bytes, bytes]"]
+
+
+def _annotations(obj: dict) -> dict:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def terminating(obj: dict) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def workers_ready(workers: list[dict]) -> bool:
+    """Every worker is Ready and none is being deleted: a worker that is going keeps its Ready condition until its
+    containers have stopped, and a launcher started against it (a resume right after a pause or suspend, before the
+    old pods are gone) would reach a host that is about to vanish."""
+    return all(S.is_ready(p) and not terminating(p) for p in workers)
+
+
+def _name(obj: dict) -> str:
+    return obj["metadata"]["name"]
+
+
+def _event(ev: S.Event) -> Action:
+    return Action("event", "Event", ev.reason, reason=ev.reason, body={"type": ev.type, "reason": ev.reason,
+                                                                       "message": S.truncate(ev.message)})
+
+
+def _delete(obj: dict, kind: str, reason: str, api_version: str = "") -> Action:
+    return Action("delete", kind, _name(obj), reason=reason, uid=obj["metadata"].get("uid", ""),
+                  api_version=api_version or obj.get("apiVersion", ""))
+
+
+def _create(obj: dict, reason: str = "") -> Action:
+    return Action("create", obj["kind"], _name(obj), reason=reason, body=obj, api_version=obj["apiVersion"])
+
+
+def plan_job(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys) -> Plan:
+    """The plan for one MPIJob. `obj` is the MPIJob as read; `ssh_keys` makes a key pair (called only when the
+    Secret must be created or repaired)."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    old_status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    api = api_for(obj)  # the API's own parse and status stages; children and plan are shared
+    if meta.get("deletionTimestamp"):
+        return Plan([], old_status, done=api.finished(old_status))
+    run_policy = (obj.get("spec") or {}).get("runPolicy") if isinstance(obj.get("spec"), dict) else None
+    managed_by = run_policy.get("managedBy") if isinstance(run_policy, dict) else None
+    if isinstance(managed_by, str) and managed_by != C.MANAGED_BY_US and managed_by in C.MANAGED_BY_VALUES:
+        return Plan([], old_status)  # another controller (e.g. MultiKueue) owns this job, status included
+    now_s = S.rfc3339(now)
+    try:
+        job = api.parse(obj)
+        _check_config_size(api, job, opts)
+    except InvalidMPIJob as exc:
+        return _invalid(api, obj, old_status, exc, now_s)
+    return _Planner(api, job, obj, world, opts, now, ssh_keys).run()
+
+
+def _check_config_size(api: Api, job: MPIJob, opts: K.Options) -> None:
+    """Raises InvalidMPIJob, naming the API's workers field, when the hostfile of that many workers cannot be stored:
+    the job could never run, and building its children would cost memory in proportion (two billion workers pass the
+    CRD's int32)."""
+    size = K.config_bytes(job, opts)
+    if size > C.CONFIG_MAP_MAX_BYTES:
+        raise InvalidMPIJob([FieldError(".".join(api.workers_path), (
+            f"{job.worker_replicas} workers do not fit: their hostfile and discover_hosts.sh take {size} bytes in the "
+            f"ConfigMap {K.config_name(job)}, which holds at most {C.CONFIG_MAP_MAX_BYTES}"))])
+
+
+def _invalid(api: Api, obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> Plan:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    events: list[S.Event] = []
+    message = S.truncate("Found validation errors: " + "; ".join(str(e) for e in exc.errors))
+    status = api.invalid_status(old, message, now_s, events)
+    actions = [Action("status", C.KIND, str(meta.get("name", "")), reason=C.REASON_VALIDATION, body=status)] \
+        if status != old else []
+    return Plan(actions + [_event(e) for e in events], status, error=message, outcome=Outcome.ERROR,
+                transitions=S.transitions(old, status), done=api.finished(status))
+
+
+def rejected(obj: dict, kind: str, name: str, message: str, now: datetime) -> Plan:
+    """The plan once the API server has refused (400, 422) to create a child the job asks for: it would refuse it again,
+    so the job fails as an invalid spec does (Failed, ValidationError), naming the field of the job the server named in
+    the child. `message` is the server's: a launcher Job's `spec.template.spec.containers[0].name` is the job's
+    launcher template's `.spec.containers[0].name`, a worker Pod's `spec.containers[0].image` its worker template's."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    old = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    api = api_for(obj)
+    error = child_field_error(api, kind, name == f"{meta.get('name')}-launcher", name, message)
+    return _invalid(api, obj, old, InvalidMPIJob([error]), S.rfc3339(now))
+
+
+def child_field_error(api: Api, kind: str, launcher: bool, name: str, message: str) -> FieldError:
+    """The server's refusal of a child, its field paths moved to where the job's template has them. A child not made
+    from a pod template (Service, ConfigMap...) or a refusal naming no field is named as the object's."""
+    refused = f"the API server refused {kind} {name}: {message}"
+    if kind not in ("Job", "Pod"):
+        return FieldError("<object>", refused)
+    template = api.template_paths[0 if kind == "Job" or launcher else 1]
+    detail = message.split(" is invalid: ", 1)[1] if " is invalid: " in message else ""
+    if detail.startswith("[") and detail.endswith("]"):
+        detail = detail[1:-1]
+    child_prefix = r"spec\.template\." if kind == "Job" else r"(?=(?:spec|metadata)\.)"
+    mapped = re.sub(rf"(?<![\w.\]]){child_prefix}", template + ".", detail)
+    if not mapped.startswith(template + ".") or ": " not in mapped:
+        return FieldError(template, refused)
+    path, rest = mapped.split(": ", 1)
+    return FieldError(path, rest)
+
+
+class _Planner:
+    def __init__(self, api: Api, job: MPIJob, obj: dict, world: World, opts: K.Options, now: datetime,
+                 ssh_keys: SSHKeys):
+        self.api = api
+        self.job, self.obj, self.world, self.opts, self.now, self.ssh_keys = job, obj, world, opts, now, ssh_keys
+        self.now_s = S.rfc3339(now)
+        self.old_status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        self.actions: list[Action] = []
+        self.events: list[S.Event] = []
+        uid = job.uid
+        self.worker_pods = [
+            p for p in world.pods
+            if (p["metadata"].get("labels") or {}).get(C.JOB_ROLE_LABEL) == C.ROLE_WORKER and controlled_by(p, uid)
+        ]
+        self.hosts: tuple[str, dict | None] | None = None  # discover_hosts.sh as wanted, the ConfigMap as seen
+        self.hosts_requeue: float | None = None  # when a held scale-down may go on (notice_hosts)
+        launcher_uid = ((world.launcher or {}).get("metadata") or {}).get("uid")
+        self.launcher_pods = [p for p in world.pods if launcher_uid and controlled_by(p, launcher_uid)]
+        if job.launcher_pod:
+            # The launcher is the pod <job>-launcher itself: the plan reads it as the launcher Job it stands for.
+            pod = next((p for p in world.pods if _name(p) == K.launcher_name(job)), None)
+            self.world = replace(world, launcher=S.launcher_pod_as_job(pod) if pod else None)
+            self.launcher_pods = [pod] if pod else []
+
+    # ---- helpers ----
+    def foreign(self) -> Action | None:
+        w = self.world
+        for kind, obj in (("Service", w.service), ("ConfigMap", w.config_map), ("Secret", w.secret),
+                          ("Job", w.launcher), ("PodGroup", w.pod_group), *w.launcher_rbac.items()):
+            if obj is not None and not controlled_by(obj, self.job.uid):
+                msg = C.MESSAGE_RESOURCE_EXISTS.format(name=_name(obj), kind=kind)
+                return _event(S.Event("Warning", C.REASON_RESOURCE_EXISTS, msg))
+        return None
+
+    def workers_by_index(self) -> dict[int, dict]:
+        return S.indexed_workers(self.job, self.worker_pods)
+
+    def result(self, status: dict, requeue: float | None = None, status_at: int | None = None) -> Plan:
+        """The plan: its actions, then the status (at `status_at` among them when given), then its events."""
+        # every status this plan writes says its phase (also one written before it)
+        status = self.api.with_phase(status)
+        if status != self.old_status:
+            at = len(self.actions) if status_at is None else status_at
+            self.actions.insert(at, Action("status", C.KIND, self.job.name, body=status))
+        self.actions.extend(_event(e) for e in self.events)
+        return Plan(self.actions, status, requeue_after=requeue, transitions=S.transitions(self.old_status, status),
+                    done=self.api.finished(status))
+
+    # ---- the sync ----
+    def run(self) -> Plan:
+        if self.api.settled(self.old_status):
+            return self.finished(self.old_status)
+        conflict = self.foreign()
+        if conflict is not None:
+            msg = conflict.body["message"] if conflict.body else ""
+            return Plan([conflict], self.old_status, error=msg, outcome=Outcome.RETRY,
+                        done=self.api.finished(self.old_status))
+        job, w = self.job, self.world
+        launcher = w.launcher
+        done = launcher is not None and S.launcher_finished(launcher)
+        by_index = self.workers_by_index()
+        live_workers = [p for i, p in sorted(by_index.items()) if i < job.worker_replicas] if done else []
+        if not done:
+            self.sync_service()
+            self.sync_config_map(by_index)
+            self.sync_secret()
+            if not job.suspended:
+                self.sync_pod_group()
+                live_workers = self.sync_workers(by_index)
+            all_ready = workers_ready(live_workers)
+            if job.launch_agent == C.LAUNCH_KUBEXEC:
+                self.sync_launcher_rbac()
+            if launcher is None and not self.launcher_paused() and (
+                job.launcher_creation_policy == C.AT_STARTUP or all_ready
+            ):
+                launcher = self.create_launcher()
+        launcher_pods, deleting = self.launcher_pods, []
+        if w.launcher is not None and self.launcher_paused():
+            if not done:  # a finished launcher is never paused away: its job is settled
+                self.delete_launcher("pause")
+                launcher, launcher_pods, deleting = None, [], list(self.launcher_pods)
+        elif w.launcher is not None:
+            self.sync_launcher_suspension(w.launcher, done, workers_ready(live_workers))
+        if job.suspended:
+            self.delete_all_workers()
+            deleting += [p for _i, p in sorted(by_index.items())]
+            live_workers = []
+        seen = S.Observed(launcher=launcher, launcher_pods=launcher_pods, workers=live_workers, deleting=deleting)
+        status = self.api.live_status(job, self.old_status, seen, self.now_s, self.events)
+        if self.api.settled(status):
+            return self.finished(status)  # clean up in the same pass
+        requeues = [r for r in (self.deadline_requeue(status), self.hosts_requeue) if r is not None]
+        return self.result(status, requeue=min(requeues, default=None))
+
+    def sync_service(self) -> None:
+        want, have = K.service(self.job), self.world.service
+        if have is None:
+            self.actions.append(_create(want))
+            return
+        patch = {}
+        if (have.get("spec") or {}).get("selector") != want["spec"]["selector"]:
+            patch["selector"] = replace_map((have.get("spec") or {}).get("selector"), want["spec"]["selector"])
+        if bool((have.get("spec") or {}).get("publishNotReadyAddresses")) != want["spec"]["publishNotReadyAddresses"]:
+            patch["publishNotReadyAddresses"] = want["spec"]["publishNotReadyAddresses"]
+        if patch:
+            self.actions.append(Action("patch", "Service", self.job.name, reason="drift", body={"spec": patch},
+                                       api_version="v1"))
+
+    def sync_config_map(self, by_index: dict[int, dict]) -> None:
+        running = [] if self.job.suspended else [
+            _name(p) for i, p in by_index.items()
+            if i < self.job.worker_replicas and S.pod_phase(p) == "Running" and not terminating(p)
+        ]
+        want, have = K.config_map(self.job, running, self.opts), self.world.config_map
+        if have is None:
+            self.actions.append(_create(want))
+        elif (have.get("data") or {}) != want["data"]:
+            reason = "hostfile" if (have.get("data") or {}).get(C.HOSTFILE) != want["data"][C.HOSTFILE] else "hosts"
+            self.actions.append(Action("patch", "ConfigMap", _name(want), reason=reason,
+                                       body={"data": replace_map(have.get("data"), want["data"])}, api_version="v1"))
+        self.hosts = (want["data"][C.DISCOVER_HOSTS], have)  # for notice_hosts, when a scale-down needs it
+
+    def notice_hosts(self, discover: str, have: dict | None) -> float | None:
+        """Tells each running launcher pod of a new discover_hosts.sh (C.DISCOVER_HOSTS_ANNOTATION) once the
+        ConfigMap has it, so that the kubelet rewrites the file now. Returns how long ago every running launcher
+        was told of this one (None: not all yet); no running launcher: infinity (nothing to wait for)."""
+        launchers = [p for p in self.launcher_pods if S.pod_phase(p) == "Running" and not terminating(p)]
+        if not launchers:
+            return float("inf")
+        if ((have or {}).get("data") or {}).get(C.DISCOVER_HOSTS) != discover:
+            return None  # the ConfigMap first: a pod change before it would rewrite the old file
+        digest = hashlib.sha256(discover.encode()).hexdigest()[:16]
+        ages = []
+        for pod in launchers:
+            told, _sep, when = (_annotations(pod).get(C.DISCOVER_HOSTS_ANNOTATION) or "").partition("@")
+            at = S.parse_time(when) if told == digest else None
+            if at is None:
+                self.actions.append(Action("patch", "Pod", _name(pod), reason="hosts", api_version="v1", body={
+                    "metadata": {"annotations": {C.DISCOVER_HOSTS_ANNOTATION: f"{digest}@{self.now_s}"}}}))
+                return None
+            ages.append((self.now - at).total_seconds())
+        return min(ages)
+
+    def sync_secret(self) -> None:
+        have = self.world.secret
+        if have is not None and set(have.get("data") or {}) == {C.SSH_PRIVATE_KEY, C.SSH_PUBLIC_KEY}:
+            return
+        want = K.ssh_secret(self.job, *self.ssh_keys())
+        if have is None:
+            self.actions.append(_create(want))
+        else:
+            self.actions.append(Action("patch", "Secret", _name(want), reason="keys",
+                                       body={"data": replace_map(have.get("data"), want["data"])}, api_version="v1"))
+
+    def sync_launcher_rbac(self) -> None:
+        """The launcher's ServiceAccount, Role and RoleBinding, created before it (a pod naming a missing
+        ServiceAccount is refused)."""
+        for want in K.launcher_rbac(self.job):
+            if want["kind"] not in self.world.launcher_rbac:
+                self.actions.append(_create(want))
+
+    def sync_pod_group(self) -> None:
+        want = PG.pod_group(self.job, self.opts, self.world.priorities)
+        if want is None:
+            return
+        have = self.world.pod_group
+        if have is None:
+            self.actions.append(_create(want))
+        elif (patch := PG.patch(have, want)) is not None:
+            self.actions.append(Action("patch", "PodGroup", self.job.name, reason="drift", body=patch,
+                                       api_version=want["apiVersion"]))
+
+    def sync_workers(self, by_index: dict[int, dict]) -> list[dict]:
+        """Scale to the Worker replicas: highest indices go first; missing ones are created. Returns the workers
+        that remain (index < replicas), new ones included."""
+        replicas = self.job.worker_replicas
+        going = [by_index[i] for i in sorted(by_index, reverse=True) if i >= replicas and not terminating(by_index[i])]
+        # A Running one may still be in the launcher's discover_hosts.sh: Horovod must drop it first (notice_hosts).
+        hold = any(S.pod_phase(p) == "Running" for p in going) and not self.hosts_noticed()
+        for pod in going:
+            if not (hold and S.pod_phase(pod) == "Running"):
+                self.actions.append(_delete(pod, "Pod", "scale-down", "v1"))
+        live = []
+        for index in range(replicas):
+            pod = by_index.get(index)
+            if pod is None:
+                pod = K.worker_pod(self.job, index, self.opts)
+                self.actions.append(_create(pod))
+            live.append(pod)
+        if self.job.roll_workers:
+            self.roll_workers(live)
+        return live
+
+    def hosts_noticed(self) -> bool:
+        """Whether every running launcher has known the current hosts list for C.HOSTS_NOTICE_S; if not, when to
+        look again."""
+        told = self.notice_hosts(*self.hosts) if self.hosts is not None else None
+        if told is not None and told >= C.HOSTS_NOTICE_S:
+            return True
+        self.hosts_requeue = 1.0 if told is None else C.HOSTS_NOTICE_S - told
+        return False
+
+    def roll_workers(self, live: list[dict]) -> None:
+        """A worker made from an older template is deleted (and recreated by a later pass), one at a time: only
+        while every other worker is Ready and none is going away, as a StatefulSet's rolling update does."""
+        want = K.worker_template_hash(self.job)
+        outdated = [p for p in live if _annotations(p).get(C.WORKER_TEMPLATE_HASH_ANNOTATION) != want]
+        if not outdated or any(terminating(p) or (p not in outdated and not S.is_ready(p)) for p in live):
+            return
+        self.actions.append(_delete(outdated[0], "Pod", "worker template changed", "v1"))
+
+    def create_launcher(self) -> dict:
+        body = K.launcher_pod(self.job, self.opts) if self.job.launcher_pod else K.launcher_job(self.job, self.opts)
+        self.actions.append(_create(body))
+        if self.job.launcher.template_restart_policy:
+            self.events.append(S.Event("Warning", C.REASON_RESTART_POLICY,
+                                       "Restart policy in pod template overridden by restart policy in replica spec"))
+        return {**body, "status": {}}
+
+    def sync_launcher_suspension(self, launcher: dict, done: bool, workers_ready: bool) -> None:
+        job = self.job
+        spec = launcher.get("spec") or {}
+        name = _name(launcher)
+        if not job.suspended and spec.get("suspend"):
+            if job.launcher_creation_policy == C.WAIT_FOR_WORKERS_READY and not workers_ready:
+                return  # resume holds the launcher until the workers are Ready (kubeflow/mpi-operator#615)
+            if (launcher.get("status") or {}).get("startTime"):
+                # Kubernetes refuses template changes of a Job that has a startTime.
+                self.actions.append(Action("patch", "Job", name, reason="resume", subresource="status",
+                                           body={"status": {"startTime": None}}, api_version="batch/v1"))
+            want = K.scheduling_directives(job, self.opts)
+            tmpl = spec.get("template") or {}
+            tspec = tmpl.get("spec") or {}
+            # Labels and annotations are merged into the Job's (Kueue may have added some); the rest is replaced.
+            meta = {k: want[k] for k in ("labels", "annotations") if want[k]}
+            template = {
+                "metadata": meta,
+                "spec": {
+                    "nodeSelector": replace_map(tspec.get("nodeSelector"), want["nodeSelector"]),
+                    "tolerations": want["tolerations"],
+                    "schedulingGates": want["schedulingGates"],
+                },
+            }
+            self.actions.append(Action("patch", "Job", name, reason="resume", api_version="batch/v1",
+                                       body={"spec": {"suspend": False, "template": template}}))
+        elif job.suspended and not spec.get("suspend") and not done:
+            self.actions.append(Action("patch", "Job", name, reason="suspend", api_version="batch/v1",
+                                       body={"spec": {"suspend": True}}))
+
+    def launcher_paused(self) -> bool:
+        """A suspended job of an API whose pause removes every replica (T9k): no launcher Job, not a suspended one,
+        so that the launcher made on resume is built from the spec then (resumeSpecs; a Job's containers are
+        immutable)."""
+        return self.job.suspended and self.job.pause_deletes_launcher
+
+    def delete_launcher(self, reason: str) -> None:
+        launcher = self.world.launcher
+        if launcher is not None and controlled_by(launcher, self.job.uid) and not terminating(launcher):
+            # Background: a Job's pods go with it (a launcher_pod's view is the Pod itself)
+            self.actions.append(_delete(launcher, launcher.get("kind") or "Job", reason,
+                                        launcher.get("apiVersion") or "batch/v1"))
+
+    def delete_all_workers(self) -> None:
+        reason = "pause" if self.launcher_paused() else "suspend"
+        for _index, pod in sorted(self.workers_by_index().items(), reverse=True):
+            if not terminating(pod) and not any(a.action == "delete" and a.name == _name(pod) for a in self.actions):
+                self.actions.append(_delete(pod, "Pod", reason, "v1"))
+        self.delete_pod_group(reason)
+
+    def delete_pod_group(self, reason: str) -> None:
+        pg = self.world.pod_group
+        if pg is not None and controlled_by(pg, self.job.uid) and not terminating(pg):
+            self.actions.append(_delete(pg, "PodGroup", reason))
+
+    def deadline_requeue(self, status: dict) -> float | None:
+        deadline = self.job.run_policy.active_deadline_seconds
+        start = S.parse_time(status.get("startTime"))
+        if deadline is None or start is None or self.job.suspended:
+            return None
+        return max((start + timedelta(seconds=deadline) - self.now).total_seconds(), 0.0) + 1.0
+
+    # ---- finished jobs ----
+    def finished(self, status: dict) -> Plan:
+        """cleanPodPolicy and MPIJob TTL of a finished job. The status that says it finished is written before the
+        clean-up (as Kubeflow does, which cleans up in the next sync): the outcome is not held back by the deletions,
+        and a clean-up cut short is done again by the next pass (a settled job still comes here). With
+        Options.cleanup_later, the pass in which the job finishes leaves the clean-up to the next one."""
+        job = self.job
+        cleanup_from = len(self.actions)
+        policy = job.run_policy.clean_pod_policy
+        why = "runPolicy.cleanUpWorkers" if policy == C.CLEAN_WORKERS else f"cleanPodPolicy={policy}"
+        if policy in (C.CLEAN_ALL, C.CLEAN_RUNNING, C.CLEAN_WORKERS):
+            def doomed(pod: dict) -> bool:
+                return not terminating(pod) and (policy != C.CLEAN_RUNNING or S.pod_phase(pod) in ("Running", "Pending"))
+
+            for pod in sorted(self.worker_pods, key=_name):
+                if doomed(pod) and not any(a.action == "delete" and a.name == _name(pod) for a in self.actions):
+                    self.actions.append(_delete(pod, "Pod", why, "v1"))
+            self.delete_pod_group(why)
+            launcher = self.world.launcher
+            if policy == C.CLEAN_WORKERS:
+                pass  # T9k's cleanUpWorkers: the launcher's pod and its logs (the job's outcome) stay
+            elif launcher is not None and not S.launcher_finished(launcher):
+                # An evicted job's launcher still runs: suspending its Job stops its pods for good.
+                if not (launcher.get("spec") or {}).get("suspend") and controlled_by(launcher, job.uid):
+                    self.actions.append(Action("patch", "Job", _name(launcher), reason=why,
+                                               api_version="batch/v1", body={"spec": {"suspend": True}}))
+            else:
+                # Kubeflow never removes the launcher's pods (kubeflow/mpi-operator#643).
+                for pod in self.launcher_pods:
+                    if doomed(pod):
+                        self.actions.append(_delete(pod, "Pod", why, "v1"))
+            status = self.api.cleaned_status(job, status)
+        ttl = job.run_policy.ttl_seconds_after_finished
+        completed = S.parse_time(status.get("completionTime"))
+        expiry = None if ttl is None or completed is None else completed + timedelta(seconds=ttl)
+        if expiry is None or self.now < expiry:
+            later = self.opts.cleanup_later and len(self.actions) > cleanup_from and not self.api.settled(
+                self.old_status)
+            if later:
+                del self.actions[cleanup_from:]  # planned again, from what is then left, by the next pass
+            plan = self.result(status, requeue=None if expiry is None else (expiry - self.now).total_seconds(),
+                               status_at=cleanup_from)
+            plan.cleanup_pending = later
+            return plan
+        # Kubeflow only hands the TTL to the launcher Job (kubeflow/mpi-operator#644): remove the MPIJob itself.
+        plan = self.result(status)
+        plan.actions = [a for a in plan.actions if a.action == "event"]  # its children go with it (ownerRefs)
+        plan.transitions = ()  # its status is not written
+        plan.actions.append(_event(S.Event("Normal", C.REASON_TTL, f"MPIJob {job.namespace}/{job.name} finished more "
+                                           f"than {ttl}s ago (ttlSecondsAfterFinished): deleting it")))
+        plan.actions.append(Action("delete-mpijob", C.KIND, job.name, reason=C.REASON_TTL, uid=job.uid,
+                                   api_version=C.API_VERSION))
+        plan.outcome = Outcome.DELETED
+        return plan
