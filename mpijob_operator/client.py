@@ -14,9 +14,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import Rest
 from ansible_collections.mpi.operator.plugins.module_utils.kube.transport import LIBRARY_LOGGERS
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import ApiError
 
-from . import collections_paths  # the package's __init__ made the collection importable
-
-__all__ = ["LIBRARY_LOGGERS", "ApiError", "Limited", "Rest", "TokenBucket", "api_client", "collections_paths"]
+__all__ = ["LIBRARY_LOGGERS", "ApiError", "Limited", "Rest", "TokenBucket", "api_client"]
 
 
 class TokenBucket:
