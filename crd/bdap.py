@@ -1,5 +1,6 @@
 """The CRD source of batch.test.bdap.com/v1's MPIJob, the API of a kubebuilder MPI operator (numWorkers,
 launcherTemplate, workerTemplate), with the small status mpi.operator writes (the original wrote none)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -52,6 +53,9 @@ def crd(inliner: Inliner, api: Api) -> dict[str, Any]:
         status,
         "(self.spec.numWorkers > 0 ? self.spec.numWorkers : 1)",
     )
-    scale = {"specReplicasPath": ".spec.numWorkers", "statusReplicasPath": ".status.readyWorkers",
-             "labelSelectorPath": ".status.selector"}
+    scale = {
+        "specReplicasPath": ".spec.numWorkers",
+        "statusReplicasPath": ".status.readyWorkers",
+        "labelSelectorPath": ".status.selector",
+    }
     return crd_object(api, single_version(api, schema, scale))

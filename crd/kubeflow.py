@@ -1,6 +1,7 @@
 """The CRD source of kubeflow.org's MPIJob (v2beta1, the storage version, and v1): the MPIJob types (spec, runPolicy,
 status) written out field for field as in the Kubeflow operator, with its defaults and rules; both versions share
 one schema (YAML anchors), v1 differing only in its replicas default."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -278,8 +279,16 @@ def with_v1_defaults(schema: dict[str, Any]) -> dict[str, Any]:
     a v1 Worker without replicas is stored with 1 (old manifests apply as they are), a v2beta1 one is still rejected.
     Only the path down to `replicas` is copied; everything else is the same object as in `schema`.
     """
-    path = ["openAPIV3Schema", "properties", "spec", "properties", "mpiReplicaSpecs", "additionalProperties",
-            "properties", "replicas"]
+    path = [
+        "openAPIV3Schema",
+        "properties",
+        "spec",
+        "properties",
+        "mpiReplicaSpecs",
+        "additionalProperties",
+        "properties",
+        "replicas",
+    ]
     top = dict(schema)
     node = top
     for key in path[:-1]:

@@ -1,6 +1,7 @@
 """Kubernetes' own OpenAPI v3 schemas, made fit for a CRD: the document of k8s.io/kubernetes (from the Go module
 cache) and Inliner, which turns its component schemas (a PodTemplateSpec above all) into self-contained structural
 schemas."""
+
 from __future__ import annotations
 
 import copy

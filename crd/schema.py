@@ -1,6 +1,7 @@
 """The parts every MPIJob CRD is built of: a CRD object of the collection from an API's registry entry (names,
 versions, printer columns), the object schema with the name rule, conditions, typed leaves, and the YAML dumper
 the CRD files are written with."""
+
 from __future__ import annotations
 
 import json

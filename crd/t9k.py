@@ -1,5 +1,6 @@
 """The CRD source of batch.tensorstack.dev/v1beta1's MPIJob, T9k's MPIJob API: the operator builds mpirun from
 its fields; its status is T9k's shape (conditions, phase, tasks, aggregate)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -132,7 +133,10 @@ def crd(inliner: Inliner, api: Api) -> dict[str, Any]:
                                     with_args=True,
                                 ),
                                 "x-kubernetes-validations": [
-                                    {"rule": "self == oldSelf", "message": "spec.runMode.pause.resumeSpecs is immutable"}
+                                    {
+                                        "rule": "self == oldSelf",
+                                        "message": "spec.runMode.pause.resumeSpecs is immutable",
+                                    }
                                 ],
                             },
                         },

@@ -7,10 +7,10 @@ The loop reads what the reconcile module reports with the collection's own core 
 type, the API names), imported as ansible_collections.mpi.operator from the collections path on PYTHONPATH (the
 image's Containerfile, hack/make/env.sh from a checkout): every module of this package may import it.
 """
+
 import os
 
 __version__ = "0.1.0"
 
 # `make venv` links the checkout into <checkout>/.collections/ansible_collections/mpi/operator.
 CHECKOUT_COLLECTIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".collections")
-

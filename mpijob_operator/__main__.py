@@ -2,6 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
 """Entry point: `python3 -m mpijob_operator [flags]` (the operator Deployment's command, and `make run`)."""
+
 from __future__ import annotations
 
 import logging
@@ -46,8 +47,15 @@ class Operator:
         self.queue = WorkQueue()
         self.api = api_client(cfg.kubeconfig, cfg.kube_api_qps, cfg.kube_api_burst)
         self.heartbeats = health.Heartbeats()
-        self.controller = Controller(self.queue, self.metrics, self._runner, cfg.threadiness, cfg.max_batch,
-                                     heartbeats=self.heartbeats, run_allowance=cfg.runner_timeout + RUN_MARGIN)
+        self.controller = Controller(
+            self.queue,
+            self.metrics,
+            self._runner,
+            cfg.threadiness,
+            cfg.max_batch,
+            heartbeats=self.heartbeats,
+            run_allowance=cfg.runner_timeout + RUN_MARGIN,
+        )
         self.watchers: list[Watcher] = []
         self.synced: set[str] = set()
         self.elector: LeaderElector | None = None
@@ -62,12 +70,18 @@ class Operator:
             self.warm = WarmRuns(warm, lifetime=cfg.warm_run_timeout, slots=cfg.threadiness)
 
     def _runner(self, slot: int | str, rotate_artifacts: int = 0) -> BatchRunner:
-        return BatchRunner(self.cfg.work_dir, slot=slot, gang_scheduling=self.cfg.gang_scheduling,
-                           cluster_domain=self.cfg.cluster_domain, kubeconfig=self.cfg.kubeconfig,
-                           kubectl_delivery_image=self.cfg.kubectl_delivery_image,
-                           timeout=self.cfg.runner_timeout,
-                           rotate_artifacts=rotate_artifacts or self.cfg.rotate_artifacts, warm=self.warm,
-                           on_start=lambda kind: self.metrics.runner_starts.labels(kind=kind).inc())
+        return BatchRunner(
+            self.cfg.work_dir,
+            slot=slot,
+            gang_scheduling=self.cfg.gang_scheduling,
+            cluster_domain=self.cfg.cluster_domain,
+            kubeconfig=self.cfg.kubeconfig,
+            kubectl_delivery_image=self.cfg.kubectl_delivery_image,
+            timeout=self.cfg.runner_timeout,
+            rotate_artifacts=rotate_artifacts or self.cfg.rotate_artifacts,
+            warm=self.warm,
+            on_start=lambda kind: self.metrics.runner_starts.labels(kind=kind).inc(),
+        )
 
     # -- checks ------------------------------------------------------------------------------
     def check_crd(self, timeout: float = CRD_CHECK_TIMEOUT) -> None:
@@ -90,8 +104,9 @@ class Operator:
                 if exc.status == 404:
                     raise SystemExit(f"the MPIJob CRD ({crd}) is not installed") from None
                 if exc.status in (401, 403):
-                    raise SystemExit(f"not allowed to list MPIJobs ({crd}: {exc.status} {exc.reason}): "
-                                     "check RBAC") from None
+                    raise SystemExit(
+                        f"not allowed to list MPIJobs ({crd}: {exc.status} {exc.reason}): check RBAC"
+                    ) from None
                 problem = f"{exc.status} {exc.reason}"
             except Exception as exc:
                 problem = str(exc).splitlines()[0][:200]
@@ -124,8 +139,9 @@ class Operator:
             return None  # a standby replica is ready: it is waiting for the lease
         # Optional watches (PodGroups) do not hold readiness back: without the gang scheduler's CRD the operator still
         # serves every other job (the watch retries and logs why; the module reports the missing API per job).
-        missing = [w.resource.name for w in self.watchers
-                   if w.resource.name not in self.synced and not w.resource.optional]
+        missing = [
+            w.resource.name for w in self.watchers if w.resource.name not in self.synced and not w.resource.optional
+        ]
         return f"watches not synced: {', '.join(missing)}" if missing else None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -136,15 +152,27 @@ class Operator:
             self.warm.start()
         self.controller.start()
         for res in resources(CHILD_SELECTOR, self.cfg.gang_scheduling, self.cfg.apis):
-            w = Watcher(self.api, res, self.cfg.namespace, self.controller.enqueue,
-                        on_synced=self._synced, on_event=self._counted_event, on_restart=self._restarted,
-                        watch_timeout=self.cfg.watch_timeout)
+            w = Watcher(
+                self.api,
+                res,
+                self.cfg.namespace,
+                self.controller.enqueue,
+                on_synced=self._synced,
+                on_event=self._counted_event,
+                on_restart=self._restarted,
+                watch_timeout=self.cfg.watch_timeout,
+            )
             self.watchers.append(w)
             w.start()
-        log.info("leading: watching MPIJobs", extra={"namespace": self.cfg.namespace or "(all)",
-                                                     "apis": ",".join(self.cfg.apis),
-                                                     "threadiness": self.cfg.threadiness,
-                                                     "max_batch": self.cfg.max_batch})
+        log.info(
+            "leading: watching MPIJobs",
+            extra={
+                "namespace": self.cfg.namespace or "(all)",
+                "apis": ",".join(self.cfg.apis),
+                "threadiness": self.cfg.threadiness,
+                "max_batch": self.cfg.max_batch,
+            },
+        )
 
     def lost_lease(self) -> None:
         self.metrics.is_leader.set(0)
@@ -164,20 +192,30 @@ class Operator:
     def run(self) -> int:
         # The endpoints come up first, so a start-up probe sees a live process while it still checks the API.
         self.heartbeats.beat("main", CRD_CHECK_TIMEOUT + MAIN_LOOP_ALLOWANCE)
-        servers = health.servers(self.cfg.monitoring_port, self.cfg.health_port, self.metrics.registry,
-                                 self.healthz, self.readyz, self._refresh_gauges)
+        servers = health.servers(
+            self.cfg.monitoring_port,
+            self.cfg.health_port,
+            self.metrics.registry,
+            self.healthz,
+            self.readyz,
+            self._refresh_gauges,
+        )
         self.check_crd()
         self.checked.set()
         self.metrics.is_leader.set(0)
         if self.cfg.leader_elect:
             lock = LeaseLock(self.api, self.cfg.lock_namespace, LEASE_NAME)
-            timing = Timing(lease_duration=self.cfg.leader_elect_lease_duration,
-                            renew_deadline=self.cfg.leader_elect_renew_deadline,
-                            retry_period=self.cfg.leader_elect_retry_period)
+            timing = Timing(
+                lease_duration=self.cfg.leader_elect_lease_duration,
+                renew_deadline=self.cfg.leader_elect_renew_deadline,
+                retry_period=self.cfg.leader_elect_retry_period,
+            )
             self.elector = LeaderElector(lock, self.cfg.identity, timing, self.start_leading, self.lost_lease)
             threading.Thread(target=self.elector.run, name="leader-election", daemon=True).start()
-            log.info("waiting for the lease", extra={"lease": f"{self.cfg.lock_namespace}/{LEASE_NAME}",
-                                                     "identity": self.cfg.identity})
+            log.info(
+                "waiting for the lease",
+                extra={"lease": f"{self.cfg.lock_namespace}/{LEASE_NAME}", "identity": self.cfg.identity},
+            )
         else:
             self.start_leading()
         while not self.stopping.wait(1.0):
@@ -223,8 +261,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    log.info("starting", extra={"identity": cfg.identity, "work_dir": cfg.work_dir,
-                                "leader_elect": cfg.leader_elect})
+    log.info("starting", extra={"identity": cfg.identity, "work_dir": cfg.work_dir, "leader_elect": cfg.leader_elect})
     try:
         return op.run()
     finally:

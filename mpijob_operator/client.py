@@ -3,6 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The operator's API client: the collection's own shell (module_utils/kube: the same connection options, credentials
 and transport as the modules the operator runs), with a client-side QPS/burst limit."""
+
 from __future__ import annotations
 
 import threading
@@ -20,8 +21,13 @@ __all__ = ["LIBRARY_LOGGERS", "ApiError", "Limited", "Rest", "TokenBucket", "api
 class TokenBucket:
     """client-go's flowcontrol token bucket: `qps` tokens a second, at most `burst` saved up."""
 
-    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.qps = qps
         self.burst = burst
         self.clock = clock

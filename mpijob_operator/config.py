@@ -5,6 +5,7 @@
 
 Every flag is spelled `--flag` and, as Go's flag package (so Kubeflow's operator) accepts, `-flag` too, each with
 `=value` or the value as the next argument; booleans take `-flag`, `-flag=false` or `--no-flag`."""
+
 from __future__ import annotations
 
 import argparse
@@ -45,43 +46,89 @@ class Setting:
 
 # Every setting, in the order `-help` lists the flags.
 SETTINGS = (
-    Setting("namespace", str, "", 'watched namespace; "" = all (default: $KUBEFLOW_NAMESPACE, else all)',
-            env="KUBEFLOW_NAMESPACE"),
+    Setting(
+        "namespace",
+        str,
+        "",
+        'watched namespace; "" = all (default: $KUBEFLOW_NAMESPACE, else all)',
+        env="KUBEFLOW_NAMESPACE",
+    ),
     Setting("gang-scheduling", str, "", '"volcano" or a scheduler-plugins scheduler name; "" = off'),
-    Setting("kube-api-qps", float, 20.0,
-            "client requests per second of this process (lists, watches, the Lease; not the runs)"),
+    Setting(
+        "kube-api-qps",
+        float,
+        20.0,
+        "client requests per second of this process (lists, watches, the Lease; not the runs)",
+    ),
     Setting("kube-api-burst", int, 40, "client request burst"),
     Setting("threadiness", int, 2, "concurrent ansible-runner runs"),
     Setting("max-batch", int, 50, "most MPIJobs reconciled by one ansible-runner run"),
-    Setting("monitoring-port", int, 8080,
-            "port of /metrics (and, unless --health-port differs, /healthz and /readyz); 0 = no /metrics"),
+    Setting(
+        "monitoring-port",
+        int,
+        8080,
+        "port of /metrics (and, unless --health-port differs, /healthz and /readyz); 0 = no /metrics",
+    ),
     Setting("health-port", int, None, "port of /healthz and /readyz (default: the monitoring port); 0 = off"),
     Setting("lock-namespace", str, "mpi-operator", "namespace of the leader-election Lease"),
     Setting("leader-elect", bool, True, "elect one active replica through a Lease (default: on; --no-leader-elect)"),
-    Setting("leader-elect-lease-duration", float, Timing.lease_duration,
-            "seconds a follower waits after the last renewal it saw before it takes the Lease"),
-    Setting("leader-elect-renew-deadline", float, Timing.renew_deadline,
-            "seconds the leader may fail to renew before it steps down"),
+    Setting(
+        "leader-elect-lease-duration",
+        float,
+        Timing.lease_duration,
+        "seconds a follower waits after the last renewal it saw before it takes the Lease",
+    ),
+    Setting(
+        "leader-elect-renew-deadline",
+        float,
+        Timing.renew_deadline,
+        "seconds the leader may fail to renew before it steps down",
+    ),
     Setting("leader-elect-retry-period", float, Timing.retry_period, "seconds between two tries to acquire or renew"),
     Setting("log-level", str, "info", choices=LOG_LEVELS),
     Setting("log-format", str, "text", "logfmt text or JSON lines", choices=("text", "json")),
     Setting("cluster-domain", str, "", "DNS suffix of hostfile entries (e.g. cluster.local)"),
-    Setting("kubeconfig", str, None, "kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)",
-            env="KUBECONFIG"),
-    Setting("work-dir", str, None,
-            f"ansible-runner private data dirs (default: {IN_CLUSTER_WORK_DIR} in-cluster, else a temp dir)"),
+    Setting(
+        "kubeconfig",
+        str,
+        None,
+        "kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)",
+        env="KUBECONFIG",
+    ),
+    Setting(
+        "work-dir",
+        str,
+        None,
+        f"ansible-runner private data dirs (default: {IN_CLUSTER_WORK_DIR} in-cluster, else a temp dir)",
+    ),
     Setting("runner-timeout", int, 300, "seconds before a stuck run is killed"),
     Setting("rotate-artifacts", int, 3, "runner artifact dirs kept per runner slot"),
-    Setting("apis", str, "kubeflow.org",
-            "comma-separated MPIJob API groups to reconcile, of " + ", ".join(a.group for a in REGISTRY.values())
-            + " (default: kubeflow.org)", field_type=tuple[str, ...]),
-    Setting("warm-runs", bool, True, "keep one ansible-runner run started ahead of need, serving the batches of every "
-            "worker (default: on; --no-warm-runs: each batch in a run of its own)"),
+    Setting(
+        "apis",
+        str,
+        "kubeflow.org",
+        "comma-separated MPIJob API groups to reconcile, of "
+        + ", ".join(a.group for a in REGISTRY.values())
+        + " (default: kubeflow.org)",
+        field_type=tuple[str, ...],
+    ),
+    Setting(
+        "warm-runs",
+        bool,
+        True,
+        "keep one ansible-runner run started ahead of need, serving the batches of every "
+        "worker (default: on; --no-warm-runs: each batch in a run of its own)",
+    ),
     Setting("warm-run-timeout", int, 300, "seconds a warm run serves batches before it is replaced"),
-    Setting("kubectl-delivery-image", str, "",
-            "image whose entrypoint copies kubectl into the directory it is given, for launchers that start MPI with "
-            "kubectl exec (" + ", ".join(a.group for a in REGISTRY.values() if a.launcher_rbac)
-            + "); \"\" = kubectl is in the launcher's image"),
+    Setting(
+        "kubectl-delivery-image",
+        str,
+        "",
+        "image whose entrypoint copies kubectl into the directory it is given, for launchers that start MPI with "
+        "kubectl exec ("
+        + ", ".join(a.group for a in REGISTRY.values() if a.launcher_rbac)
+        + '); "" = kubectl is in the launcher\'s image',
+    ),
     Setting("watch-timeout", int, 300, "seconds a watch request stays open before it is resumed"),
     Setting("identity", str, "", flag=False),  # identity(): this process, in the Lease
     Setting("temporary-work-dir", bool, False, flag=False),  # made for this process: removed at exit
@@ -131,8 +178,17 @@ class GoFlags(argparse.ArgumentParser):
     def switch(self, name: str, default: bool, help: str) -> None:
         """A boolean: `-name`, `-name=true|false` (`--` alike) and `--no-name`."""
         dest = name.replace("-", "_")
-        self.add_argument(f"-{name}", f"--{name}", dest=dest, nargs="?", const=True, default=default,
-                          type=go_bool, metavar="BOOL", help=help)
+        self.add_argument(
+            f"-{name}",
+            f"--{name}",
+            dest=dest,
+            nargs="?",
+            const=True,
+            default=default,
+            type=go_bool,
+            metavar="BOOL",
+            help=help,
+        )
         self.add_argument(f"-no-{name}", f"--no-{name}", dest=dest, action="store_false", help=argparse.SUPPRESS)
 
 
@@ -176,15 +232,19 @@ def parse(argv: list[str] | None = None) -> Config:
     if a.rotate_artifacts < 1:
         errors.append("--rotate-artifacts must be at least 1")
     if not a.leader_elect_lease_duration > a.leader_elect_renew_deadline > a.leader_elect_retry_period > 0:
-        errors.append("--leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0 "
-                      f"(got {a.leader_elect_lease_duration:g}, {a.leader_elect_renew_deadline:g}, "
-                      f"{a.leader_elect_retry_period:g})")
+        errors.append(
+            "--leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0 "
+            f"(got {a.leader_elect_lease_duration:g}, {a.leader_elect_renew_deadline:g}, "
+            f"{a.leader_elect_retry_period:g})"
+        )
     apis = tuple(dict.fromkeys(g.strip() for g in a.apis.split(",") if g.strip()))
     unknown = [g for g in apis if by_group(g) is None]
     if not apis or unknown:
         served = ", ".join(sorted(x.group for x in REGISTRY.values()))
-        errors.append(f"--apis {a.apis!r}: {'not served: ' + ', '.join(unknown) if unknown else 'empty'} "
-                      f"(one or more of {served})")
+        errors.append(
+            f"--apis {a.apis!r}: {'not served: ' + ', '.join(unknown) if unknown else 'empty'} "
+            f"(one or more of {served})"
+        )
     if a.kubeconfig and not os.path.exists(a.kubeconfig):
         errors.append(f"--kubeconfig {a.kubeconfig}: no such file")
     if not a.kubeconfig and not in_cluster():
@@ -193,12 +253,14 @@ def parse(argv: list[str] | None = None) -> Config:
         p.error("; ".join(errors))
     work_dir = a.work_dir or (IN_CLUSTER_WORK_DIR if in_cluster() else tempfile.mkdtemp(prefix="mpi-operator-"))
     given = {s.field: getattr(a, s.field) for s in SETTINGS if s.flag}
-    return Config(**{
-        **given,
-        "health_port": a.monitoring_port if a.health_port is None else a.health_port,
-        "kubeconfig": os.path.abspath(a.kubeconfig) if a.kubeconfig else None,
-        "work_dir": work_dir,
-        "apis": apis,
-        "identity": identity(),
-        "temporary_work_dir": not a.work_dir and not in_cluster(),
-    })
+    return Config(
+        **{
+            **given,
+            "health_port": a.monitoring_port if a.health_port is None else a.health_port,
+            "kubeconfig": os.path.abspath(a.kubeconfig) if a.kubeconfig else None,
+            "work_dir": work_dir,
+            "apis": apis,
+            "identity": identity(),
+            "temporary_work_dir": not a.work_dir and not in_cluster(),
+        }
+    )

@@ -3,6 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Workers: take a batch of dirty MPIJobs from the queue, run the reconcile module once for all of them,
 then requeue, back off or forget each job by what the module reported."""
+
 from __future__ import annotations
 
 import logging
@@ -81,13 +82,23 @@ def decide(result: JobResult) -> Decision:
     if result.outcome is Outcome.RETRY:  # an error worth retrying, or another pass the module asks for
         return Decision(failed=True)
     # OK, or an ERROR that waits for the job to change: its deadlines still hold
-    return Decision(requeue_after=result.requeue_after if result.requeue_after is not None
-                    and result.requeue_after >= 0 else None, later=result.cleanup_pending)
+    return Decision(
+        requeue_after=result.requeue_after if result.requeue_after is not None and result.requeue_after >= 0 else None,
+        later=result.cleanup_pending,
+    )
 
 
 class Controller:
-    def __init__(self, queue: WorkQueue, metrics: Metrics, runner_factory: Callable[[int], BatchRunner],
-                 threadiness: int, max_batch: int, heartbeats: Heartbeats | None = None, run_allowance: float = 0):
+    def __init__(
+        self,
+        queue: WorkQueue,
+        metrics: Metrics,
+        runner_factory: Callable[[int], BatchRunner],
+        threadiness: int,
+        max_batch: int,
+        heartbeats: Heartbeats | None = None,
+        run_allowance: float = 0,
+    ):
         self.queue = queue
         # A worker in a run promises to be back within run_allowance (the run's timeout plus a margin); waiting for
         # work it promises nothing: /healthz then reports only a run that outlived its own kill.
@@ -159,8 +170,7 @@ class Controller:
         ran = runner.run(keys)
         self.metrics.runner_duration.observe(ran.duration)
         self.metrics.runner_runs.labels(status=ran.status).inc()
-        log.info("batch reconciled", extra={"jobs": len(keys), "status": ran.status,
-                                            "seconds": round(ran.duration, 3)})
+        log.info("batch reconciled", extra={"jobs": len(keys), "status": ran.status, "seconds": round(ran.duration, 3)})
         done_at = time.monotonic()
         for key, first_queued in batch:
             result = ran.jobs[key]
@@ -171,15 +181,18 @@ class Controller:
             if decision.failed:
                 delay = self.queue.done(key, failed=True)
                 self.metrics.reconciles.labels(result=result.outcome.value).inc()
-                log.warning("reconcile failed, retrying in %.1fs: %s", delay or 0.0, result.error,
-                            extra=job_fields(key))
+                log.warning(
+                    "reconcile failed, retrying in %.1fs: %s", delay or 0.0, result.error, extra=job_fields(key)
+                )
                 continue
             # A finished job's clean-up can wait, and so can what the events of its last moments ask for.
             self.queue.done(key, later=decision.later)
             if again:
                 for c in again:
                     self.metrics.requeues.labels(kind=c.kind, event=c.event).inc()
-                    log.debug("dirty during its run", extra={**job_fields(key), "change": f"{c.event} {c.kind}/{c.name}"})
+                    log.debug(
+                        "dirty during its run", extra={**job_fields(key), "change": f"{c.event} {c.kind}/{c.name}"}
+                    )
                 if not decision.later:
                     self.queue.add(key)
             self.metrics.reconciles.labels(result=result.outcome.value).inc()
@@ -187,8 +200,9 @@ class Controller:
                 self.queue.forget(key)
                 continue
             if result.outcome is Outcome.ERROR:
-                log.error("reconcile error (not retried until the job changes): %s", result.error,
-                          extra=job_fields(key))
+                log.error(
+                    "reconcile error (not retried until the job changes): %s", result.error, extra=job_fields(key)
+                )
             if decision.requeue_after is not None:
                 self.queue.add_after(key, decision.requeue_after)
             if result.actions:
@@ -253,4 +267,5 @@ class Controller:
 
 def _summary(actions: list[dict]) -> str:
     return ",".join(f"{a.get('action')}:{a.get('kind')}/{a.get('name')}" for a in actions[:20]) + (
-        "..." if len(actions) > 20 else "")
+        "..." if len(actions) > 20 else ""
+    )

@@ -3,6 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """/metrics on --monitoring-port, /healthz and /readyz on --health-port (one server when both are the same port);
 and the heartbeats /healthz reads to tell a stuck loop from a slow one."""
+
 from __future__ import annotations
 
 import logging
@@ -46,12 +47,21 @@ class Heartbeats:
 
 def overdue(due: dict[str, float], now: float) -> list[str]:
     """The loops past the time they promised to beat again, by how long (pure)."""
-    return [f"{name} (no heartbeat for {now - at:.0f}s past its deadline)"
-            for name, at in sorted(due.items()) if at != math.inf and now > at]
+    return [
+        f"{name} (no heartbeat for {now - at:.0f}s past its deadline)"
+        for name, at in sorted(due.items())
+        if at != math.inf and now > at
+    ]
 
 
-def serve(port: int, *, registry: CollectorRegistry | None = None, healthz: Check | None = None,
-          readyz: Check | None = None, before_scrape: Callable[[], None] = lambda: None) -> ThreadingHTTPServer:
+def serve(
+    port: int,
+    *,
+    registry: CollectorRegistry | None = None,
+    healthz: Check | None = None,
+    readyz: Check | None = None,
+    before_scrape: Callable[[], None] = lambda: None,
+) -> ThreadingHTTPServer:
     """Serves /metrics when `registry` is given, /healthz and /readyz when their checks are."""
 
     checks = {path: check for path, check in (("/healthz", healthz), ("/readyz", readyz)) if check is not None}
@@ -87,13 +97,26 @@ def serve(port: int, *, registry: CollectorRegistry | None = None, healthz: Chec
     return server
 
 
-def servers(monitoring_port: int, health_port: int, registry: CollectorRegistry, healthz: Check, readyz: Check,
-            before_scrape: Callable[[], None]) -> list[ThreadingHTTPServer]:
+def servers(
+    monitoring_port: int,
+    health_port: int,
+    registry: CollectorRegistry,
+    healthz: Check,
+    readyz: Check,
+    before_scrape: Callable[[], None],
+) -> list[ThreadingHTTPServer]:
     """The HTTP servers the ports ask for: none, one (same port) or two. Port 0 turns its endpoints off."""
     out = []
     if health_port:
-        out.append(serve(health_port, healthz=healthz, readyz=readyz, before_scrape=before_scrape,
-                         registry=registry if monitoring_port == health_port else None))
+        out.append(
+            serve(
+                health_port,
+                healthz=healthz,
+                readyz=readyz,
+                before_scrape=before_scrape,
+                registry=registry if monitoring_port == health_port else None,
+            )
+        )
     if monitoring_port and monitoring_port != health_port:
         out.append(serve(monitoring_port, registry=registry, before_scrape=before_scrape))
     return out

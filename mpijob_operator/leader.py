@@ -7,6 +7,7 @@ The decision is pure (`decide`): it works on the lease record and on *local* obs
 clock skew between replicas does not matter — a follower takes over only after it has seen the
 same record unchanged for a whole lease duration.
 """
+
 from __future__ import annotations
 
 import logging
@@ -67,9 +68,7 @@ def observe(seen: Observed, current: Record | None, now: float) -> Observed:
 
 
 def micro_time(t: float | None = None) -> str:
-    return datetime.fromtimestamp(time.time() if t is None else t, tz=UTC).strftime(
-        "%Y-%m-%dT%H:%M:%S.%fZ"
-    )
+    return datetime.fromtimestamp(time.time() if t is None else t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaseLock:
@@ -160,8 +159,11 @@ class LeaderElector:
         if verdict == "renew" and current is not None:
             record = Record(self.identity, duration, current.transitions, current.acquire_time, stamp)
         else:
-            transitions = (current.transitions + 1) if current is not None and current.holder else (
-                current.transitions if current else 0)
+            transitions = (
+                (current.transitions + 1)
+                if current is not None and current.holder
+                else (current.transitions if current else 0)
+            )
             record = Record(self.identity, duration, transitions, stamp, stamp)
         self.lock.write(record)
         self._seen = Observed(record=record, at=now)
@@ -190,8 +192,9 @@ class LeaderElector:
             if self._attempt():
                 self.last_renew = self.clock()
             elif self.clock() - self.last_renew > self.timing.renew_deadline:
-                log.error("lost the lease: could not renew within the renew deadline",
-                          extra={"identity": self.identity})
+                log.error(
+                    "lost the lease: could not renew within the renew deadline", extra={"identity": self.identity}
+                )
                 self.is_leader = False
                 self.on_stopped()
 

@@ -2,6 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
 """Structured logs: one line per record, logfmt (`text`) or JSON, with the job's namespace/name when known."""
+
 from __future__ import annotations
 
 import json

@@ -2,6 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
 """Prometheus metrics: the Kubeflow MPI Operator's names, plus the loop's own (latency, batches, runner)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -48,8 +49,9 @@ class Metrics:
         self.job_info = Gauge(
             "mpi_operator_job_info", "Information about MPIJob", ["launcher", "namespace"], registry=r
         )
-        self.is_leader = Gauge("mpi_operator_is_leader", "Is this client the leader of this mpi-operator client set?",
-                               registry=r)
+        self.is_leader = Gauge(
+            "mpi_operator_is_leader", "Is this client the leader of this mpi-operator client set?", registry=r
+        )
         self.reconcile_latency = Histogram(
             "mpi_operator_reconcile_latency_seconds",
             "Time from a job becoming dirty (first event) to the end of the run that reconciled it",
@@ -57,18 +59,25 @@ class Metrics:
             registry=r,
         )
         self.batch_size = Histogram(
-            "mpi_operator_batch_size", "Jobs per batch (a run of its own, or one of a warm run's)",
-            buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500), registry=r,
+            "mpi_operator_batch_size",
+            "Jobs per batch (a run of its own, or one of a warm run's)",
+            buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500),
+            registry=r,
         )
         self.runner_duration = Histogram(
-            "mpi_operator_runner_duration_seconds", "Wall time of one batch, from its hand-off to its result",
-            buckets=(0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 60, 300), registry=r,
+            "mpi_operator_runner_duration_seconds",
+            "Wall time of one batch, from its hand-off to its result",
+            buckets=(0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 60, 300),
+            registry=r,
         )
-        self.runner_runs = Counter("mpi_operator_runner_runs", "Batches reconciled, by their run's status", ["status"],
-                                   registry=r)
+        self.runner_runs = Counter(
+            "mpi_operator_runner_runs", "Batches reconciled, by their run's status", ["status"], registry=r
+        )
         self.runner_starts = Counter(
-            "mpi_operator_runner_starts", "ansible-runner runs started: warm (serving batches) or cold (one batch)",
-            ["kind"], registry=r,
+            "mpi_operator_runner_starts",
+            "ansible-runner runs started: warm (serving batches) or cold (one batch)",
+            ["kind"],
+            registry=r,
         )
         self.reconciles = Counter("mpi_operator_reconciles", "Job reconciles", ["result"], registry=r)
         self.queue_depth = Gauge("mpi_operator_queue_depth", "Jobs waiting for a runner", registry=r)
@@ -77,8 +86,10 @@ class Metrics:
         )
         self.watch_events = Counter("mpi_operator_watch_events", "Watch events received", ["resource"], registry=r)
         self.requeues = Counter(
-            "mpi_operator_requeues", "Events that made a job dirty (after the filters), by object kind and event",
-            ["kind", "event"], registry=r,
+            "mpi_operator_requeues",
+            "Events that made a job dirty (after the filters), by object kind and event",
+            ["kind", "event"],
+            registry=r,
         )
         self.watch_restarts = Counter(
             "mpi_operator_watch_restarts", "Watch restarts", ["resource", "reason"], registry=r
@@ -86,7 +97,8 @@ class Metrics:
         self.job_waiting_since = Gauge(
             "mpi_operator_job_waiting_since_seconds",
             "Unix time since which an MPIJob has been created (or resumed) without running yet",
-            ["namespace", "mpijob"], registry=r,
+            ["namespace", "mpijob"],
+            registry=r,
         )
         for result in RECONCILE_RESULTS:
             self.reconciles.labels(result=result)
@@ -97,8 +109,9 @@ class Metrics:
 
     def job_counter(self, condition_type: str) -> Counter:
         """Kubeflow's counter of jobs whose condition `condition_type` (one of COUNTED_CONDITIONS) became True."""
-        return {C.CREATED: self.jobs_created, C.SUCCEEDED: self.jobs_successful,
-                C.FAILED: self.jobs_failed}[condition_type]
+        return {C.CREATED: self.jobs_created, C.SUCCEEDED: self.jobs_successful, C.FAILED: self.jobs_failed}[
+            condition_type
+        ]
 
 
 def counted(transitions: Iterable[Transition]) -> list[str]:

@@ -15,6 +15,7 @@ Semantics (the controller-runtime workqueue, batched):
   seconds (a burst of jobs finishing is over), or once it has waited `later_within` seconds.
 The clock is injected so the decisions are testable without sleeping.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -40,8 +41,13 @@ class Backoff:
 
 
 class WorkQueue:
-    def __init__(self, backoff: Backoff | None = None, clock: Callable[[], float] = time.monotonic,
-                 later_within: float = 15.0, later_quiet: float = 3.0):
+    def __init__(
+        self,
+        backoff: Backoff | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        later_within: float = 15.0,
+        later_quiet: float = 3.0,
+    ):
         self._backoff = backoff or Backoff()
         self._clock = clock
         self._later_within, self._later_quiet = later_within, later_quiet
@@ -127,8 +133,11 @@ class WorkQueue:
         status back, nor takes every runner."""
         now = self._clock()
         self._promote_due_locked(now)
-        later = bool(self._later) and not self._later_processing and (
-            now >= self._later_from() or (not self._ready and now - self._last_ready >= self._later_quiet))
+        later = (
+            bool(self._later)
+            and not self._later_processing
+            and (now >= self._later_from() or (not self._ready and now - self._last_ready >= self._later_quiet))
+        )
         lane = self._later if later else self._ready
         if lane and not later:
             self._last_ready = now

@@ -8,6 +8,7 @@ A run's fixed cost (the `ansible` process, plugin loading, the module's own Pyth
 life (--warm-run-timeout), not once per batch; runs use subprocess mode, which does not forkpty() from a threaded
 process (docs/operator.md, "Measurements behind the code", has the numbers).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -63,8 +64,9 @@ def parse_module_result(keys: list[Key], res: dict[str, Any] | None, run_status:
         why = str(res.get("msg") or "the module did not report this job")
     for key in keys:
         if key not in results:
-            results[key] = JobResult(namespace=key.namespace, name=key.name, api_version=key.api_version, error=why,
-                                     outcome=Outcome.RETRY)
+            results[key] = JobResult(
+                namespace=key.namespace, name=key.name, api_version=key.api_version, error=why, outcome=Outcome.RETRY
+            )
     return results
 
 
@@ -94,8 +96,9 @@ class BatchRunner:
         self.base_args: dict[str, Any] = dict(module_args or {})
         if module == MODULE:
             # cleanup_later: a finished job's clean-up is a pass of its own, which the queue runs after due statuses
-            self.base_args.update({"gang_scheduling": gang_scheduling, "cluster_domain": cluster_domain,
-                                   "cleanup_later": True})
+            self.base_args.update(
+                {"gang_scheduling": gang_scheduling, "cluster_domain": cluster_domain, "cleanup_later": True}
+            )
             if kubectl_delivery_image:
                 self.base_args["kubectl_delivery_image"] = kubectl_delivery_image
         self.timeout = timeout
@@ -118,8 +121,9 @@ class BatchRunner:
             args["jobs"] = jobs
         started = time.monotonic()
         status, rc, res, why = self.execute(args)
-        return BatchResult(status=status, rc=rc, duration=time.monotonic() - started,
-                           jobs=parse_module_result(keys, res, why))
+        return BatchResult(
+            status=status, rc=rc, duration=time.monotonic() - started, jobs=parse_module_result(keys, res, why)
+        )
 
     def execute(self, args: dict[str, Any], timeout: float | None = None) -> tuple[str, int | None, dict | None, str]:
         """One ansible-runner run of the module with `args`: (status, rc, the module's result, why it has none)."""
@@ -168,21 +172,35 @@ class WarmRun:
     """A run started ahead of need: ansible-runner has started ansible, the module has imported everything and serves
     batches on its socket (module_utils/warm.py), `slots` at a time, for at most `lifetime` seconds."""
 
-    def __init__(self, runner: BatchRunner, path: str, lifetime: float, slots: int,
-                 on_end: Callable[[WarmRun], None] = lambda _run: None, after: WarmRun | None = None,
-                 after_within: float = 0.0):
+    def __init__(
+        self,
+        runner: BatchRunner,
+        path: str,
+        lifetime: float,
+        slots: int,
+        on_end: Callable[[WarmRun], None] = lambda _run: None,
+        after: WarmRun | None = None,
+        after_within: float = 0.0,
+    ):
         self.handoff = Handoff(path, slots)
         self.lifetime = lifetime
         self.started = time.monotonic()
         self.result: tuple[str, int | None, dict | None, str] = ("error", None, None, "error: the run did not end")
         args = dict(runner.base_args, batch_from=path, batch_timeout=lifetime, batch_slots=slots)
         self.result_within = runner.timeout
-        self.thread = threading.Thread(target=self._run, args=(runner, args, on_end, after, after_within),
-                                       name="warm-run", daemon=True)
+        self.thread = threading.Thread(
+            target=self._run, args=(runner, args, on_end, after, after_within), name="warm-run", daemon=True
+        )
         self.thread.start()
 
-    def _run(self, runner: BatchRunner, args: dict[str, Any], on_end: Callable[[WarmRun], None],
-             after: WarmRun | None, after_within: float) -> None:
+    def _run(
+        self,
+        runner: BatchRunner,
+        args: dict[str, Any],
+        on_end: Callable[[WarmRun], None],
+        after: WarmRun | None,
+        after_within: float,
+    ) -> None:
         try:
             if after is not None:  # the run it replaces finishes its batches first: one run's processes at a time
                 after.thread.join(after_within)
@@ -211,8 +229,9 @@ class WarmRun:
         else:
             status = "failed" if res.get("failed") else "successful"
             why = status
-        return BatchResult(status=status, rc=None, duration=time.monotonic() - handed,
-                           jobs=parse_module_result(keys, res, why))
+        return BatchResult(
+            status=status, rc=None, duration=time.monotonic() - handed, jobs=parse_module_result(keys, res, why)
+        )
 
     def retire(self) -> None:
         """Takes no more batches: the module finishes the ones it holds and its run ends."""
@@ -270,8 +289,15 @@ class WarmRuns:
             return
         self._count += 1
         try:
-            self._current = WarmRun(self.runner, os.path.join(self.dir, f"{self._count}.sock"), self.lifetime,
-                                    self.slots, on_end=self._ended, after=after, after_within=self.ready_within / 2)
+            self._current = WarmRun(
+                self.runner,
+                os.path.join(self.dir, f"{self._count}.sock"),
+                self.lifetime,
+                self.slots,
+                on_end=self._ended,
+                after=after,
+                after_within=self.ready_within / 2,
+            )
         except OSError:
             log.exception("cannot start a warm run")
 
@@ -288,7 +314,7 @@ class WarmRuns:
         if not self._failures:
             self.start()
             return
-        delay = min(60.0, 2.0 ** self._failures)
+        delay = min(60.0, 2.0**self._failures)
         self._not_before = time.monotonic() + delay
         log.warning("warm run ended before its time, replaced in %.0fs: %s", delay, run.result[3])
         timer = threading.Timer(delay + 0.01, self.start)

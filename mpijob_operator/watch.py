@@ -7,6 +7,7 @@ One thread per resource: list (paged) -> watch from the list's resourceVersion w
 resume from the last resourceVersion seen when the watch ends -> relist on 410 Gone. Objects are
 handled as plain JSON dicts: the client's model deserialisation is the slow part of a Python watch.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -157,8 +158,9 @@ def podgroup_fingerprint(obj: dict[str, Any]) -> Any:
     return (_digest(obj.get("spec")), _digest(meta.get("ownerReferences")), _deleting(obj))
 
 
-def resources(child_selector: str | None = None, gang_scheduling: str = "",
-              apis: tuple[str, ...] = (GROUP,)) -> list[Resource]:
+def resources(
+    child_selector: str | None = None, gang_scheduling: str = "", apis: tuple[str, ...] = (GROUP,)
+) -> list[Resource]:
     """The MPIJobs of each API group of `apis` and every kind of child the reconcile module creates (PodGroups only
     with gang scheduling; they carry no labels, as Kubeflow's do not, so all of them are watched and mapped by owner).
     Raises ValueError for a group that is not an MPIJob API served here."""
@@ -270,8 +272,9 @@ class Watcher(threading.Thread):
         items: list[dict[str, Any]] = []
         cont: str | None = None
         while True:
-            resp = self._get({"labelSelector": self.resource.label_selector, "limit": self.page_size,
-                              "continue": cont}, timeout=60)
+            resp = self._get(
+                {"labelSelector": self.resource.label_selector, "limit": self.page_size, "continue": cont}, timeout=60
+            )
             try:
                 data = json.loads(resp.data)
             finally:
@@ -351,8 +354,12 @@ class Watcher(threading.Thread):
                     return
                 self.on_restart(self.resource.name, "error")
                 self.error_backoff = min(30.0, max(0.5, self.error_backoff * 2))
-                log.warning("watch failed: %s; retrying in %.1fs", exc, self.error_backoff,
-                            extra={"resource": self.resource.name})
+                log.warning(
+                    "watch failed: %s; retrying in %.1fs",
+                    exc,
+                    self.error_backoff,
+                    extra={"resource": self.resource.name},
+                )
                 if _is_unauthorized(exc):
                     log.error("the operator may not watch %s: check its RBAC", self.resource.name)
                 self._stop.wait(self.error_backoff)

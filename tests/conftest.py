@@ -1,5 +1,6 @@
 """Every test's setup: the checkout's collection for the ansible tools, and the tiers. pytest.ini's pythonpath makes the
 checkout (hack.lib, tests.support, mpijob_operator) and the collection (ansible_collections.mpi.operator) importable."""
+
 from __future__ import annotations
 
 import os
@@ -62,11 +63,13 @@ def suite_order(items: list[pytest.Item], building: set[str]) -> list[pytest.Ite
     names, and in a full run the next in-cluster install on the real node then got ErrImageNeverPull for the build's
     own tag (containerd 1.6's CRI; not root-caused yet), so nothing that installs from the build runs after them
     (hack/make/test.sh runs them in its serial phase, after every parallel one)."""
+
     def rank(item: pytest.Item) -> int:
         group = _group(item)
         return LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
 
     last = [i for i in items if i.nodeid.startswith("tests/e2e/test_image_archive.py")]
+
     def waits(item: pytest.Item) -> bool:
         return _needs(item) in building
 

@@ -5,6 +5,7 @@ mpijob_operator/runner.py's runner_env), or none at all. The caller's other clus
 K8S_AUTH_*) never leak in: a run reaches the cluster it was given, or none. Nor does PYTHONPATH: ansible finds the
 collection through ANSIBLE_COLLECTIONS_PATH and also scans sys.path for collections, so a run given another
 collections path (a built tarball's) would still find the checkout's through hack/make/env.sh's PYTHONPATH."""
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,9 @@ from hack.lib.paths import ROOT
 def ansible_env(kubeconfig: str | None = None, **extra: str) -> dict[str, str]:
     """This process's environment for an ansible tool run against the checkout; `extra` is set last (another tree's
     ANSIBLE_CONFIG, a K8S_AUTH_* setting a test is about...)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("K8S_AUTH_") and k not in ("KUBECONFIG", "PYTHONPATH")}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("K8S_AUTH_") and k not in ("KUBECONFIG", "PYTHONPATH")
+    }
     env.update(
         ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
         ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),

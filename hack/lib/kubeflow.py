@@ -2,6 +2,7 @@
 out of cluster against a cluster through a kubeconfig, watching one namespace and holding its leader election lease
 there. The differential tests (tests/integration/test_reconcile_kubeflow.py), the e2e timing runs and `make bench`
 (hack/experiments/bench/bench.py) all run it through this module."""
+
 from __future__ import annotations
 
 import os
@@ -60,10 +61,14 @@ class KubeflowProcess:
         while time.monotonic() < end:
             assert self.proc is not None
             if self.proc.poll() is not None:
-                hint = (f" (port {HEALTH_PORT} is taken: another Kubeflow MPI Operator runs on this machine)"
-                        if "address already in use" in self.logs() else "")
-                raise RuntimeError(f"the Kubeflow MPI Operator exited with {self.proc.returncode}{hint}:\n"
-                                   f"{self.logs()[-3000:]}")
+                hint = (
+                    f" (port {HEALTH_PORT} is taken: another Kubeflow MPI Operator runs on this machine)"
+                    if "address already in use" in self.logs()
+                    else ""
+                )
+                raise RuntimeError(
+                    f"the Kubeflow MPI Operator exited with {self.proc.returncode}{hint}:\n{self.logs()[-3000:]}"
+                )
             if "Started workers" in self.logs():
                 return
             time.sleep(0.2)

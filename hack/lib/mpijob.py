@@ -1,5 +1,6 @@
 """MPIJobs on a cluster: the one builder of a small MPIJob for the cluster tests and the bench, the collection's CRD
 installed, and the API calls on a job (create, get, patch, delete, its conditions)."""
+
 from __future__ import annotations
 
 import pathlib
@@ -52,9 +53,16 @@ def install_crd(api_client: Any, path: pathlib.Path = CRD) -> None:
             time.sleep(0.3)
 
 
-def new_mpijob(name: str, workers: int = 2, *, launcher_annotations: dict[str, str] | None = None,
-               worker_annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+def new_mpijob(
+    name: str,
+    workers: int = 2,
+    *,
+    launcher_annotations: dict[str, str] | None = None,
+    worker_annotations: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
     """A small MPIJob; `spec` keys are merged into .spec (runPolicy, launcherCreationPolicy ...)."""
+
     def template(role: str, annotations: dict[str, str] | None) -> dict[str, Any]:
         meta = {"annotations": annotations} if annotations else {}
         return {"metadata": meta, "spec": {"containers": [{"name": role, "image": "mpioperator/mpi-pi:openmpi"}]}}
@@ -83,14 +91,14 @@ def new_mpijob(name: str, workers: int = 2, *, launcher_annotations: dict[str, s
 def child_refs(name: str, workers: int) -> set[str]:
     """The children the operator makes for a job `name` of `workers` workers, as "Kind/name"."""
     return {f"Service/{name}", f"ConfigMap/{name}-config", f"Secret/{name}-ssh", f"Job/{name}-launcher"} | {
-        f"Pod/{name}-worker-{i}" for i in range(workers)}
+        f"Pod/{name}-worker-{i}" for i in range(workers)
+    }
 
 
 def create_mpijob(api_client: Any, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
     from kubernetes import client
 
-    return client.CustomObjectsApi(api_client).create_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURAL, body)
+    return client.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
 
 
 def get_mpijob(api_client: Any, namespace: str, name: str) -> dict[str, Any] | None:
@@ -98,8 +106,7 @@ def get_mpijob(api_client: Any, namespace: str, name: str) -> dict[str, Any] | N
     from kubernetes.client.exceptions import ApiException
 
     try:
-        return client.CustomObjectsApi(api_client).get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
-                                                                                name)
+        return client.CustomObjectsApi(api_client).get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
     except ApiException as exc:
         if exc.status == 404:
             return None
@@ -110,7 +117,8 @@ def patch_mpijob(api_client: Any, namespace: str, name: str, patch: dict[str, An
     from kubernetes import client
 
     return client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURAL, name, patch)
+        GROUP, VERSION, namespace, PLURAL, name, patch
+    )
 
 
 def delete_mpijob(api_client: Any, namespace: str, name: str) -> None:

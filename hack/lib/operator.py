@@ -1,5 +1,6 @@
 """The operator (`python -m mpijob_operator`) as a real process against a cluster, and what the tools read of a
 process tree in /proc."""
+
 from __future__ import annotations
 
 import contextlib
@@ -66,27 +67,49 @@ def cmdline(pid: int) -> str:
 class OperatorProcess:
     """One operator process; `metrics()` reads its /metrics, `logs()` its output so far."""
 
-    def __init__(self, kubeconfig: str, work_dir: pathlib.Path, args: list[str], name: str = "operator",
-                 root: pathlib.Path = ROOT):
+    def __init__(
+        self,
+        kubeconfig: str,
+        work_dir: pathlib.Path,
+        args: list[str],
+        name: str = "operator",
+        root: pathlib.Path = ROOT,
+    ):
         self.root = root  # the source tree it runs from (another release's, in the upgrade test)
         self.port = _free_port()
         self.log_path = work_dir / f"{name}-{self.port}.log"
-        self.args = ["--kubeconfig", kubeconfig, "--monitoring-port", str(self.port),
-                     "--work-dir", str(work_dir / f"runner-{self.port}"), "--log-level", "info", *args]
+        self.args = [
+            "--kubeconfig",
+            kubeconfig,
+            "--monitoring-port",
+            str(self.port),
+            "--work-dir",
+            str(work_dir / f"runner-{self.port}"),
+            "--log-level",
+            "info",
+            *args,
+        ]
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> OperatorProcess:
         env = dict(os.environ)
         # The one way (hack/make/env.sh), this tree first: another release's tree runs its own operator and collection.
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(self.root), str(self.root / ".collections"),
-                                                          env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(self.root), str(self.root / ".collections"), env.get("PYTHONPATH")])
+        )
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
         if self.root != ROOT:  # its runs use that tree's collection too
             env["ANSIBLE_COLLECTIONS_PATH"] = str(self.root / ".collections")
         with open(self.log_path, "ab") as out:
             # its own process group: kill_all() takes the runs in flight down with it, like a container dying
-            self.proc = subprocess.Popen([sys.executable, "-m", "mpijob_operator", *self.args], cwd=self.root,
-                                         stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "mpijob_operator", *self.args],
+                cwd=self.root,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
         return self
 
     def runs_in_flight(self) -> int:
@@ -140,8 +163,12 @@ class OperatorProcess:
         from prometheus_client.parser import text_string_to_metric_families
 
         _, text = self.get("/metrics")
-        return [s.value for family in text_string_to_metric_families(text) for s in family.samples
-                if s.name == name and all(s.labels.get(k) == v for k, v in (labels or {}).items())]
+        return [
+            s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == name and all(s.labels.get(k) == v for k, v in (labels or {}).items())
+        ]
 
     def idle(self) -> bool:
         """No job waits for a runner and every run it started has ended: what the events it received asked for, it
@@ -149,8 +176,10 @@ class OperatorProcess:
         (the queue gauge is refreshed at each scrape; a run is counted in batch_size when it starts, in runner_runs
         when it ends)."""
         started = self.metric("mpi_operator_batch_size_count") or 0
-        return self.metric("mpi_operator_queue_depth") == 0 and sum(
-            self.metric_values("mpi_operator_runner_runs_total")) == started
+        return (
+            self.metric("mpi_operator_queue_depth") == 0
+            and sum(self.metric_values("mpi_operator_runner_runs_total")) == started
+        )
 
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -1,5 +1,6 @@
 """Where the checkout is and this machine's cache: the hack/ scripts' $MPI_OPERATOR_CACHE (~/.cache/mpi-operator
 unless set), which holds the cluster's binaries and state, the images and the peers' builds."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Polling: the one way a tool or a test waits for the world to get somewhere."""
+
 from __future__ import annotations
 
 import time

@@ -5,6 +5,7 @@
 are looked up in the role's and playbook's files/ on a local connection, and `template` is rendered here with the
 task's variables and handed to the module as a YAML `definition`. A relative `src` found nowhere else is looked up
 in this collection last, so that its examples (`examples/v2beta1/pi.yaml`) run from the installed collection."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,14 @@ except ImportError:  # ansible-core 2.17, 2.18
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The Jinja2 settings a template dict may carry, as kubernetes.core.k8s's `template` takes them.
-TEMPLATE_SETTINGS = ("variable_start_string", "variable_end_string", "block_start_string", "block_end_string",
-                     "trim_blocks", "lstrip_blocks")
+TEMPLATE_SETTINGS = (
+    "variable_start_string",
+    "variable_end_string",
+    "block_start_string",
+    "block_end_string",
+    "trim_blocks",
+    "lstrip_blocks",
+)
 
 
 class ActionModule(ActionBase):
@@ -71,7 +78,9 @@ class ActionModule(ActionBase):
             raise AnsibleError("template: a path, or a dict with path (and Jinja2 settings), is required")
         unknown = sorted(set(template) - {"path", *TEMPLATE_SETTINGS})
         if unknown:
-            raise AnsibleError(f"template: unknown keys {', '.join(unknown)}; known: path, {', '.join(TEMPLATE_SETTINGS)}")
+            raise AnsibleError(
+                f"template: unknown keys {', '.join(unknown)}; known: path, {', '.join(TEMPLATE_SETTINGS)}"
+            )
         settings = {k: template[k] for k in TEMPLATE_SETTINGS if template.get(k) is not None}
         for key in ("trim_blocks", "lstrip_blocks"):
             if key in settings:
@@ -81,8 +90,9 @@ class ActionModule(ActionBase):
             text = f.read()
         if trust_as_template is not None:
             templar = self._templar.copy_with_new_env(available_variables=task_vars)
-            return templar.template(trust_as_template(text), preserve_trailing_newlines=True, escape_backslashes=False,
-                                    overrides=settings)
+            return templar.template(
+                trust_as_template(text), preserve_trailing_newlines=True, escape_backslashes=False, overrides=settings
+            )
         templar = self._templar.copy_with_new_env(**settings)
         templar.available_variables = task_vars
         return templar.do_template(text, preserve_trailing_newlines=True, escape_backslashes=False)

@@ -4,6 +4,7 @@
 """Controller side of mpi.operator.mpijob_sync: on a local connection, `src` entries and `kubeconfig` are looked up
 as mpi.operator.mpijob looks up its `src` (the role's and playbook's files/, then the playbook's directory), and a
 relative glob is taken from the playbook's directory."""
+
 from __future__ import annotations
 
 import os

@@ -8,6 +8,7 @@ Python loop (a module runs once per look: too slow for short polls, and an inclu
 hit its recursion limit). The loop and the predicate are the collection's own (module_utils/kube/jobs.py and
 mpijob/submit.py), the same as the mpijob module's `wait`.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timezone

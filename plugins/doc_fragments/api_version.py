@@ -2,6 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
 """The `api_version` option of the modules that name an existing MPIJob (mpijob, mpijob_info, mpijob_wait)."""
+
 from __future__ import annotations
 
 

@@ -2,6 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
 """The attributes of the modules that only read (mpijob_info, mpijob_wait, operator_rollout)."""
+
 from __future__ import annotations
 
 

@@ -4,6 +4,7 @@
 """Connection options shared by every mpi.operator module (module_utils/kube/auth.py AUTH_ARG_SPEC): the names, types,
 aliases and environment variables of kubernetes.core's k8s_auth_options, so one module_defaults block
 (group/mpi.operator.k8s) configures ours and kubernetes.core's."""
+
 from __future__ import annotations
 
 

@@ -5,6 +5,7 @@
 module_utils/kube/jobs.py's WAIT_ARG_SPEC declares them. A module that differs (mpijob_sync waits for fewer targets
 and looks less often, mpijob_wait takes fractions of a second and waits longer) says so in its own DOCUMENTATION,
 which ansible-core merges over this fragment option by option."""
+
 from __future__ import annotations
 
 

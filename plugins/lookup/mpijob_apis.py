@@ -3,6 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The MPIJob APIs this collection serves, from its API registry (module_utils/mpijob/apis): what the roles read
 instead of a list of their own."""
+
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -87,5 +88,6 @@ class LookupModule(LookupBase):
             raise AnsibleError(
                 f"{self.get_option('option')}: {', '.join(repr(u) for u in unknown)} "
                 f"{'is not an MPIJob API' if len(unknown) == 1 else 'are not MPIJob APIs'} served by mpi.operator "
-                f"(served: {', '.join(by_group)})")
+                f"(served: {', '.join(by_group)})"
+            )
         return [by_group[t] for t in terms]

@@ -3,6 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """What applying, pruning or deleting a set of Kubernetes objects changes. Pure: fed the objects as the API returns
 them, no I/O (plugins/modules/k8s_objects.py reads and writes them; this decides what to write and what it changed)."""
+
 from __future__ import annotations
 
 import re
@@ -20,7 +21,7 @@ def ref(obj: dict) -> tuple[str, str, str, str]:
 
 
 def label(obj: dict) -> str:
-    """"Kind namespace/name" (or "Kind name"): how a task names an object."""
+    """ "Kind namespace/name" (or "Kind name"): how a task names an object."""
     kind, namespace, name = ref(obj)[1:]
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
 
@@ -32,9 +33,15 @@ def invalid(definitions: list[Any]) -> list[str]:
         if not isinstance(obj, dict):
             errors.append(f"definitions[{index}]: an object (a dict) is needed, got {type(obj).__name__}")
             continue
-        missing = [field for field, value in (("apiVersion", obj.get("apiVersion")), ("kind", obj.get("kind")),
-                                              ("metadata.name", (obj.get("metadata") or {}).get("name")))
-                   if not value]
+        missing = [
+            field
+            for field, value in (
+                ("apiVersion", obj.get("apiVersion")),
+                ("kind", obj.get("kind")),
+                ("metadata.name", (obj.get("metadata") or {}).get("name")),
+            )
+            if not value
+        ]
         if missing:
             errors.append(f"definitions[{index}]: {', '.join(missing)} missing")
     return errors
@@ -121,13 +128,17 @@ def invalid_metadata(option: str, values: dict, label_values: bool) -> list[str]
     for key, value in values.items():
         where = f"{option}[{key!r}]"
         if not _KEY.match(str(key)) or len(str(key).rpartition("/")[0]) > 253:
-            errors.append(f"{where}: not a valid key (an optional DNS-subdomain prefix and '/', then at most 63 "
-                          f"letters, digits, '-', '_' or '.', beginning and ending with a letter or digit)")
+            errors.append(
+                f"{where}: not a valid key (an optional DNS-subdomain prefix and '/', then at most 63 "
+                f"letters, digits, '-', '_' or '.', beginning and ending with a letter or digit)"
+            )
         elif not isinstance(value, str):
             errors.append(f"{where}: the value must be a string, got {type(value).__name__} {value!r} (quote it)")
         elif label_values and not _LABEL_VALUE.match(value):
-            errors.append(f"{where}: {value!r} is not a valid label value (at most 63 letters, digits, '-', '_' or "
-                          f"'.', beginning and ending with a letter or digit, or empty)")
+            errors.append(
+                f"{where}: {value!r} is not a valid label value (at most 63 letters, digits, '-', '_' or "
+                f"'.', beginning and ending with a letter or digit, or empty)"
+            )
     return errors
 
 

@@ -9,6 +9,7 @@ the batch's result (JSON) back before it closes, then connects again for the nex
 belongs to the run: anything else and the operator runs the batch elsewhere, so a warm run that dies or ends never
 loses one (an acknowledged batch without a result is retried, as a failed run's is). Standard library only (it runs
 in the module)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -108,8 +109,14 @@ class Handoff:
         except (OSError, ValueError):  # closed
             return False
 
-    def give(self, jobs: list[dict], ready_within: float, alive: Callable[[], bool], result_within: float,
-             ack_within: float = 10.0) -> tuple[bool, dict[str, Any] | None]:
+    def give(
+        self,
+        jobs: list[dict],
+        ready_within: float,
+        alive: Callable[[], bool],
+        result_within: float,
+        ack_within: float = 10.0,
+    ) -> tuple[bool, dict[str, Any] | None]:
         """Hands `jobs` to a waiting slot: (taken, its result). Not taken (the module never acknowledged them: the
         batch is still the caller's) when no slot was ready within `ready_within` seconds while `alive()` (its run
         has not ended). Taken without a result when the module went away or took longer than `result_within`."""

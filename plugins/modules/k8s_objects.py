@@ -159,8 +159,12 @@ WAIT_POLL = 0.5
 
 
 def argspec() -> dict:
-    prune = dict(api_version=dict(type="str", required=True), kind=dict(type="str", required=True),
-                 namespace=dict(type="str"), selector=dict(type="str", required=True))
+    prune = dict(
+        api_version=dict(type="str", required=True),
+        kind=dict(type="str", required=True),
+        namespace=dict(type="str"),
+        selector=dict(type="str", required=True),
+    )
     spec = dict(
         state=dict(type="str", choices=["present", "absent"], default="present"),
         definitions=dict(type="list", elements="dict", default=[]),
@@ -195,8 +199,10 @@ def apply(rest: Rest, kinds: Kinds, obj: dict, p: dict, check: bool) -> tuple[di
         if exc.status == 404 and check and before is None:
             return None, obj  # its namespace is new in this same dry run: it would be created as given
         if exc.status == 409:
-            raise JobError(f"cannot apply {O.label(obj)}: {exc.message} (another field manager owns these fields; "
-                           f"force_conflicts=true takes them over)") from exc
+            raise JobError(
+                f"cannot apply {O.label(obj)}: {exc.message} (another field manager owns these fields; "
+                f"force_conflicts=true takes them over)"
+            ) from exc
         raise failure(obj, "apply", exc) from exc
     return before, after
 
@@ -231,8 +237,11 @@ def wait_until(rest: Rest, paths: list[tuple[str, dict]], done, timeout: int, no
 
 def task(module, rest: Rest) -> dict:
     p, check = module.params, module.check_mode
-    errors = (O.invalid(p["definitions"]) + O.invalid_metadata("common_labels", p["common_labels"], True)
-              + O.invalid_metadata("common_annotations", p["common_annotations"], False))
+    errors = (
+        O.invalid(p["definitions"])
+        + O.invalid_metadata("common_labels", p["common_labels"], True)
+        + O.invalid_metadata("common_annotations", p["common_annotations"], False)
+    )
     if errors:
         raise SubmitError("; ".join(errors))
     definitions = [O.with_common_metadata(obj, p["common_labels"], p["common_annotations"]) for obj in p["definitions"]]
@@ -259,8 +268,12 @@ def task(module, rest: Rest) -> dict:
             before, after = apply(rest, kinds, obj, p, check)
             if obj.get("kind") == "CustomResourceDefinition" and not O.established(after):
                 crds.append((kinds.path(obj), obj))
-            record(obj, "created" if before is None else "updated" if O.changed(before, after) else "unchanged",
-                   before, after)
+            record(
+                obj,
+                "created" if before is None else "updated" if O.changed(before, after) else "unchanged",
+                before,
+                after,
+            )
         else:
             remove(obj, kinds.path(obj))
     keep = definitions if p["state"] == "present" else []

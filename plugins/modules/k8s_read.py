@@ -113,8 +113,13 @@ from ..module_utils.mpijob.errors import ApiError, JobError  # noqa: E402
 
 
 def argspec() -> dict:
-    query = dict(api_version=dict(type="str", required=True), kind=dict(type="str", required=True),
-                 name=dict(type="str"), namespace=dict(type="str"), selector=dict(type="str"))
+    query = dict(
+        api_version=dict(type="str", required=True),
+        kind=dict(type="str", required=True),
+        name=dict(type="str"),
+        namespace=dict(type="str"),
+        selector=dict(type="str"),
+    )
     spec = dict(queries=dict(type="list", elements="dict", default=[], options=query))
     spec.update({k: dict(v) for k, v in AUTH_ARG_SPEC.items()})
     return spec
@@ -124,8 +129,9 @@ def read(rest: Rest, kinds: Kinds, q: dict) -> dict:
     api_version, kind = q["api_version"], q["kind"]
     name, namespace, selector = q.get("name") or "", q.get("namespace") or "", q.get("selector") or ""
     found = kinds.find(api_version, kind)
-    entry = dict(api_version=api_version, kind=kind, name=name, namespace=namespace, served=found is not None,
-                 resources=[])
+    entry = dict(
+        api_version=api_version, kind=kind, name=name, namespace=namespace, served=found is not None, resources=[]
+    )
     if found is None:
         return entry
     plural, namespaced = found
@@ -136,7 +142,9 @@ def read(rest: Rest, kinds: Kinds, q: dict) -> dict:
             fields = f"metadata.name={name}" if name else ""
             items = rest.list(O.path(api_version, plural, namespaced, namespace), selector, fields)
     except ApiError as exc:
-        raise JobError(f"cannot read {kind} {'/'.join(filter(None, (namespace, name)))} ({api_version}): {exc}") from exc
+        raise JobError(
+            f"cannot read {kind} {'/'.join(filter(None, (namespace, name)))} ({api_version}): {exc}"
+        ) from exc
     entry["resources"] = O.found(items, api_version, kind)
     return entry
 
@@ -147,8 +155,11 @@ def task(module, rest: Rest) -> dict:
     except ApiError as exc:
         raise JobError(f"cannot read the server version: {exc}") from exc
     kinds = Kinds(rest)
-    return {"changed": False, "server_version": version,
-            "results": [read(rest, kinds, q) for q in module.params["queries"]]}
+    return {
+        "changed": False,
+        "server_version": version,
+        "results": [read(rest, kinds, q) for q in module.params["queries"]],
+    }
 
 
 def main() -> None:

@@ -226,11 +226,15 @@ from ..module_utils.warm import serve_batches  # noqa: E402
 
 def argspec() -> dict:
     spec = dict(
-        jobs=dict(type="list", elements="dict", options=dict(
-            namespace=dict(type="str", required=True),
-            name=dict(type="str", required=True),
-            api_version=dict(type="str"),
-        )),
+        jobs=dict(
+            type="list",
+            elements="dict",
+            options=dict(
+                namespace=dict(type="str", required=True),
+                name=dict(type="str", required=True),
+                api_version=dict(type="str"),
+            ),
+        ),
         gang_scheduling=dict(type="str", default=""),
         cluster_domain=dict(type="str", default=""),
         kubectl_delivery_image=dict(type="str", default=""),
@@ -263,8 +267,9 @@ def task(module, rest: Rest) -> dict:
         changed.append(result["changed"])
         return dict(result, api_calls=own.calls)
 
-    served = serve_batches(module.params["batch_from"], module.params["batch_slots"],
-                           started + module.params["batch_timeout"], handle)
+    served = serve_batches(
+        module.params["batch_from"], module.params["batch_slots"], started + module.params["batch_timeout"], handle
+    )
     return {"changed": any(changed), "jobs": [], "batch": "served", "batches": served}
 
 
@@ -275,10 +280,12 @@ def reconcile_jobs(module, rest: Rest, batch: list[dict]) -> dict:
                 storage_api_version(job["api_version"])
             except ValueError as exc:
                 raise MPIJobError(f"jobs[{i}].api_version: {exc}") from exc
-    opts = Options(cluster_domain=module.params["cluster_domain"].strip("."),
-                   gang_scheduling=module.params["gang_scheduling"],
-                   kubectl_delivery_image=module.params["kubectl_delivery_image"],
-                   cleanup_later=module.params["cleanup_later"])
+    opts = Options(
+        cluster_domain=module.params["cluster_domain"].strip("."),
+        gang_scheduling=module.params["gang_scheduling"],
+        kubectl_delivery_image=module.params["kubectl_delivery_image"],
+        cleanup_later=module.params["cleanup_later"],
+    )
     results = reconcile_batch(rest, batch, opts, check_mode=module.check_mode)
     jobs = [r.as_dict() for r in results]
     changed = any(a["action"] != "event" for j in jobs for a in j["actions"])
@@ -292,8 +299,13 @@ def warm_up() -> None:
 
 
 def main() -> None:
-    run_module(argspec(), task, supports_check_mode=True, required_one_of=[("jobs", "batch_from")],
-               mutually_exclusive=[("jobs", "batch_from")])
+    run_module(
+        argspec(),
+        task,
+        supports_check_mode=True,
+        required_one_of=[("jobs", "batch_from")],
+        mutually_exclusive=[("jobs", "batch_from")],
+    )
 
 
 if __name__ == "__main__":

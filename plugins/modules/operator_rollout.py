@@ -117,8 +117,12 @@ def look(rest, namespace: str, name: str) -> tuple[dict | None, list[dict], list
     labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
     pods = rest.list(collection("v1", "Pod", namespace), selector)
-    events = rest.request("GET", collection("v1", "Event", namespace),
-                          query={"fieldSelector": "involvedObject.kind=Pod"}).get("items") or []
+    events = (
+        rest.request(
+            "GET", collection("v1", "Event", namespace), query={"fieldSelector": "involvedObject.kind=Pod"}
+        ).get("items")
+        or []
+    )
     return deployment, pods, events
 
 
@@ -172,8 +176,15 @@ def task(module, rest: Rest) -> dict:
         tail = log_tail(rest, p["namespace"], verdict, p["log_lines"])
     except ApiError as exc:
         raise JobError(f"cannot read the operator Deployment {p['namespace']}/{p['name']}: {exc.message}") from exc
-    raise JobError(verdict.message(tail), state="failed", reason=verdict.summary, pod=verdict.pod,
-                   events=verdict.events, log=tail.splitlines(), elapsed=elapsed)
+    raise JobError(
+        verdict.message(tail),
+        state="failed",
+        reason=verdict.summary,
+        pod=verdict.pod,
+        events=verdict.events,
+        log=tail.splitlines(),
+        elapsed=elapsed,
+    )
 
 
 def main() -> None:

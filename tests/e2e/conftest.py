@@ -32,7 +32,9 @@ NODE_NAME = os.environ.get("MPI_REAL_NODE_NAME", "mpi-real-node")
 # Overridable so that two runs on the shared cluster do not install into (and uninstall from) the same namespaces;
 # each pytest-xdist worker that runs e2e tests installs its own operator, into namespaces named after the worker.
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
-OPERATOR_NAMESPACE = os.environ.get("MPI_E2E_OPERATOR_NAMESPACE", "mpi-operator-e2e" + (f"-{_WORKER}" if _WORKER else ""))
+OPERATOR_NAMESPACE = os.environ.get(
+    "MPI_E2E_OPERATOR_NAMESPACE", "mpi-operator-e2e" + (f"-{_WORKER}" if _WORKER else "")
+)
 JOBS_NAMESPACE = os.environ.get("MPI_E2E_NAMESPACE", "mpi-e2e" + (f"-{_WORKER}" if _WORKER else ""))
 JOB_TIMEOUT_S = float(os.environ.get("MPI_E2E_JOB_TIMEOUT", "240"))
 GROUP = "kubeflow.org"
@@ -51,7 +53,9 @@ def real_node_missing(api: client.ApiClient) -> str | None:
         node = client.CoreV1Api(api).read_node(NODE_NAME, _request_timeout=5)
     except ApiException as err:
         if err.status == 404:
-            return f"no node {NODE_NAME}: `make cluster-up` brings it up where the machine allows (MPI_CLUSTER_REAL_NODE)"
+            return (
+                f"no node {NODE_NAME}: `make cluster-up` brings it up where the machine allows (MPI_CLUSTER_REAL_NODE)"
+            )
         return f"cannot read node {NODE_NAME}: {err.reason}"
     except Exception as err:  # any connection failure means: no cluster
         return f"no reachable cluster at {kubeconfig_path()}: {err.__class__.__name__}"
@@ -79,8 +83,12 @@ def api() -> client.ApiClient:
 
 
 def _playbook(name: str, install_vars: dict, tmp: pathlib.Path) -> None:
-    run_playbook(ROOT / "playbooks" / name, ansible_env(kubeconfig_path()), variables=install_vars,
-                 vars_file=tmp / f"{name}.json").expect_ok()
+    run_playbook(
+        ROOT / "playbooks" / name,
+        ansible_env(kubeconfig_path()),
+        variables=install_vars,
+        vars_file=tmp / f"{name}.json",
+    ).expect_ok()
 
 
 def operator_image() -> tuple[str, str]:
@@ -101,6 +109,7 @@ def pin_local_images(job: dict, built: dict[str, str]) -> None:
     """Points the job's `localhost/mpi-<name>:local` images at `localhost/mpi-<name>:<recipe hash>`, the build of this
     checkout's recipe: every checkout on the machine imports its own build under `:local`, so the tag can change under
     a running suite (a Debian 12 MPICH image came back that way in the middle of 20 runs); the hash tag cannot."""
+
     def visit(node: object) -> None:
         if isinstance(node, dict):
             image = node.get("image")
@@ -215,8 +224,9 @@ class Jobs:
         self.created.append((version, name))
         return version, name
 
-    def wait(self, version: str, name: str, started: float, timeout: float = JOB_TIMEOUT_S,
-             timed: bool = False) -> FinishedJob:
+    def wait(
+        self, version: str, name: str, started: float, timeout: float = JOB_TIMEOUT_S, timed: bool = False
+    ) -> FinishedJob:
         """Waits until the job succeeded or failed, at most `timeout` seconds after `started` (monotonic)."""
         launcher_running = None
         while True:
@@ -227,8 +237,9 @@ class Jobs:
             if conditions.get("Succeeded") == "True" or conditions.get("Failed") == "True":
                 break
             if time.monotonic() - started > timeout:
-                raise AssertionError(f"MPIJob {name} did not finish in {timeout:.0f} s: {current.get('status')}\n"
-                                     f"{self.describe(name)}")
+                raise AssertionError(
+                    f"MPIJob {name} did not finish in {timeout:.0f} s: {current.get('status')}\n{self.describe(name)}"
+                )
             time.sleep(0.25)
         seconds = time.monotonic() - started
         log, code = self.launcher(name)
@@ -279,8 +290,9 @@ class Jobs:
     def delete_all(self) -> None:
         for version, name in self.created:
             try:
-                self.custom.delete_namespaced_custom_object(GROUP, version, self.namespace, "mpijobs", name,
-                                                            propagation_policy="Background")
+                self.custom.delete_namespaced_custom_object(
+                    GROUP, version, self.namespace, "mpijobs", name, propagation_policy="Background"
+                )
             except ApiException as err:
                 if err.status != 404:
                     raise

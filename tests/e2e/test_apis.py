@@ -66,8 +66,10 @@ class ApiJobs:
         end = time.monotonic() + timeout
         while (phase := self.phase(name)) not in phases:
             if time.monotonic() > end:
-                raise AssertionError(f"{name} is {phase}, not {'/'.join(phases)} after {timeout:.0f} s: "
-                                     f"{self.get(name).get('status')}\n{self.jobs.describe(name)}")
+                raise AssertionError(
+                    f"{name} is {phase}, not {'/'.join(phases)} after {timeout:.0f} s: "
+                    f"{self.get(name).get('status')}\n{self.jobs.describe(name)}"
+                )
             time.sleep(0.5)
         return phase
 
@@ -83,14 +85,23 @@ class ApiJobs:
     def exec(self, pod: str, *command: str) -> str:
         from kubernetes.stream import stream
 
-        return stream(self.core.connect_get_namespaced_pod_exec, pod, JOBS_NAMESPACE, command=list(command),
-                      stderr=True, stdin=False, stdout=True, tty=False)
+        return stream(
+            self.core.connect_get_namespaced_pod_exec,
+            pod,
+            JOBS_NAMESPACE,
+            command=list(command),
+            stderr=True,
+            stdin=False,
+            stdout=True,
+            tty=False,
+        )
 
     def delete_all(self) -> None:
         for name in self.created:
             try:
-                self.custom.delete_namespaced_custom_object(self.group, self.version, JOBS_NAMESPACE, "mpijobs", name,
-                                                            propagation_policy="Background")
+                self.custom.delete_namespaced_custom_object(
+                    self.group, self.version, JOBS_NAMESPACE, "mpijobs", name, propagation_policy="Background"
+                )
             except ApiException as err:
                 if err.status != 404:
                     raise
@@ -148,8 +159,12 @@ def test_debug_mode_leaves_both_roles_up_without_training(t9k: ApiJobs) -> None:
     for worker in t9k.pods(name)["worker"]:
         procs = t9k.exec(worker.metadata.name, "sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '")
         assert "sshd" in procs and "random_walk" not in procs, procs
-    tried = t9k.exec(launcher.metadata.name, "sh", "-c",
-                     "cd /usr/local/code && /usr/local/bin/mpirun --allow-run-as-root -N 1 ./random_walk 20 40 2")
+    tried = t9k.exec(
+        launcher.metadata.name,
+        "sh",
+        "-c",
+        "cd /usr/local/code && /usr/local/bin/mpirun --allow-run-as-root -N 1 ./random_walk 20 40 2",
+    )
     assert "random walk done: 4 of 4 walkers finished" in tried, tried  # the environment works by hand
     time.sleep(5)
     assert t9k.phase(name) == "Running"  # debug mode never ends by itself
@@ -184,8 +199,12 @@ def bdap(api: client.ApiClient, jobs: Jobs) -> Any:
 
 
 def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["kubectl", "--kubeconfig", kubeconfig_path(), "-n", JOBS_NAMESPACE, *args],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["kubectl", "--kubeconfig", kubeconfig_path(), "-n", JOBS_NAMESPACE, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @pytest.mark.needs_build("horovod")
@@ -198,8 +217,12 @@ def test_bdap_horovodrun_over_kubectl_exec_and_kubectl_logs_of_the_launcher(bdap
     name = bdap.start(job)
     phase = bdap.wait_phase(name, "Succeeded", "Failed", timeout=TIMEOUT_S + 60)
     logs = kubectl("logs", f"{name}-launcher")
-    assert phase == "Succeeded" and logs.returncode == 0, (bdap.get(name).get("status"), logs.stdout[-6000:],
-                                                           logs.stderr, bdap.jobs.describe(name))
+    assert phase == "Succeeded" and logs.returncode == 0, (
+        bdap.get(name).get("status"),
+        logs.stdout[-6000:],
+        logs.stderr,
+        bdap.jobs.describe(name),
+    )
     # horovodrun's mpirun tags each rank's line: "[1,<rank>]<stdout>:rank R of 2 on host H".
     # mpirun tags each chunk of a rank's output, and over `kubectl exec` a line's newline may come in a chunk of its
     # own: "...on host <worker-1>[1,1]<stdout>:" then a line break (seen once in CI). A host name has no "[".

@@ -23,10 +23,15 @@ from tests.support.paths import ROOT
 
 # Part of `make e2e` and `make test` (about 9 minutes for the two); MPI_E2E_ELASTIC=0 leaves them out. The first
 # build of the image compiles Horovod (433-464 s, once).
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(3600),
-              pytest.mark.skipif(os.environ.get("MPI_E2E_ELASTIC") == "0",
-                                 reason="MPI_E2E_ELASTIC=0: the elastic Horovod e2e tests are left out"),
-              pytest.mark.xdist_group("e2e-elastic")]  # its own worker and operator: 10 minutes beside the other e2e tests
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.timeout(3600),
+    pytest.mark.skipif(
+        os.environ.get("MPI_E2E_ELASTIC") == "0", reason="MPI_E2E_ELASTIC=0: the elastic Horovod e2e tests are left out"
+    ),
+    pytest.mark.xdist_group("e2e-elastic"),
+]  # its own worker and operator: 10 minutes beside the other e2e tests
 
 EXAMPLE = ROOT / "examples/local/horovod-elastic.yaml"
 # What elastic_train.py's rank 0 prints when training (re)starts, and at the end.
@@ -43,8 +48,12 @@ JOB_TIMEOUT_S = 1200.0
 def horovod_image() -> str:
     """Builds (cached: the Horovod wheel and the image) and imports localhost/mpi-horovod:local."""
     started = time.monotonic()
-    out = subprocess.run(["nice", "bash", str(ROOT / "hack/build/images/build.sh"), "--print", "horovod"],
-                         check=True, stdout=subprocess.PIPE, text=True).stdout.split()
+    out = subprocess.run(
+        ["nice", "bash", str(ROOT / "hack/build/images/build.sh"), "--print", "horovod"],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    ).stdout.split()
     print(f"\n{out[0]} ready in {time.monotonic() - started:.0f} s")
     return out[0]
 
@@ -63,8 +72,12 @@ def elastic_job(image: str) -> dict:
 
 
 def kubectl(*args: str) -> str:
-    proc = subprocess.run(["kubectl", "--kubeconfig", kubeconfig_path(), "-n", JOBS_NAMESPACE, *args],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        ["kubectl", "--kubeconfig", kubeconfig_path(), "-n", JOBS_NAMESPACE, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -82,7 +95,9 @@ class Resizes:
     def __init__(self, jobs: Jobs, version: str, name: str) -> None:
         self.jobs, self.version, self.name = jobs, version, name
         self.seen, self.after = 0, 0  # world-size lines seen so far, and where the last one ends
-        self.longest = ""  # the longest launcher log seen: a restarted or deleted launcher container takes its log along
+        self.longest = (
+            ""  # the longest launcher log seen: a restarted or deleted launcher container takes its log along
+        )
 
     def failed(self) -> bool:
         job = self.jobs.custom.get_namespaced_custom_object(GROUP, self.version, JOBS_NAMESPACE, "mpijobs", self.name)
@@ -90,8 +105,9 @@ class Resizes:
 
     def next_world(self, size: int, timeout: float = RESIZE_TIMEOUT_S) -> list[str]:
         """Waits for a restart with `size` ranks reported after the last one seen; returns the ranks' hosts."""
+
         def find(log: str) -> list[str] | None:
-            for match in list(WORLD.finditer(log))[self.seen:]:
+            for match in list(WORLD.finditer(log))[self.seen :]:
                 self.seen, self.after = self.seen + 1, match.end()
                 if int(match[1]) == size:
                     return match[4].split()
@@ -102,9 +118,11 @@ class Resizes:
     def epoch_done(self, size: int, timeout: float = RESIZE_TIMEOUT_S) -> None:
         """Waits for a whole epoch trained at `size` ranks since the last restart seen: resizing sooner (a restart at
         an epoch's start, a quick operator) would leave no epoch at that size for check_resized_run to find."""
-        self.wait_for(f"an epoch done at world size {size}",
-                      lambda log: next((m for m in EPOCH.finditer(log, self.after) if int(m[2]) == size), None),
-                      timeout)
+        self.wait_for(
+            f"an epoch done at world size {size}",
+            lambda log: next((m for m in EPOCH.finditer(log, self.after) if int(m[2]) == size), None),
+            timeout,
+        )
 
     def wait_for(self, what: str, find: Callable[[str], T | None], timeout: float) -> T:
         """Polls the launcher log until find() returns something; fails early once the job finished or failed."""
@@ -119,8 +137,10 @@ class Resizes:
             if FINISHED.search(log) or self.failed():
                 break
             time.sleep(2)
-        raise AssertionError(f"no {what} in the launcher log of {self.name} in time:\n{log[-4000:]}\n"
-                             f"{self.jobs.describe(self.name)}\nthe longest launcher log seen:\n{self.longest[-20000:]}")
+        raise AssertionError(
+            f"no {what} in the launcher log of {self.name} in time:\n{log[-4000:]}\n"
+            f"{self.jobs.describe(self.name)}\nthe longest launcher log seen:\n{self.longest[-20000:]}"
+        )
 
 
 def check_resized_run(done: FinishedJob) -> None:
@@ -144,13 +164,20 @@ def diagnostics(name: str) -> str:
     horovodrun's and every rank's output), `kubectl describe` of the job and its pods, and the namespace's events."""
     selector = f"training.kubeflow.org/job-name={name}"
     parts = []
-    for command in (["get", "pods", "-l", selector, "-o", "wide"], ["describe", "mpijobs.kubeflow.org", name],
-                    ["describe", "pods", "-l", selector], ["logs", "-l", selector, "--all-containers", "--prefix",
-                                                           "--tail", "-1", "--max-log-requests", "10"],
-                    ["logs", "-l", selector, "--all-containers", "--prefix", "--previous", "--tail", "-1"],
-                    ["get", "events", "--sort-by", ".lastTimestamp"]):
-        proc = subprocess.run(["kubectl", "--kubeconfig", kubeconfig_path(), "-n", JOBS_NAMESPACE, *command],
-                              capture_output=True, text=True, timeout=60)
+    for command in (
+        ["get", "pods", "-l", selector, "-o", "wide"],
+        ["describe", "mpijobs.kubeflow.org", name],
+        ["describe", "pods", "-l", selector],
+        ["logs", "-l", selector, "--all-containers", "--prefix", "--tail", "-1", "--max-log-requests", "10"],
+        ["logs", "-l", selector, "--all-containers", "--prefix", "--previous", "--tail", "-1"],
+        ["get", "events", "--sort-by", ".lastTimestamp"],
+    ):
+        proc = subprocess.run(
+            ["kubectl", "--kubeconfig", kubeconfig_path(), "-n", JOBS_NAMESPACE, *command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         parts.append(f"$ kubectl {' '.join(command)}\n{proc.stdout}{proc.stderr}")
     return "\n".join(parts)
 

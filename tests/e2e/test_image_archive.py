@@ -47,8 +47,9 @@ def sha256(data: bytes) -> str:
 
 def make_image_archive(image: str, archive: str) -> str:
     env = {**os.environ, "IMAGE": image, "IMAGE_ARCHIVE": archive}
-    proc = subprocess.run(["make", "-s", "image-archive"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=1800)
+    proc = subprocess.run(
+        ["make", "-s", "image-archive"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stderr
 
@@ -57,9 +58,24 @@ def kind_load(archive: str) -> subprocess.CompletedProcess[str]:
     """What `kind load image-archive` does on each node (sigs.k8s.io/kind pkg/cluster/nodeutils LoadImageArchive):
     the archive on stdin of `ctr --namespace=k8s.io images import --all-platforms --digests --snapshotter=...`."""
     with open(archive, "rb") as stdin:
-        return subprocess.run(["ctr", "--address", CONTAINERD_SOCK, "--namespace=k8s.io", "images", "import",
-                               "--all-platforms", "--digests", "--snapshotter=overlayfs", "-"],
-                              stdin=stdin, capture_output=True, text=True, timeout=600)
+        return subprocess.run(
+            [
+                "ctr",
+                "--address",
+                CONTAINERD_SOCK,
+                "--namespace=k8s.io",
+                "images",
+                "import",
+                "--all-platforms",
+                "--digests",
+                "--snapshotter=overlayfs",
+                "-",
+            ],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +92,9 @@ def operator_archive(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str
     return image, archive
 
 
-def test_image_archive_loads_into_containerd_and_install_runs_it(api: client.ApiClient, tmp_path,
-                                                                 operator_archive: tuple[str, str]) -> None:
+def test_image_archive_loads_into_containerd_and_install_runs_it(
+    api: client.ApiClient, tmp_path, operator_archive: tuple[str, str]
+) -> None:
     image, archive = operator_archive
     tag = image.rsplit(":", 1)[1]
 
@@ -98,16 +115,23 @@ def test_image_archive_loads_into_containerd_and_install_runs_it(api: client.Api
         assert inspected.returncode == 0, inspected.stderr
         seen = json.loads(inspected.stdout)
         assert (seen["Os"], seen["Architecture"]) == ("linux", "amd64"), seen
-        copied = subprocess.run(["skopeo", "copy", f"docker-archive:{archive}", f"oci:{tmp_path / 'oci'}:{tag}"],
-                                capture_output=True, text=True, timeout=600)
+        copied = subprocess.run(
+            ["skopeo", "copy", f"docker-archive:{archive}", f"oci:{tmp_path / 'oci'}:{tag}"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert copied.returncode == 0, copied.stderr
 
     started = time.monotonic()
     loaded = kind_load(archive)
     assert loaded.returncode == 0, loaded.stderr
     print(f"\nimported {image} into containerd in {time.monotonic() - started:.1f} s")
-    listed = subprocess.run(["ctr", "--address", CONTAINERD_SOCK, "-n", "k8s.io", "images", "ls", "-q", f"name=={image}"],
-                            capture_output=True, text=True)
+    listed = subprocess.run(
+        ["ctr", "--address", CONTAINERD_SOCK, "-n", "k8s.io", "images", "ls", "-q", f"name=={image}"],
+        capture_output=True,
+        text=True,
+    )
     assert listed.stdout.split() == [image], listed.stdout + listed.stderr
 
     pod = install_and_check(api, tmp_path, image, "Never")
@@ -156,8 +180,13 @@ def install_and_check(api: client.ApiClient, tmp_path, image: str, pull_policy: 
         assert status.ready and status.restart_count == 0, status
         # Ready does not wait for the lease (a standby replica is Ready too): leading follows within seconds.
         coordination = client.CoordinationV1Api(api)
-        wait_until(lambda: (coordination.read_namespaced_lease("mpi-operator", OPERATOR_NAMESPACE).spec.holder_identity
-                          or "").startswith(pod.metadata.name), 60, what="the operator pod to hold the Lease")
+        wait_until(
+            lambda: (
+                coordination.read_namespaced_lease("mpi-operator", OPERATOR_NAMESPACE).spec.holder_identity or ""
+            ).startswith(pod.metadata.name),
+            60,
+            what="the operator pod to hold the Lease",
+        )
         if not submit:
             return pod
         # And it runs jobs: submit.yml waits until the job Succeeded (it fails the play otherwise).
@@ -166,8 +195,9 @@ def install_and_check(api: client.ApiClient, tmp_path, image: str, pull_policy: 
         pin_local_images(job, BUILT_IMAGES)  # this checkout's MPI image build, as the other e2e tests run
         manifest = tmp_path / "pi-openmpi4.yaml"
         manifest.write_text(yaml.safe_dump(job))
-        _playbook("submit.yml", {"mpijob_src": str(manifest), "mpijob_namespace": watch,
-                                 "mpijob_wait_timeout": 300}, tmp_path)
+        _playbook(
+            "submit.yml", {"mpijob_src": str(manifest), "mpijob_namespace": watch, "mpijob_wait_timeout": 300}, tmp_path
+        )
         print(f"pi-openmpi4 submitted and Succeeded in {time.monotonic() - started:.1f} s")
         return pod
     finally:
@@ -177,8 +207,9 @@ def install_and_check(api: client.ApiClient, tmp_path, image: str, pull_policy: 
         core.delete_namespace(watch)
 
 
-def test_image_pushed_to_a_registry_is_pulled_by_the_kubelet(api: client.ApiClient, tmp_path,
-                                                            operator_archive: tuple[str, str]) -> None:
+def test_image_pushed_to_a_registry_is_pulled_by_the_kubelet(
+    api: client.ApiClient, tmp_path, operator_archive: tuple[str, str]
+) -> None:
     # Debian's docker-registry (distribution 2.8): nothing to compile (building distribution v3 from the Go module
     # proxy cost a cold run about 190 CPU-seconds).
     binary = deb_program("docker-registry", "docker-registry")
@@ -187,8 +218,10 @@ def test_image_pushed_to_a_registry_is_pulled_by_the_kubelet(api: client.ApiClie
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     config = tmp_path / "registry.yml"
-    config.write_text(f"version: 0.1\nstorage: {{filesystem: {{rootdirectory: {tmp_path / 'data'}}}}}\n"
-                      f"http: {{addr: '127.0.0.1:{port}'}}\nlog: {{level: error}}\n")
+    config.write_text(
+        f"version: 0.1\nstorage: {{filesystem: {{rootdirectory: {tmp_path / 'data'}}}}}\n"
+        f"http: {{addr: '127.0.0.1:{port}'}}\nlog: {{level: error}}\n"
+    )
     registry = subprocess.Popen([binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     image = f"127.0.0.1:{port}/team/mpi-operator:push-{uuid.uuid4().hex[:8]}"
 
@@ -204,13 +237,23 @@ def test_image_pushed_to_a_registry_is_pulled_by_the_kubelet(api: client.ApiClie
     try:
         wait_until(listening, 60, what="the registry to listen")
         archive = operator_archive[1]
-        pushed = subprocess.run(["skopeo", "copy", "--dest-tls-verify=false", f"docker-archive:{archive}",
-                                 f"docker://{image}"], capture_output=True, text=True, timeout=900)
+        pushed = subprocess.run(
+            ["skopeo", "copy", "--dest-tls-verify=false", f"docker-archive:{archive}", f"docker://{image}"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert pushed.returncode == 0, pushed.stderr
         # Always: the kubelet asks the registry, whatever containerd holds.
         pod = install_and_check(api, tmp_path, image, "Always", submit=False)
-        digest = json.loads(subprocess.run(["skopeo", "inspect", "--tls-verify=false", f"docker://{image}"],
-                                           capture_output=True, text=True, check=True).stdout)["Digest"]
+        digest = json.loads(
+            subprocess.run(
+                ["skopeo", "inspect", "--tls-verify=false", f"docker://{image}"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )["Digest"]
         assert pod.status.container_statuses[0].image_id.endswith(digest), (pod.status.container_statuses[0], digest)
     finally:
         registry.terminate()

@@ -65,8 +65,13 @@ def digests() -> set[str]:
 def test_prune_removes_earlier_unused_builds_and_keeps_the_rest() -> None:
     repo = f"localhost/mpi-prune-test-{uuid.uuid4().hex[:6]}"
     old, current, recent, shared, in_use = (f"{repo}:{c * 16}" for c in "abcde")
-    images = {"old": [old], "current": [current], "recent": [recent], "shared": [shared, f"{repo}:local"],
-              "in-use": [in_use]}
+    images = {
+        "old": [old],
+        "current": [current],
+        "recent": [recent],
+        "shared": [shared, f"{repo}:local"],
+        "in-use": [in_use],
+    }
     long_ago = str(int(time.time()) - 7200)
     container = f"prune-test-{uuid.uuid4().hex[:6]}"
     try:
@@ -79,8 +84,21 @@ def test_prune_removes_earlier_unused_builds_and_keeps_the_rest() -> None:
         ctr("containers", "create", in_use, container)
         [old_digest] = {d for name, d in listed() if name == old}
 
-        proc = subprocess.run([sys.executable, str(ROOT / "hack/build/images/prune.py"), "--repo", repo, "--keep", "b" * 16,
-                               "--address", SOCK], capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "hack/build/images/prune.py"),
+                "--repo",
+                repo,
+                "--keep",
+                "b" * 16,
+                "--address",
+                SOCK,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr
         left = names()
         assert old not in left, proc.stderr  # an earlier build, imported 2 h ago, no container: removed
@@ -92,10 +110,10 @@ def test_prune_removes_earlier_unused_builds_and_keeps_the_rest() -> None:
         # Every name of the removed image went with its tag: the CRI's sha256:<ID> and repo@digest ones too.
         assert old_digest not in digests(), proc.stderr
     finally:  # these images are the test's own: every name of theirs goes, the CRI's own (sha256:<ID>) included
-        subprocess.run(["ctr", "-a", SOCK, "-n", "k8s.io", "containers", "rm", container], capture_output=True,
-                       timeout=120)
+        subprocess.run(
+            ["ctr", "-a", SOCK, "-n", "k8s.io", "containers", "rm", container], capture_output=True, timeout=120
+        )
         ours = {d for name, d in listed() if name.startswith(repo)}
         mine = [name for name, d in listed() if d in ours]
         if mine:
-            subprocess.run(["ctr", "-a", SOCK, "-n", "k8s.io", "images", "rm", *mine], capture_output=True,
-                           timeout=180)
+            subprocess.run(["ctr", "-a", SOCK, "-n", "k8s.io", "images", "rm", *mine], capture_output=True, timeout=180)

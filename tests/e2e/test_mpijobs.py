@@ -29,8 +29,7 @@ def test_openmpi5_launcher_as_worker_runs_a_rank_on_itself_and_on_each_worker(jo
     done = jobs.run("pi-openmpi5-launcher-worker.yaml")
     assert done.condition("Succeeded"), (done.job.get("status"), done.launcher_log)
     # The launcher's own hostname is its short one; the ranks on it report that.
-    assert sorted(done.rank_hosts()) == sorted([f"{done.name}-launcher", *done.worker_hosts()]), \
-        done.launcher_log
+    assert sorted(done.rank_hosts()) == sorted([f"{done.name}-launcher", *done.worker_hosts()]), done.launcher_log
 
 
 def test_v1_hello_world_of_the_install_guide_succeeds(jobs):
@@ -90,5 +89,7 @@ def test_time_from_create_to_succeeded(jobs, kubeflow_peer, record_property):
             continue
         theirs = statistics.median(peer[i])
         record_property(f"kubeflow_{('create_to_launcher_running', 'create_to_succeeded')[i]}_median_s", theirs)
-        print(f"| {label} | {mine} | {theirs:.1f} s ({', '.join(f'{s:.1f}' for s in peer[i])}) | "
-              f"{theirs / medians[i]:.2f} |")
+        print(
+            f"| {label} | {mine} | {theirs:.1f} s ({', '.join(f'{s:.1f}' for s in peer[i])}) | "
+            f"{theirs / medians[i]:.2f} |"
+        )

@@ -3,6 +3,7 @@ alerting rules (roles/operator/files/prometheus-rules.yml) on what it scrapes: h
 operator cannot accept (an injected reconcile error) makes MPIOperatorReconcileErrors pending, and its copy without
 `for` fires; a job that cannot be scheduled shows in the waiting gauge; the operator stopped makes MPIOperatorDown
 pending. The `for` durations themselves are promtool's to test (tests/runner/test_alerts.py)."""
+
 from __future__ import annotations
 
 import json
@@ -67,24 +68,43 @@ def prometheus(running_operator: OperatorProcess, namespace: str, tmp_path: path
     (tmp_path / "now.yml").write_text(yaml.safe_dump({"groups": [{"name": "now", "rules": [now]}]}))
     port = _free_port()
     # The job name the rules expect (a ServiceMonitor's), the namespace label a ServiceMonitor's target carries.
-    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(RULES), str(tmp_path / "now.yml")],
-        "scrape_configs": [{"job_name": "mpi-operator-metrics", "static_configs": [
-            {"targets": [f"127.0.0.1:{running_operator.port}"], "labels": {"namespace": namespace}}]}],
-    }))
+    (tmp_path / "prometheus.yml").write_text(
+        yaml.safe_dump(
+            {
+                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                "rule_files": [str(RULES), str(tmp_path / "now.yml")],
+                "scrape_configs": [
+                    {
+                        "job_name": "mpi-operator-metrics",
+                        "static_configs": [
+                            {"targets": [f"127.0.0.1:{running_operator.port}"], "labels": {"namespace": namespace}}
+                        ],
+                    }
+                ],
+            }
+        )
+    )
     log = (tmp_path / "prometheus.log").open("wb")
-    proc = subprocess.Popen([binary, f"--config.file={tmp_path / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     server = Prometheus(f"http://127.0.0.1:{port}")
     try:
+
         def ready() -> bool:
             try:
                 return server.target_up()
             except OSError:
                 assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()
                 return False
+
         wait_until(ready, 60, "Prometheus up, scraping the operator", interval=0.5)
         yield server
     finally:
@@ -96,7 +116,7 @@ def prometheus(running_operator: OperatorProcess, namespace: str, tmp_path: path
 def test_a_real_prometheus_fires_the_operators_alerts_on_injected_faults(
     prometheus: Prometheus, running_operator: OperatorProcess, api_client: Any, namespace: str
 ) -> None:
-    wait_until(lambda: prometheus.query('mpi_operator_is_leader == 1'), 30, "the leader's metric scraped", interval=0.5)
+    wait_until(lambda: prometheus.query("mpi_operator_is_leader == 1"), 30, "the leader's metric scraped", interval=0.5)
     # The first evaluation may precede the first scrape (MPIOperatorDown pending for a moment): once the operator's
     # series are in, a healthy operator raises no alert.
     wait_until(lambda: prometheus.alerts() == {}, 30, "no alert on a healthy operator", interval=0.5)
@@ -113,15 +133,22 @@ def test_a_real_prometheus_fires_the_operators_alerts_on_injected_faults(
     def reconcile_errors() -> dict[str, dict[str, Any]] | None:
         alerts = prometheus.alerts()
         return alerts if alerts.get(NOW, {}).get("state") == "firing" else None
+
     alerts = wait_until(reconcile_errors, 90, f"{NOW} firing", interval=1)
     assert alerts[NOW]["labels"] == {"alertname": NOW, "namespace": namespace, "severity": "warning"}
     # The share of failed reconciles, from the real counters (the stuck job's reconciles are `ok`).
-    assert re.fullmatch(rf"MPI Operator in {namespace}: [0-9.]+% of reconciles fail", alerts[NOW]["annotations"]["summary"])
+    assert re.fullmatch(
+        rf"MPI Operator in {namespace}: [0-9.]+% of reconciles fail", alerts[NOW]["annotations"]["summary"]
+    )
     assert float(alerts[NOW]["value"]) > 0.1
     assert alerts["MPIOperatorReconcileErrors"]["state"] == "pending"  # the shipped rule, waiting out its 10m
 
-    waiting = wait_until(lambda: prometheus.query('mpi_operator_job_waiting_since_seconds{mpijob="stuck"}'), 90,
-                         "the stuck job in the waiting gauge", interval=1)
+    waiting = wait_until(
+        lambda: prometheus.query('mpi_operator_job_waiting_since_seconds{mpijob="stuck"}'),
+        90,
+        "the stuck job in the waiting gauge",
+        interval=1,
+    )
     assert waiting[0]["metric"]["namespace"] == namespace
     assert not prometheus.query('mpi_operator_job_waiting_since_seconds{mpijob="bad"}')  # failed, not waiting
 

@@ -1,6 +1,7 @@
 """The CRDs of the other two MPIJob APIs on a real API server: each API's documented example is accepted with strict
 field validation, the CEL rules from T9k's doc reject what it calls invalid or immutable, the printer columns show,
 and preflight refuses another installer's CRD of either name, naming its owner."""
+
 from __future__ import annotations
 
 import copy
@@ -35,8 +36,16 @@ def api_example(name: str, namespace: str) -> dict[str, Any]:
 
 
 def apply(kubectl: Kubectl, obj: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
-    return kubectl("apply", "--server-side", "--field-manager=api-crds-test", "--validate=strict", *args, "-f", "-",
-                   input=json.dumps(obj))
+    return kubectl(
+        "apply",
+        "--server-side",
+        "--field-manager=api-crds-test",
+        "--validate=strict",
+        *args,
+        "-f",
+        "-",
+        input=json.dumps(obj),
+    )
 
 
 @pytest.mark.parametrize("name", ["bdap-simple-train-cpu.yaml", "t9k-mpi-example.yaml"])
@@ -55,15 +64,20 @@ def test_printer_columns(kubectl: Kubectl, api_crds: None, namespace: str) -> No
     assert kubectl("get", f"mpijobs.{BDAP}", "-n", namespace).stdout.splitlines()[1].split()[1] == "5"
 
 
-@pytest.mark.parametrize(("group_file", "mutate", "message"), [
-    ("t9k-mpi-example.yaml",
-     lambda o: o["spec"]["worker"]["template"]["spec"]["containers"][0].update(name="main"),
-     "spec.worker.template must have a container named mpi-worker"),
-    ("t9k-mpi-example.yaml", lambda o: o["spec"]["ssh"].update(sshdPath="sshd"), "spec.ssh.sshdPath"),
-    ("bdap-simple-train-cpu.yaml", lambda o: o["spec"].update(numWorkers=0), "spec.numWorkers"),
-    ("bdap-simple-train-cpu.yaml", lambda o: o["spec"].pop("workerTemplate"), "spec.workerTemplate: Required"),
-    ("bdap-simple-train-cpu.yaml", lambda o: o["metadata"].update(name="x" * 55), "metadata.name is too long"),
-])
+@pytest.mark.parametrize(
+    ("group_file", "mutate", "message"),
+    [
+        (
+            "t9k-mpi-example.yaml",
+            lambda o: o["spec"]["worker"]["template"]["spec"]["containers"][0].update(name="main"),
+            "spec.worker.template must have a container named mpi-worker",
+        ),
+        ("t9k-mpi-example.yaml", lambda o: o["spec"]["ssh"].update(sshdPath="sshd"), "spec.ssh.sshdPath"),
+        ("bdap-simple-train-cpu.yaml", lambda o: o["spec"].update(numWorkers=0), "spec.numWorkers"),
+        ("bdap-simple-train-cpu.yaml", lambda o: o["spec"].pop("workerTemplate"), "spec.workerTemplate: Required"),
+        ("bdap-simple-train-cpu.yaml", lambda o: o["metadata"].update(name="x" * 55), "metadata.name is too long"),
+    ],
+)
 def test_invalid_manifests_are_refused_naming_the_field(
     kubectl: Kubectl, api_crds: None, namespace: str, group_file: str, mutate: Callable, message: str
 ) -> None:

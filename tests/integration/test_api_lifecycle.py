@@ -2,6 +2,7 @@
 batch.tensorstack.dev/v1beta1 and the kubebuilder operator's batch.test.bdap.com/v1, each from its documented example,
 created -> running -> succeeded/failed, T9k's pause/resume, debug and cleanUpWorkers, deletion, and one operator
 reconciling a mix of the three APIs. Pods are simulated (docs/local-cluster.md: annotations steer how they end)."""
+
 from __future__ import annotations
 
 import copy
@@ -61,8 +62,9 @@ def patch(api_client: Any, namespace: str, api: tuple[str, str], name: str, body
     return custom(api_client).patch_namespaced_custom_object(*api, namespace, "mpijobs", name, body)
 
 
-def wait_phase(api_client: Any, namespace: str, api: tuple[str, str], name: str, phase: str,
-               timeout: float = 60) -> dict:
+def wait_phase(
+    api_client: Any, namespace: str, api: tuple[str, str], name: str, phase: str, timeout: float = 60
+) -> dict:
     seen: dict = {}
 
     def check() -> bool:
@@ -79,13 +81,18 @@ def wait_phase(api_client: Any, namespace: str, api: tuple[str, str], name: str,
 def pods(api_client: Any, namespace: str, name: str) -> list[Any]:
     from kubernetes import client
 
-    found = client.CoreV1Api(api_client).list_namespaced_pod(
-        namespace, label_selector=f"training.kubeflow.org/job-name={name}").items
+    found = (
+        client.CoreV1Api(api_client)
+        .list_namespaced_pod(namespace, label_selector=f"training.kubeflow.org/job-name={name}")
+        .items
+    )
     return [p for p in found if not p.metadata.deletion_timestamp]
 
 
 def roles(api_client: Any, namespace: str, name: str) -> list[str]:
-    return sorted(p.metadata.labels.get("training.kubeflow.org/job-role", "") for p in pods(api_client, namespace, name))
+    return sorted(
+        p.metadata.labels.get("training.kubeflow.org/job-role", "") for p in pods(api_client, namespace, name)
+    )
 
 
 def t9k_example(workers: int = 2, **annotations: str) -> dict:
@@ -108,14 +115,19 @@ def bdap_example(workers: int = 2, launcher: str = "succeed") -> dict:
 
 # ---- batch.tensorstack.dev/v1beta1 (T9k) ---------------------------------------------------------------------------
 
-def test_t9k_example_runs_succeeds_and_cleans_up_its_workers(operator: OperatorProcess, api_client: Any,
-                                                            namespace: str) -> None:
+
+def test_t9k_example_runs_succeeds_and_cleans_up_its_workers(
+    operator: OperatorProcess, api_client: Any, namespace: str
+) -> None:
     # The launcher is a copy of the worker template: its pod (a Job's) ends after 6 s; the workers run.
     create(api_client, namespace, T9K, t9k_example(**{AFTER: "6s"}))
     job = wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 180)
     assert roles(api_client, namespace, "mpi-example") == ["launcher", "worker", "worker"]
-    launcher = next(p for p in pods(api_client, namespace, "mpi-example")
-                    if p.metadata.labels["training.kubeflow.org/job-role"] == "launcher")
+    launcher = next(
+        p
+        for p in pods(api_client, namespace, "mpi-example")
+        if p.metadata.labels["training.kubeflow.org/job-role"] == "launcher"
+    )
     command = " ".join([*(launcher.spec.containers[0].command or []), *(launcher.spec.containers[0].args or [])])
     assert "/usr/local/bin/mpirun" in command and "--mca btl ^openib" in command and "./random_walk 20 40 2" in command
     assert job["status"]["aggregate"]["running"] >= 2
@@ -135,8 +147,9 @@ def test_t9k_failed_launcher_fails_the_job(operator: OperatorProcess, api_client
     create(api_client, namespace, T9K, t9k_example(**{OUTCOME: "run"}))
     wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 180)
     (launcher,) = [p for p in pods(api_client, namespace, "mpi-example") if "-launcher-" in p.metadata.name]
-    client.CoreV1Api(api_client).patch_namespaced_pod(launcher.metadata.name, namespace, {"metadata": {
-        "annotations": {OUTCOME: "fail", AFTER: "1s"}}})
+    client.CoreV1Api(api_client).patch_namespaced_pod(
+        launcher.metadata.name, namespace, {"metadata": {"annotations": {OUTCOME: "fail", AFTER: "1s"}}}
+    )
     job = wait_phase(api_client, namespace, T9K, "mpi-example", "Failed", 60)
     conditions = {c["type"]: c for c in job["status"]["conditions"]}
     assert conditions["Failed"]["status"] == "True" and conditions["Completed"]["status"] == "False"
@@ -144,8 +157,9 @@ def test_t9k_failed_launcher_fails_the_job(operator: OperatorProcess, api_client
     assert [p.metadata.name for p in launchers] == [launcher.metadata.name]  # not retried
 
 
-def test_t9k_pause_deletes_the_replicas_and_resume_brings_them_back(operator: OperatorProcess, api_client: Any,
-                                                                    namespace: str) -> None:
+def test_t9k_pause_deletes_the_replicas_and_resume_brings_them_back(
+    operator: OperatorProcess, api_client: Any, namespace: str
+) -> None:
     create(api_client, namespace, T9K, t9k_example(**{OUTCOME: "run"}))
     wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 180)
     patch(api_client, namespace, T9K, "mpi-example", {"spec": {"runMode": {"pause": {"enabled": True}}}})
@@ -166,14 +180,16 @@ def test_t9k_pause_deletes_the_replicas_and_resume_brings_them_back(operator: Op
     assert roles(api_client, namespace, "mpi-example") == ["launcher", "worker", "worker"]
 
 
-def test_t9k_debug_mode_brings_both_roles_up_without_training(operator: OperatorProcess, api_client: Any,
-                                                              namespace: str) -> None:
+def test_t9k_debug_mode_brings_both_roles_up_without_training(
+    operator: OperatorProcess, api_client: Any, namespace: str
+) -> None:
     job = t9k_example(**{OUTCOME: "run"})
     job["spec"]["runMode"] = {"debug": {"enabled": True}}
     create(api_client, namespace, T9K, job)
     wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 180)
-    by_role = {p.metadata.labels["training.kubeflow.org/job-role"]: p for p in pods(api_client, namespace,
-                                                                                   "mpi-example")}
+    by_role = {
+        p.metadata.labels["training.kubeflow.org/job-role"]: p for p in pods(api_client, namespace, "mpi-example")
+    }
     launcher = by_role["launcher"].spec.containers[0]
     assert "mpirun" not in " ".join([*(launcher.command or []), *(launcher.args or [])])
     assert "sleep" in " ".join([*(launcher.command or []), *(launcher.args or [])])
@@ -181,21 +197,26 @@ def test_t9k_debug_mode_brings_both_roles_up_without_training(operator: Operator
     assert "/usr/sbin/sshd" in " ".join([*(worker.command or []), *(worker.args or [])])
 
 
-def test_deleting_a_t9k_job_removes_what_it_created(operator: OperatorProcess, api_client: Any,
-                                                    namespace: str) -> None:
+def test_deleting_a_t9k_job_removes_what_it_created(operator: OperatorProcess, api_client: Any, namespace: str) -> None:
     create(api_client, namespace, T9K, t9k_example(**{OUTCOME: "run"}))
     wait_phase(api_client, namespace, T9K, "mpi-example", "Running", 180)
-    custom(api_client).delete_namespaced_custom_object(*T9K, namespace, "mpijobs", "mpi-example",
-                                                       body={"propagationPolicy": "Foreground"})
+    custom(api_client).delete_namespaced_custom_object(
+        *T9K, namespace, "mpijobs", "mpi-example", body={"propagationPolicy": "Foreground"}
+    )
     empty = {"Service": [], "ConfigMap": [], "Secret": [], "Job": [], "Worker": [], "LauncherPod": []}
-    wait_until(lambda: {k: v for k, v in children(api_client, namespace, "mpi-example").items()} == empty, 90,
-               what="every child gone")
+    wait_until(
+        lambda: {k: v for k, v in children(api_client, namespace, "mpi-example").items()} == empty,
+        90,
+        what="every child gone",
+    )
 
 
 # ---- batch.test.bdap.com/v1 ----------------------------------------------------------------------------------------
 
-def test_bdap_example_launches_once_workers_are_ready_and_succeeds(operator: OperatorProcess, api_client: Any,
-                                                                   namespace: str) -> None:
+
+def test_bdap_example_launches_once_workers_are_ready_and_succeeds(
+    operator: OperatorProcess, api_client: Any, namespace: str
+) -> None:
     create(api_client, namespace, BDAP, bdap_example())
     job = wait_phase(api_client, namespace, BDAP, "simple-train-cpu", "Running", 180)
     assert job["status"]["readyWorkers"] == 2 and job["status"]["launcher"] == "simple-train-cpu-launcher"
@@ -213,13 +234,17 @@ def test_bdap_failed_launcher_fails_the_job(operator: OperatorProcess, api_clien
     wait_phase(api_client, namespace, BDAP, "simple-train-cpu", "Failed", 120)
 
 
-def test_bdap_scale_and_template_edit_roll_the_workers(operator: OperatorProcess, api_client: Any,
-                                                       namespace: str) -> None:
+def test_bdap_scale_and_template_edit_roll_the_workers(
+    operator: OperatorProcess, api_client: Any, namespace: str
+) -> None:
     create(api_client, namespace, BDAP, bdap_example(launcher="run"))
     wait_phase(api_client, namespace, BDAP, "simple-train-cpu", "Running", 180)
     patch(api_client, namespace, BDAP, "simple-train-cpu", {"spec": {"numWorkers": 3}})
-    wait_until(lambda: roles(api_client, namespace, "simple-train-cpu") == ["launcher", "worker", "worker", "worker"],
-               60, what="a third worker")
+    wait_until(
+        lambda: roles(api_client, namespace, "simple-train-cpu") == ["launcher", "worker", "worker", "worker"],
+        60,
+        what="a third worker",
+    )
     before = {p.metadata.name: p.metadata.uid for p in pods(api_client, namespace, "simple-train-cpu")}
     template = copy.deepcopy(bdap_example()["spec"]["workerTemplate"])
     template.setdefault("metadata", {})["labels"] = {"rev": "2"}
@@ -228,14 +253,16 @@ def test_bdap_scale_and_template_edit_roll_the_workers(operator: OperatorProcess
     def rolled() -> bool:
         now = {p.metadata.name: p for p in pods(api_client, namespace, "simple-train-cpu")}
         workers = [p for n, p in now.items() if "-worker-" in n]
-        return len(workers) == 3 and all(p.metadata.uid != before[p.metadata.name] and
-                                         (p.metadata.labels or {}).get("rev") == "2" for p in workers)
+        return len(workers) == 3 and all(
+            p.metadata.uid != before[p.metadata.name] and (p.metadata.labels or {}).get("rev") == "2" for p in workers
+        )
 
     wait_until(rolled, 120, what="every worker replaced from the new template")
 
 
-def test_deleting_a_bdap_job_removes_what_it_created(operator: OperatorProcess, api_client: Any,
-                                                     namespace: str) -> None:
+def test_deleting_a_bdap_job_removes_what_it_created(
+    operator: OperatorProcess, api_client: Any, namespace: str
+) -> None:
     """The README: "all pods, configmaps, rbac will be automatically deleted" (the launcher's own ServiceAccount, Role
     and RoleBinding included)."""
     from kubernetes import client
@@ -250,12 +277,15 @@ def test_deleting_a_bdap_job_removes_what_it_created(operator: OperatorProcess, 
     }
 
     def rbac_names() -> dict[str, list[str]]:
-        return {kind: [o.metadata.name for o in list_() if o.metadata.name == "simple-train-cpu-launcher"]
-                for kind, list_ in launcher_rbac.items()}
+        return {
+            kind: [o.metadata.name for o in list_() if o.metadata.name == "simple-train-cpu-launcher"]
+            for kind, list_ in launcher_rbac.items()
+        }
 
     assert all(names == ["simple-train-cpu-launcher"] for names in rbac_names().values()), rbac_names()
-    custom(api_client).delete_namespaced_custom_object(*BDAP, namespace, "mpijobs", "simple-train-cpu",
-                                                       body={"propagationPolicy": "Foreground"})
+    custom(api_client).delete_namespaced_custom_object(
+        *BDAP, namespace, "mpijobs", "simple-train-cpu", body={"propagationPolicy": "Foreground"}
+    )
     empty = {"Service": [], "ConfigMap": [], "Secret": [], "Job": [], "Worker": [], "LauncherPod": []}
     wait_until(lambda: children(api_client, namespace, "simple-train-cpu") == empty, 90, what="every child gone")
     wait_until(lambda: all(not names for names in rbac_names().values()), 60, what="the launcher's RBAC gone")
@@ -263,14 +293,16 @@ def test_deleting_a_bdap_job_removes_what_it_created(operator: OperatorProcess, 
 
 # ---- kubectl scale (the scale subresource of both CRDs) --------------------------------------------------------------
 
+
 def scale_of(kubectl: Any, namespace: str, resource: str) -> dict:
     proc = kubectl("get", resource, "-n", namespace, "--subresource=scale", "-o", "json")
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
-def scale_to(kubectl: Any, api_client: Any, namespace: str, api: tuple[str, str], name: str, replicas: int,
-             launchers: int) -> dict:
+def scale_to(
+    kubectl: Any, api_client: Any, namespace: str, api: tuple[str, str], name: str, replicas: int, launchers: int
+) -> dict:
     """`kubectl scale` the job to `replicas` workers; waits for the pods and the scale subresource; returns the scale."""
     resource = f"mpijobs.{api[0]}/{name}"  # the full name: with several MPIJob CRDs, `mpijob` alone is T9k's
     proc = kubectl("scale", resource, "-n", namespace, f"--replicas={replicas}")
@@ -290,14 +322,25 @@ def scale_to(kubectl: Any, api_client: Any, namespace: str, api: tuple[str, str]
     return seen
 
 
-@pytest.mark.parametrize(("api", "job", "launchers"), [
-    # T9k's status has no worker-only count: status.replicas is aggregate.running, the running launcher included.
-    (T9K, lambda: t9k_example(**{OUTCOME: "run"}), 1),
-    # batch.test.bdap.com: status.replicas is readyWorkers.
-    (BDAP, lambda: bdap_example(launcher="run"), 0),
-], ids=["t9k", "bdap"])
-def test_kubectl_scale_changes_the_workers(operator: OperatorProcess, api_client: Any, namespace: str, kubectl: Any,
-                                          api: tuple[str, str], job: Callable[[], dict], launchers: int) -> None:
+@pytest.mark.parametrize(
+    ("api", "job", "launchers"),
+    [
+        # T9k's status has no worker-only count: status.replicas is aggregate.running, the running launcher included.
+        (T9K, lambda: t9k_example(**{OUTCOME: "run"}), 1),
+        # batch.test.bdap.com: status.replicas is readyWorkers.
+        (BDAP, lambda: bdap_example(launcher="run"), 0),
+    ],
+    ids=["t9k", "bdap"],
+)
+def test_kubectl_scale_changes_the_workers(
+    operator: OperatorProcess,
+    api_client: Any,
+    namespace: str,
+    kubectl: Any,
+    api: tuple[str, str],
+    job: Callable[[], dict],
+    launchers: int,
+) -> None:
     body = job()
     name = body["metadata"]["name"]
     create(api_client, namespace, api, body)
@@ -321,6 +364,7 @@ def test_kubectl_scale_changes_the_workers(operator: OperatorProcess, api_client
 
 # ---- one operator, three APIs ------------------------------------------------------------------------------------
 
+
 def test_one_batch_mixes_the_three_apis(operator: OperatorProcess, api_client: Any, namespace: str) -> None:
     kubeflow = new_mpijob("kf", workers=1, launcher_annotations={AFTER: "4s"})
     t9k = t9k_example(workers=1, **{AFTER: "4s"})
@@ -332,28 +376,45 @@ def test_one_batch_mixes_the_three_apis(operator: OperatorProcess, api_client: A
     create(api_client, namespace, BDAP, bdap)
     wait_phase(api_client, namespace, T9K, "t9k", "Succeeded", 90)
     wait_phase(api_client, namespace, BDAP, "bdap", "Succeeded", 90)
-    wait_until(lambda: any(c["type"] == "Succeeded" and c["status"] == "True" for c in (
-        (get(api_client, namespace, ("kubeflow.org", "v2beta1"), "kf") or {}).get("status") or {}).get(
-        "conditions") or []), 90, what="kf Succeeded")
+    wait_until(
+        lambda: any(
+            c["type"] == "Succeeded" and c["status"] == "True"
+            for c in ((get(api_client, namespace, ("kubeflow.org", "v2beta1"), "kf") or {}).get("status") or {}).get(
+                "conditions"
+            )
+            or []
+        ),
+        90,
+        what="kf Succeeded",
+    )
     sizes = operator.metric_values("mpi_operator_batch_size_sum")
     assert sizes, "batch sizes were measured"
 
 
 # ---- the modules and submit.yml with the new APIs ------------------------------------------------------------------
 
-def test_modules_submit_scale_pause_and_report_a_t9k_job(ansible_play: Any, operator: OperatorProcess,
-                                                        api_client: Any, namespace: str) -> None:
+
+def test_modules_submit_scale_pause_and_report_a_t9k_job(
+    ansible_play: Any, operator: OperatorProcess, api_client: Any, namespace: str
+) -> None:
     job = t9k_example(**{OUTCOME: "run"})
     job["metadata"]["namespace"] = namespace
-    submit = {"name": "submit", "register": "r", "ignore_errors": True,
-              "mpi.operator.mpijob": {"definition": job, "wait": True, "wait_for": "Running", "wait_timeout": 180}}
+    submit = {
+        "name": "submit",
+        "register": "r",
+        "ignore_errors": True,
+        "mpi.operator.mpijob": {"definition": job, "wait": True, "wait_for": "Running", "wait_timeout": 180},
+    }
     run = ansible_play([submit])
     assert "submit" not in run.failed, run["submit"].get("msg")
     assert run["submit"]["summary"]["phase"] == "Running" and run["submit"]["summary"]["workers"] == 2
     named = {"name": "mpi-example", "namespace": namespace, "api_version": "batch.tensorstack.dev/v1beta1"}
     scale = {"name": "scale", "register": "r", "mpi.operator.mpijob": {**named, "workers": 3}}
-    pause = {"name": "pause", "register": "r", "mpi.operator.mpijob": {
-        **named, "suspend": True, "wait": True, "wait_for": "Suspended", "wait_timeout": 120}}
+    pause = {
+        "name": "pause",
+        "register": "r",
+        "mpi.operator.mpijob": {**named, "suspend": True, "wait": True, "wait_for": "Suspended", "wait_timeout": 120},
+    }
     info = {"name": "info", "register": "r", "mpi.operator.mpijob_info": {"namespace": namespace}}
     run = ansible_play([scale, pause, info])
     assert not run.failed, run.stdout[-3000:]
@@ -363,6 +424,14 @@ def test_modules_submit_scale_pause_and_report_a_t9k_job(ansible_play: Any, oper
     assert listed["summary"]["phase"] == "Paused" and listed["mpijob"]["apiVersion"] == "batch.tensorstack.dev/v1beta1"
     bdap = bdap_example()
     bdap["metadata"]["namespace"] = namespace
-    refused = ansible_play([{"name": "suspend bdap", "register": "r", "ignore_errors": True,
-                             "mpi.operator.mpijob": {"definition": bdap, "suspend": True}}])
+    refused = ansible_play(
+        [
+            {
+                "name": "suspend bdap",
+                "register": "r",
+                "ignore_errors": True,
+                "mpi.operator.mpijob": {"definition": bdap, "suspend": True},
+            }
+        ]
+    )
     assert "cannot be suspended" in refused["suspend bdap"]["msg"]

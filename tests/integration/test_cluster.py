@@ -408,8 +408,13 @@ def test_cluster_up_recovers_from_a_killed_session(local_cluster: bool, tmp_path
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "bin").symlink_to(local_kubeconfig().parents[1] / "bin")
-    env = {**os.environ, "MPI_OPERATOR_CACHE": str(cache), "MPI_CLUSTER_PORT_OFFSET": "1000", "MPI_CLUSTER_NODES": "1",
-           "MPI_CLUSTER_REAL_NODE": "0"}  # one real node per machine: it belongs to the main cluster
+    env = {
+        **os.environ,
+        "MPI_OPERATOR_CACHE": str(cache),
+        "MPI_CLUSTER_PORT_OFFSET": "1000",
+        "MPI_CLUSTER_NODES": "1",
+        "MPI_CLUSTER_REAL_NODE": "0",
+    }  # one real node per machine: it belongs to the main cluster
     env.pop("KUBECONFIG", None)
 
     def script(name: str) -> subprocess.CompletedProcess[str]:
@@ -459,6 +464,11 @@ def test_cluster_up_recovers_from_a_killed_session(local_cluster: bool, tmp_path
 
 def _real_node_network() -> dict[str, bool]:
     """Whether the host-wide pieces of the main cluster's real node exist: its bridge and its DNAT table."""
+
     def ok(*cmd: str) -> bool:
         return subprocess.run(list(cmd), capture_output=True).returncode == 0
-    return {"bridge mpi0": ok("ip", "link", "show", "mpi0"), "nft table mpi_node": ok("nft", "list", "table", "ip", "mpi_node")}
+
+    return {
+        "bridge mpi0": ok("ip", "link", "show", "mpi0"),
+        "nft table mpi_node": ok("nft", "list", "table", "ip", "mpi_node"),
+    }

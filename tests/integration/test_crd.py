@@ -269,8 +269,12 @@ def test_printer_columns_and_short_names(kubectl: Kubectl, custom: Any, namespac
         namespace,
         PLURAL,
         "job",
-        {"status": {"conditions": [{"type": "Created", "status": "True", "reason": "MPIJobCreated"}],
-                    "phase": "Created"}},
+        {
+            "status": {
+                "conditions": [{"type": "Created", "status": "True", "reason": "MPIJobCreated"}],
+                "phase": "Created",
+            }
+        },
     )
     for short in ("mpij", "mj"):
         proc = kubectl("get", short, "-n", namespace)
@@ -329,7 +333,7 @@ def state_column(kubectl: Kubectl, namespace: str, name: str) -> str:
     proc = kubectl("get", "mpijobs.kubeflow.org", name, "-n", namespace)
     assert proc.returncode == 0, proc.stderr
     header, row = proc.stdout.splitlines()[:2]
-    return row[header.index("STATE"):header.index("WORKERS")].strip()  # by position: an unset value is blank
+    return row[header.index("STATE") : header.index("WORKERS")].strip()  # by position: an unset value is blank
 
 
 def _condition(job: dict[str, Any], ctype: str) -> dict[str, Any]:
@@ -348,8 +352,13 @@ def _condition(job: dict[str, Any], ctype: str) -> dict[str, Any]:
     ],
 )
 def test_state_column_is_right_in_every_state(
-    state: str, change: Callable[[dict[str, Any]], Any], until: str, reconcile: Any, custom: Any, kubectl: Kubectl,
-    namespace: str
+    state: str,
+    change: Callable[[dict[str, Any]], Any],
+    until: str,
+    reconcile: Any,
+    custom: Any,
+    kubectl: Kubectl,
+    namespace: str,
 ) -> None:
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob import submit as mpijob_submit
 
@@ -391,7 +400,8 @@ def test_v1_manifest_without_worker_replicas_applies_and_runs_one_worker(
     from kubernetes import client
 
     pods = client.CoreV1Api(custom.api_client).list_namespaced_pod(
-        namespace, label_selector="training.kubeflow.org/job-name=legacy,training.kubeflow.org/job-role=worker")
+        namespace, label_selector="training.kubeflow.org/job-name=legacy,training.kubeflow.org/job-role=worker"
+    )
     assert [p.metadata.name for p in pods.items] == ["legacy-worker-0"]
 
     as_v2beta1 = {**body, "apiVersion": "kubeflow.org/v2beta1", "metadata": {"name": "modern"}}

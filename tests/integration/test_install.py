@@ -42,9 +42,16 @@ def user_owned_copies(kubectl: Kubectl, roles: list[tuple[str, str, str]]) -> li
         role, binding = get_json(kubectl, kind, name, *where), get_json(kubectl, kind + "binding", name, *where)
         assert role is not None and binding is not None, (kind, name)
         meta = {"name": "yours-" + name, **({"namespace": namespace} if namespace else {})}
-        copies = [{"apiVersion": role["apiVersion"], "kind": role["kind"], "metadata": meta, "rules": role["rules"]},
-                  {"apiVersion": binding["apiVersion"], "kind": binding["kind"], "metadata": meta,
-                   "roleRef": {**binding["roleRef"], "name": meta["name"]}, "subjects": binding["subjects"]}]
+        copies = [
+            {"apiVersion": role["apiVersion"], "kind": role["kind"], "metadata": meta, "rules": role["rules"]},
+            {
+                "apiVersion": binding["apiVersion"],
+                "kind": binding["kind"],
+                "metadata": meta,
+                "roleRef": {**binding["roleRef"], "name": meta["name"]},
+                "subjects": binding["subjects"],
+            },
+        ]
         applied = kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": copies}))
         assert applied.returncode == 0, applied.stderr
         refs.append([*where, f"{kind}/yours-{name}", f"{kind}binding/yours-{name}"])
@@ -74,7 +81,12 @@ def test_check_diff_on_a_clean_cluster_changes_nothing(
 @pytest.mark.slow
 @pytest.mark.xdist_group("installs")
 def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_mpijobs(
-    playbook: Playbook, kubectl: Kubectl, uninstalled: None, operator_crd: None, namespace: str, kubeconfig: str,
+    playbook: Playbook,
+    kubectl: Kubectl,
+    uninstalled: None,
+    operator_crd: None,
+    namespace: str,
+    kubeconfig: str,
     api_client: Any,
 ) -> None:
     """One installed operator through its life, as a user meets it: installed, installed again and previewed with no
@@ -109,21 +121,34 @@ def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_m
 
     # 2. One watched namespace (with gang scheduling): a Role there, and the ClusterRole is removed. With the chart's
     # service account and disruption budget values: the ServiceAccount renamed (the old one pruned), a PDB.
-    scoped = {"mpi_operator_watch_namespace": namespace, "mpi_operator_gang_scheduling": "volcano",
-              "mpi_operator_service_account_name": "mpi-operator-scoped",
-              "mpi_operator_service_account_annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/x"},
-              "mpi_operator_pod_disruption_budget": {"maxUnavailable": 1},
-              "mpi_operator_common_labels": {"example.com/team": "ml"},
-              "mpi_operator_common_annotations": {"example.com/owner": "platform"}}
+    scoped = {
+        "mpi_operator_watch_namespace": namespace,
+        "mpi_operator_gang_scheduling": "volcano",
+        "mpi_operator_service_account_name": "mpi-operator-scoped",
+        "mpi_operator_service_account_annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/x"},
+        "mpi_operator_pod_disruption_budget": {"maxUnavailable": 1},
+        "mpi_operator_common_labels": {"example.com/team": "ml"},
+        "mpi_operator_common_annotations": {"example.com/owner": "platform"},
+    }
     playbook("install.yml", extra_vars=scoped).expect_ok()
     playbook("install.yml", extra_vars=scoped).expect_unchanged()
     # commonLabels / commonAnnotations on every object made (the namespace existed already: it is left as it is),
     # the labels on the operator's pods too; the selectors stay the role's.
-    made = [("crd", "mpijobs.kubeflow.org"), ("clusterrole", PRIORITYCLASSES_ROLE),
-            ("role", "mpi-operator", "-n", namespace), ("rolebinding", "mpi-operator", "-n", namespace),
-            *[(kind, name, "-n", INSTALL_NAMESPACE) for kind, name in (
-                ("role", "mpi-operator-leader-election"), ("serviceaccount", "mpi-operator-scoped"),
-                ("poddisruptionbudget", "mpi-operator"), ("deployment", "mpi-operator"))]]
+    made = [
+        ("crd", "mpijobs.kubeflow.org"),
+        ("clusterrole", PRIORITYCLASSES_ROLE),
+        ("role", "mpi-operator", "-n", namespace),
+        ("rolebinding", "mpi-operator", "-n", namespace),
+        *[
+            (kind, name, "-n", INSTALL_NAMESPACE)
+            for kind, name in (
+                ("role", "mpi-operator-leader-election"),
+                ("serviceaccount", "mpi-operator-scoped"),
+                ("poddisruptionbudget", "mpi-operator"),
+                ("deployment", "mpi-operator"),
+            )
+        ],
+    ]
     for ref in made:
         meta = (get_json(kubectl, *ref) or {}).get("metadata", {})
         assert meta.get("labels", {}).get("example.com/team") == "ml", ref
@@ -137,7 +162,10 @@ def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_m
     assert get_json(kubectl, "clusterrole", PRIORITYCLASSES_ROLE) is not None
     assert get_json(kubectl, "serviceaccount", "mpi-operator", "-n", INSTALL_NAMESPACE) is None
     account = get_json(kubectl, "serviceaccount", "mpi-operator-scoped", "-n", INSTALL_NAMESPACE)
-    assert account is not None and account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"] == "arn:aws:iam::1:role/x"
+    assert (
+        account is not None
+        and account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"] == "arn:aws:iam::1:role/x"
+    )
     pdb = get_json(kubectl, "poddisruptionbudget", "mpi-operator", "-n", INSTALL_NAMESPACE)
     assert pdb is not None and pdb["spec"]["maxUnavailable"] == 1
     sa = f"--as=system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator-scoped"
@@ -151,13 +179,18 @@ def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_m
     # The installed Role is all a reconcile needs, as the operator's ServiceAccount: a job created, its status write
     # lost, then its Created transition made again, which meets its Event and reads it (make chaos found that GET
     # forbidden in-cluster: the job never left Created).
-    reconcile_as_operator(kubeconfig, api_client, namespace, f"system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator-scoped")
+    reconcile_as_operator(
+        kubeconfig, api_client, namespace, f"system:serviceaccount:{INSTALL_NAMESPACE}:mpi-operator-scoped"
+    )
 
     # rbac.create / crd.create false: the user brings the RBAC (here: copies of the role's, under their own names and
     # without its labels) and the CRD. The role's RBAC is removed, the user's kept; the CRD is not written; the
     # operator, bound by the user's grants, still rolls out.
-    owned = [("role", "mpi-operator", namespace), ("role", "mpi-operator-leader-election", INSTALL_NAMESPACE),
-             ("clusterrole", PRIORITYCLASSES_ROLE, "")]
+    owned = [
+        ("role", "mpi-operator", namespace),
+        ("role", "mpi-operator-leader-election", INSTALL_NAMESPACE),
+        ("clusterrole", PRIORITYCLASSES_ROLE, ""),
+    ]
     yours = user_owned_copies(kubectl, owned)
     crd_version = get_json(kubectl, "crd", "mpijobs.kubeflow.org")["metadata"]["resourceVersion"]
     bare = {**scoped, "mpi_operator_rbac_create": False, "mpi_operator_crd_create": False}
@@ -199,8 +232,11 @@ def test_install_rerun_single_namespace_then_uninstall_keeps_the_crd_and_users_m
     playbook("uninstall.yml", extra_vars=scoped).expect_ok()
     assert get_json(kubectl, "clusterrole", PRIORITYCLASSES_ROLE) is None
     assert get_json(kubectl, "role", "mpi-operator", "-n", namespace) is None
-    others = [d for d in kubectl_items(kubectl, "deployments", "-A", "-l", "app.kubernetes.io/managed-by=mpi.operator")
-              if d["metadata"]["namespace"] != INSTALL_NAMESPACE]
+    others = [
+        d
+        for d in kubectl_items(kubectl, "deployments", "-A", "-l", "app.kubernetes.io/managed-by=mpi.operator")
+        if d["metadata"]["namespace"] != INSTALL_NAMESPACE
+    ]
     # The MPIJob rules in the users' roles are shared: removed with the last install only.
     assert (get_json(kubectl, "clusterrole", "mpi-operator-mpijobs-edit") is None) == (not others)
     assert get_json(kubectl, "namespace", INSTALL_NAMESPACE) is None
@@ -221,11 +257,16 @@ def test_uninstalling_one_install_leaves_another_installs_grants(
     other_ns = f"{INSTALL_NAMESPACE}-2"
     watched2 = f"{namespace[:60]}-2"
     assert kubectl("create", "namespace", watched2).returncode == 0
-    other = {"mpi_operator_namespace_name": other_ns, "mpi_operator_watch_namespace": watched2,
-             "mpi_operator_gang_scheduling": "volcano"}
+    other = {
+        "mpi_operator_namespace_name": other_ns,
+        "mpi_operator_watch_namespace": watched2,
+        "mpi_operator_gang_scheduling": "volcano",
+    }
     try:
-        playbook("install.yml", extra_vars={"mpi_operator_watch_namespace": namespace,
-                                            "mpi_operator_gang_scheduling": "volcano"}).expect_ok()
+        playbook(
+            "install.yml",
+            extra_vars={"mpi_operator_watch_namespace": namespace, "mpi_operator_gang_scheduling": "volcano"},
+        ).expect_ok()
         playbook("install.yml", extra_vars=other).expect_ok()
         assert get_json(kubectl, "clusterrolebinding", PRIORITYCLASSES_ROLE) is not None
         assert get_json(kubectl, "clusterrolebinding", f"mpi-operator-priorityclasses:{other_ns}") is not None
@@ -299,10 +340,14 @@ def reconcile_as_operator(kubeconfig: str, api_client: Any, namespace: str, acco
     assert first.job("as-operator")["error"] is None, first.result
     job = get_mpijob(api_client, namespace, "as-operator")
     client.CustomObjectsApi(api_client).replace_namespaced_custom_object_status(
-        "kubeflow.org", "v2beta1", namespace, "mpijobs", "as-operator", {**job, "status": {}})
+        "kubeflow.org", "v2beta1", namespace, "mpijobs", "as-operator", {**job, "status": {}}
+    )
     again = run_reconcile(kubeconfig, jobs, **who)
     assert again.job("as-operator")["error"] is None, again.result
     assert condition(get_mpijob(api_client, namespace, "as-operator"), "Created")["status"] == "True"
-    created = [e.count or 1 for e in client.CoreV1Api(api_client).list_namespaced_event(namespace).items
-               if e.reason == "MPIJobCreated" and e.involved_object.name == "as-operator"]
+    created = [
+        e.count or 1
+        for e in client.CoreV1Api(api_client).list_namespaced_event(namespace).items
+        if e.reason == "MPIJobCreated" and e.involved_object.name == "as-operator"
+    ]
     assert created == [1]

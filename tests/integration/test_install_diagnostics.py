@@ -48,8 +48,12 @@ def operator_image(real_node: None) -> dict[str, Any]:
     from tests.e2e.conftest import operator_image as build
 
     repository, tag = build()
-    return {**ON_REAL_NODE, "mpi_operator_image_repository": repository, "mpi_operator_image_tag": tag,
-            "mpi_operator_image_pull_policy": "Never"}
+    return {
+        **ON_REAL_NODE,
+        "mpi_operator_image_repository": repository,
+        "mpi_operator_image_tag": tag,
+        "mpi_operator_image_pull_policy": "Never",
+    }
 
 
 # Other test sessions on the shared cluster replace the CRD with their checkout's: take it back rather than fail on a
@@ -98,8 +102,7 @@ def own_install(
 
 
 def operator_pods(kubectl: Kubectl, namespace: str = INSTALL_NAMESPACE) -> list[dict[str, Any]]:
-    proc = kubectl("get", "pods", "-n", namespace, "-l", "app.kubernetes.io/component=controller",
-                   "-o", "json")
+    proc = kubectl("get", "pods", "-n", namespace, "-l", "app.kubernetes.io/component=controller", "-o", "json")
     assert proc.returncode == 0, proc.stderr
     return [p for p in json.loads(proc.stdout)["items"] if not p["metadata"].get("deletionTimestamp")]
 
@@ -115,9 +118,14 @@ def probe_results(kubectl: Kubectl, pod: dict[str, Any], probe: str) -> dict[str
 
     proc = kubectl("get", "--raw", f"/api/v1/nodes/{pod['spec']['nodeName']}/proxy/metrics/probes")
     assert proc.returncode == 0, proc.stderr
-    return {s.labels["result"]: s.value for family in text_string_to_metric_families(proc.stdout)
-            for s in family.samples if s.name == "prober_probe_total"
-            and s.labels.get("pod_uid") == pod["metadata"]["uid"] and s.labels.get("probe_type") == probe}
+    return {
+        s.labels["result"]: s.value
+        for family in text_string_to_metric_families(proc.stdout)
+        for s in family.samples
+        if s.name == "prober_probe_total"
+        and s.labels.get("pod_uid") == pod["metadata"]["uid"]
+        and s.labels.get("probe_type") == probe
+    }
 
 
 # -- fail fast ---------------------------------------------------------------------------------------------------------
@@ -133,8 +141,9 @@ def test_a_simulated_node_then_unschedulable_fail_fast_naming_why(
     # would never reconcile anything, so the install fails naming the node and how to pin a real one.
     run, took = timed(playbook, {"mpi_operator_allow_simulated_nodes": False})
     assert run.returncode != 0, run.output[-3000:]
-    assert "The operator did not start" in run.output and "a simulated node (kwok.x-k8s.io/node=fake" in run.output, \
+    assert "The operator did not start" in run.output and "a simulated node (kwok.x-k8s.io/node=fake" in run.output, (
         run.output[-3000:]
+    )
     assert "mpi_operator_node_selector" in run.output and "examples/local/install-real-node.yml" in run.output
     assert took < FAIL_FAST_S, f"took {took:.0f}s"
 
@@ -155,8 +164,15 @@ def test_a_simulated_node_then_unschedulable_fail_fast_naming_why(
 def test_a_missing_image_fails_fast_pointing_at_the_image_docs(
     playbook: Playbook, uninstalled: None, operator_crd: None, real_node: None
 ) -> None:
-    run, took = timed(playbook, {**ON_REAL_NODE, "mpi_operator_image_repository": "localhost/mpi-operator-missing",
-                                 "mpi_operator_image_tag": "0.0.0", "mpi_operator_image_pull_policy": "IfNotPresent"})
+    run, took = timed(
+        playbook,
+        {
+            **ON_REAL_NODE,
+            "mpi_operator_image_repository": "localhost/mpi-operator-missing",
+            "mpi_operator_image_tag": "0.0.0",
+            "mpi_operator_image_pull_policy": "IfNotPresent",
+        },
+    )
     assert run.returncode != 0, run.output[-3000:]
     assert "cannot get its image localhost/mpi-operator-missing:0.0.0" in run.output, run.output[-3000:]
     assert "ErrImagePull" in run.output or "ImagePullBackOff" in run.output
@@ -262,12 +278,17 @@ def test_a_cpu_starved_operator_becomes_ready_without_a_restart(
         assert results.get("failed", 0) < probe["failureThreshold"], f"liveness probe results: {results}"
         return results.get("successful", 0) >= 3
 
-    wait_until(lively, 3 * (probe["periodSeconds"] + probe["timeoutSeconds"]) + 30, interval=2,
-               what="3 successful liveness probes")
+    wait_until(
+        lively,
+        3 * (probe["periodSeconds"] + probe["timeoutSeconds"]) + 30,
+        interval=2,
+        what="3 successful liveness probes",
+    )
     (pod,) = operator_pods(kubectl, OWN_NAMESPACE)
     assert restarts(pod) == 0, json.dumps(pod["status"].get("containerStatuses"), indent=1)
     started = pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
     ready = next(c["lastTransitionTime"] for c in pod["status"]["conditions"] if c["type"] == "Ready")
-    took = (datetime.fromisoformat(ready.replace("Z", "+00:00"))
-            - datetime.fromisoformat(started.replace("Z", "+00:00"))).total_seconds()
+    took = (
+        datetime.fromisoformat(ready.replace("Z", "+00:00")) - datetime.fromisoformat(started.replace("Z", "+00:00"))
+    ).total_seconds()
     print(f"starved operator: container start to Ready {took:.0f}s; install {ready_after:.0f}s; no restart")

@@ -106,8 +106,18 @@ def test_metrics_service_without_the_servicemonitor_crd(
         {"name": "metrics", "port": 8080, "protocol": "TCP", "targetPort": "monitoring"}
     ]
     # The Service selects the operator pod, on the container port the Deployment names "monitoring".
-    pods = json.loads(kubectl("get", "pods", "-n", INSTALL_NAMESPACE, "-l", ",".join(
-        f"{k}={v}" for k, v in service["spec"]["selector"].items()), "-o", "json").stdout)["items"]
+    pods = json.loads(
+        kubectl(
+            "get",
+            "pods",
+            "-n",
+            INSTALL_NAMESPACE,
+            "-l",
+            ",".join(f"{k}={v}" for k, v in service["spec"]["selector"].items()),
+            "-o",
+            "json",
+        ).stdout
+    )["items"]
     assert [p["metadata"]["name"] for p in pods if p["metadata"]["name"].startswith("mpi-operator-")]
     deployment = get_json(kubectl, "deployment", "mpi-operator", "-n", INSTALL_NAMESPACE)
     assert deployment is not None
@@ -118,9 +128,15 @@ def test_metrics_service_without_the_servicemonitor_crd(
     # `-e mpi_operator_metrics_service=false` gives it, a string: "false" is not a true value.
     playbook("install.yml", extra_vars={**CRD, "mpi_operator_metrics_service": "false"}).expect_ok()
     assert get_json(kubectl, "service", "mpi-operator-metrics", "-n", INSTALL_NAMESPACE) is None
-    playbook("install.yml", extra_vars={**CRD, "mpi_operator_metrics_service_type": "NodePort",
-                                         "mpi_operator_metrics_service_annotations": {"prometheus.io/scrape": "true"},
-                                         "mpi_operator_monitoring_port": 9090}).expect_ok()
+    playbook(
+        "install.yml",
+        extra_vars={
+            **CRD,
+            "mpi_operator_metrics_service_type": "NodePort",
+            "mpi_operator_metrics_service_annotations": {"prometheus.io/scrape": "true"},
+            "mpi_operator_monitoring_port": 9090,
+        },
+    ).expect_ok()
     service = get_json(kubectl, "service", "mpi-operator-metrics", "-n", INSTALL_NAMESPACE)
     assert service is not None and service["spec"]["type"] == "NodePort"
     assert service["spec"]["ports"][0]["port"] == 9090 and service["spec"]["ports"][0]["targetPort"] == "monitoring"
@@ -138,8 +154,12 @@ def test_servicemonitor_and_prometheusrule_are_created_when_their_crds_exist_and
     playbook: Playbook, kubectl: Kubectl, operator_crd: None, servicemonitor_crd: None
 ) -> None:
     labels = {"release": "kube-prometheus-stack"}
-    install_vars = {**CRD, "mpi_operator_service_monitor_labels": labels, "mpi_operator_service_monitor_interval": "15s",
-                    "mpi_operator_prometheus_rule_labels": labels}
+    install_vars = {
+        **CRD,
+        "mpi_operator_service_monitor_labels": labels,
+        "mpi_operator_service_monitor_interval": "15s",
+        "mpi_operator_prometheus_rule_labels": labels,
+    }
     run = playbook("install.yml", extra_vars=install_vars).expect_ok()
     assert "No ServiceMonitor" not in run.output and "No PrometheusRule" not in run.output
     # The PrometheusRule carries the rules file users of a plain Prometheus load, unchanged.
@@ -164,8 +184,10 @@ def test_servicemonitor_and_prometheusrule_are_created_when_their_crds_exist_and
 
     playbook("install.yml", extra_vars=install_vars).expect_unchanged()
     # Turned off: ours are removed, the Service stays.
-    playbook("install.yml", extra_vars={**install_vars, "mpi_operator_service_monitor": False,
-                                         "mpi_operator_prometheus_rule": False}).expect_ok()
+    playbook(
+        "install.yml",
+        extra_vars={**install_vars, "mpi_operator_service_monitor": False, "mpi_operator_prometheus_rule": False},
+    ).expect_ok()
     assert service_monitor(kubectl) is None and prometheus_rule(kubectl) is None
     assert get_json(kubectl, "service", "mpi-operator-metrics", "-n", INSTALL_NAMESPACE) is not None
     playbook("install.yml", extra_vars=install_vars).expect_ok()
@@ -176,7 +198,9 @@ def test_servicemonitor_and_prometheusrule_are_created_when_their_crds_exist_and
     assert get_json(kubectl, "service", "mpi-operator-metrics", "-n", INSTALL_NAMESPACE) is None
 
 
-@pytest.mark.parametrize(("name", "kind"), [(SERVICEMONITOR_CRD, "ServiceMonitor"), (PROMETHEUSRULE_CRD, "PrometheusRule")])
+@pytest.mark.parametrize(
+    ("name", "kind"), [(SERVICEMONITOR_CRD, "ServiceMonitor"), (PROMETHEUSRULE_CRD, "PrometheusRule")]
+)
 def test_the_fixture_crds_are_the_prometheus_operators_kinds(name: str, kind: str) -> None:
     """The fixture CRDs must name the kinds exactly as the Prometheus Operator does, or the test proves nothing."""
     crd = yaml.safe_load((MANIFESTS / OPERATOR_CRDS[name]).read_text())

@@ -1,6 +1,7 @@
 """mpi.operator.k8s_objects as the operator role runs it (ansible-playbook against the local cluster): one task
 applies a set of objects, reports each one's change, previews in check mode, prunes only what its selector finds,
 names a bad field, and deletes and waits."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -29,8 +30,11 @@ def actions(result: dict) -> dict[str, str]:
 
 def test_apply_prune_check_diff_and_delete(ansible_play: Any, kubectl: Any, namespace: str) -> None:
     prune = [{"api_version": "v1", "kind": "ConfigMap", "namespace": namespace, "selector": APP}]
-    first = [config_map(namespace, "a", x="1"), config_map(namespace, "b", x="1"),
-             config_map(namespace, "theirs", labelled=False, x="1")]
+    first = [
+        config_map(namespace, "a", x="1"),
+        config_map(namespace, "b", x="1"),
+        config_map(namespace, "theirs", labelled=False, x="1"),
+    ]
     run = ansible_play([objects_task("apply", definitions=first, prune=prune)])
     assert actions(run["apply"]) == {"ConfigMap a": "created", "ConfigMap b": "created", "ConfigMap theirs": "created"}
     assert "apply" in run.changed and not run.failed
@@ -71,8 +75,18 @@ def test_apply_prune_check_diff_and_delete(ansible_play: Any, kubectl: Any, name
 
 def test_read_the_version_objects_lists_and_kinds_not_served(ansible_play: Any, kubectl: Any, namespace: str) -> None:
     """mpi.operator.k8s_read as the preflight and removal run it: one task, every answer in the order asked."""
-    ansible_play([objects_task("apply", definitions=[config_map(namespace, "a"), config_map(namespace, "b"),
-                                                     config_map(namespace, "theirs", labelled=False)])])
+    ansible_play(
+        [
+            objects_task(
+                "apply",
+                definitions=[
+                    config_map(namespace, "a"),
+                    config_map(namespace, "b"),
+                    config_map(namespace, "theirs", labelled=False),
+                ],
+            )
+        ]
+    )
     queries = [
         {"api_version": "v1", "kind": "Namespace", "name": namespace},
         {"api_version": "v1", "kind": "ConfigMap", "namespace": namespace, "selector": APP},

@@ -23,8 +23,13 @@ def molecule(kubeconfig: str, ephemeral: pathlib.Path, *args: str, **env: str) -
     proc = subprocess.run(
         [tool("molecule"), *args, "-s", "default"],
         cwd=ROOT,
-        env={**ansible_env(kubeconfig), "NO_COLOR": "1", "MOLECULE_NO_LOG": "false",
-             "MOLECULE_EPHEMERAL_DIRECTORY": str(ephemeral), **env},
+        env={
+            **ansible_env(kubeconfig),
+            "NO_COLOR": "1",
+            "MOLECULE_NO_LOG": "false",
+            "MOLECULE_EPHEMERAL_DIRECTORY": str(ephemeral),
+            **env,
+        },
         capture_output=True,
         text=True,
         timeout=1100,  # a cold cache builds the operator image first (real node)
@@ -50,8 +55,20 @@ def test_molecule_default_scenario_and_verify_fails_when_the_operator_stops(
         if pidfile.exists():  # the local operator process: stop it (the Deployment is on a simulated node)
             os.kill(int(pidfile.read_text()), signal.SIGTERM)
         else:  # in-cluster on the real node
-            subprocess.run([kubectl_path(), "--kubeconfig", kubeconfig, "-n", "mpi-operator-molecule", "scale",
-                            "deployment/mpi-operator", "--replicas=0"], check=True, capture_output=True)
+            subprocess.run(
+                [
+                    kubectl_path(),
+                    "--kubeconfig",
+                    kubeconfig,
+                    "-n",
+                    "mpi-operator-molecule",
+                    "scale",
+                    "deployment/mpi-operator",
+                    "--replicas=0",
+                ],
+                check=True,
+                capture_output=True,
+            )
         rc, output = molecule(kubeconfig, tmp_path, "verify", MOLECULE_JOB_TIMEOUT="30")
         assert rc != 0, output[-10000:]
         # verify submits its job again (a new one: the first is deleted at its end); never reconciled, the wait

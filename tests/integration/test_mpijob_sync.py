@@ -2,6 +2,7 @@
 `ansible-pull` against the local cluster, with the real operator driving the jobs on simulated (kwok) nodes. Each
 commit changes the repository the way a team does (a job added, one edited, one removed, one broken) and the cluster
 follows; what may not be lost (a running job, the other jobs when one file is broken) is not."""
+
 from __future__ import annotations
 
 import os
@@ -61,8 +62,13 @@ class Repo:
         self.git("init", "-q", "-b", "main")
 
     def git(self, *args: str) -> None:
-        env = {**os.environ, "GIT_AUTHOR_NAME": "ci", "GIT_AUTHOR_EMAIL": "ci@example.com",
-               "GIT_COMMITTER_NAME": "ci", "GIT_COMMITTER_EMAIL": "ci@example.com"}
+        env = {
+            **os.environ,
+            "GIT_AUTHOR_NAME": "ci",
+            "GIT_AUTHOR_EMAIL": "ci@example.com",
+            "GIT_COMMITTER_NAME": "ci",
+            "GIT_COMMITTER_EMAIL": "ci@example.com",
+        }
         subprocess.run(["git", "-C", str(self.path), *args], check=True, env=env, capture_output=True, text=True)
 
     def write(self, name: str, body: dict | str) -> None:
@@ -79,11 +85,26 @@ class Repo:
 
 def pull(repo: Repo, kubeconfig: str, namespace: str, checkout: pathlib.Path, *args: str) -> PlaybookRun:
     """ansible-pull from the repository's URL, as a cron job or a systemd timer runs it."""
-    cmd = [tool("ansible-pull"), "-U", f"file://{repo.path}", "-C", "main",
-           "-d", str(checkout), "-i", "localhost,", "-e", f"sync_namespace={namespace}",
-           "-e", f"ansible_python_interpreter={sys.executable}", *args, "site.yml"]
-    proc = subprocess.run(cmd, cwd=checkout.parent, env=ansible_env(kubeconfig), capture_output=True, text=True,
-                          timeout=600, check=False)
+    cmd = [
+        tool("ansible-pull"),
+        "-U",
+        f"file://{repo.path}",
+        "-C",
+        "main",
+        "-d",
+        str(checkout),
+        "-i",
+        "localhost,",
+        "-e",
+        f"sync_namespace={namespace}",
+        "-e",
+        f"ansible_python_interpreter={sys.executable}",
+        *args,
+        "site.yml",
+    ]
+    proc = subprocess.run(
+        cmd, cwd=checkout.parent, env=ansible_env(kubeconfig), capture_output=True, text=True, timeout=600, check=False
+    )
     return PlaybookRun(cmd, proc.returncode, proc.stdout + proc.stderr)
 
 
@@ -102,7 +123,8 @@ def phase(api_client, namespace: str, name: str) -> str | None:
 
 
 def test_ansible_pull_from_git_follows_commits_prunes_finished_jobs_and_reports_the_broken_file(
-        running_operator, api_client, kubeconfig, namespace, tmp_path):
+    running_operator, api_client, kubeconfig, namespace, tmp_path
+):
     repo, checkout = Repo(tmp_path / "repo"), tmp_path / "checkout"
     repo.write("done.yaml", job("done"))
     repo.write("running.yaml", job("running", running=True))
@@ -128,7 +150,8 @@ def test_ansible_pull_from_git_follows_commits_prunes_finished_jobs_and_reports_
     repo.write("new.yaml", job("new"))
     broken = job("broken")
     broken["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"] = {
-        "request": {"cpu": "1"}}  # a typo: requests
+        "request": {"cpu": "1"}
+    }  # a typo: requests
     repo.write("broken.yaml", broken)
     repo.commit("one added, one edited, two removed, one broken")
 
@@ -142,8 +165,11 @@ def test_ansible_pull_from_git_follows_commits_prunes_finished_jobs_and_reports_
     second = pull(repo, kubeconfig, namespace, checkout)
     assert second.returncode != 0, second.output[-6000:]
     assert "create 1, update 1, prune 1, unchanged 0, kept 1, conflict 0, invalid 1" in second.output
-    refused = [line for line in second.output.splitlines()
-               if "jobs/broken.yaml: applying MPIJob " in line and "the API server rejected the MPIJob" in line]
+    refused = [
+        line
+        for line in second.output.splitlines()
+        if "jobs/broken.yaml: applying MPIJob " in line and "the API server rejected the MPIJob" in line
+    ]
     assert refused and "unknown field" in refused[0] and "resources.request" in refused[0], second.output
     assert "not finished (Running); prune_unfinished: true prunes it" in second.output
     assert get_mpijob(api_client, namespace, "new") is not None
@@ -158,7 +184,8 @@ def test_ansible_pull_from_git_follows_commits_prunes_finished_jobs_and_reports_
     assert "create 0, update 0, prune 0, unchanged 2, kept 1, conflict 0, invalid 1" in again.output
 
     broken["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"] = {
-        "requests": {"cpu": "100m"}}
+        "requests": {"cpu": "100m"}
+    }
     repo.write("broken.yaml", broken)
     repo.commit("typo fixed")
     fixed = pull(repo, kubeconfig, namespace, checkout).expect_ok()
@@ -174,7 +201,8 @@ def test_ansible_pull_from_git_follows_commits_prunes_finished_jobs_and_reports_
 
 
 def test_a_set_waited_for_reports_its_failed_job_and_a_conflict_and_another_source_is_left_alone(
-        ansible_play, running_operator, api_client, kubectl, namespace, tmp_path):
+    ansible_play, running_operator, api_client, kubectl, namespace, tmp_path
+):
     jobs = tmp_path / "jobs"
     jobs.mkdir()
     failing = job("fails")
@@ -184,8 +212,18 @@ def test_a_set_waited_for_reports_its_failed_job_and_a_conflict_and_another_sour
 
     def sync(source: str = SOURCE, **options) -> dict:
         """The task's result, with `failed` as the play saw it."""
-        task = {"name": "sync", "register": "r", "ignore_errors": True, "mpi.operator.mpijob_sync": {
-            "source": source, "src": [str(jobs)], "namespace": namespace, "wait_sleep": 1, **options}}
+        task = {
+            "name": "sync",
+            "register": "r",
+            "ignore_errors": True,
+            "mpi.operator.mpijob_sync": {
+                "source": source,
+                "src": [str(jobs)],
+                "namespace": namespace,
+                "wait_sleep": 1,
+                **options,
+            },
+        }
         run = ansible_play([task])
         return {**run["sync"], "failed": "sync" in run.failed}
 
@@ -210,8 +248,20 @@ def test_a_set_waited_for_reports_its_failed_job_and_a_conflict_and_another_sour
 
     # Another source with an empty directory: it owns none of these jobs, so it prunes none.
     (tmp_path / "empty").mkdir()
-    r = ansible_play([{"name": "sync", "register": "r", "mpi.operator.mpijob_sync": {
-        "source": "someone-else", "src": [str(tmp_path / "empty")], "namespace": namespace, "allow_empty": True}}])["sync"]
+    r = ansible_play(
+        [
+            {
+                "name": "sync",
+                "register": "r",
+                "mpi.operator.mpijob_sync": {
+                    "source": "someone-else",
+                    "src": [str(tmp_path / "empty")],
+                    "namespace": namespace,
+                    "allow_empty": True,
+                },
+            }
+        ]
+    )["sync"]
     assert not r["changed"] and r["summary"].startswith("create 0, update 0, prune 0"), r
     # This source's directory emptied by mistake: nothing is pruned without allow_empty, and the task says why.
     (jobs / "two.yaml").unlink()

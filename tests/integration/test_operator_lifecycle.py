@@ -1,5 +1,6 @@
 """The operator loop end to end on the local cluster (kwok nodes): the real operator process, the real
 reconcile module through ansible-runner, a real API server. One operator per test, scoped to its namespace."""
+
 from __future__ import annotations
 
 import time
@@ -36,8 +37,9 @@ def test_created_running_succeeded(running_operator, api_client, namespace):
     # the launcher runs 8 s: long enough to be seen Running together with the workers
     create_mpijob(api_client, namespace, new_mpijob("pi", workers=2, launcher_annotations={OUTCOME_AFTER: "8s"}))
     want = expected_children("pi", 2)
-    wait_until(lambda: _without_launcher_pod(children(api_client, namespace, "pi")) == want, 30,
-               what="every child of pi")
+    wait_until(
+        lambda: _without_launcher_pod(children(api_client, namespace, "pi")) == want, 30, what="every child of pi"
+    )
     children_after = time.monotonic() - started
     job = wait_condition(api_client, namespace, "pi", "Created", 10)
     assert job["status"]["conditions"][0]["reason"] == "MPIJobCreated"
@@ -63,8 +65,12 @@ def test_launcher_failure_fails_the_job(running_operator, api_client, namespace)
     job = wait_condition(api_client, namespace, "bad", "Failed", 90)
     assert job["status"].get("completionTime")
     assert not has_condition(job, "Succeeded")
-    wait_event_reasons(api_client, namespace, "bad",
-                       lambda r: "MPIJobFailed" in r or any(x.startswith("BackoffLimitExceeded") for x in r))
+    wait_event_reasons(
+        api_client,
+        namespace,
+        "bad",
+        lambda r: "MPIJobFailed" in r or any(x.startswith("BackoffLimitExceeded") for x in r),
+    )
     wait_until(lambda: running_operator.metric("mpi_operator_jobs_failed_total") == 1, 10, what="failure counted")
     assert running_operator.metric("mpi_operator_jobs_successful_total") == 0
 
@@ -84,8 +90,13 @@ def test_suspend_and_resume(running_operator, api_client, namespace):
 
 def test_wait_for_workers_ready_creates_the_launcher_after_the_workers(running_operator, api_client, namespace):
     # one worker never starts: the launcher must not be created
-    create_mpijob(api_client, namespace, new_mpijob("held", workers=2, launcherCreationPolicy="WaitForWorkersReady",
-                                                    worker_annotations={OUTCOME: "pending"}))
+    create_mpijob(
+        api_client,
+        namespace,
+        new_mpijob(
+            "held", workers=2, launcherCreationPolicy="WaitForWorkersReady", worker_annotations={OUTCOME: "pending"}
+        ),
+    )
     wait_until(lambda: len(children(api_client, namespace, "held")["Worker"]) == 2, 30, what="held's workers")
     create_mpijob(api_client, namespace, new_mpijob("ready", workers=2, launcherCreationPolicy="WaitForWorkersReady"))
     wait_condition(api_client, namespace, "ready", "Succeeded", 90)
@@ -104,8 +115,11 @@ def test_scaling_workers_up_and_down(running_operator, api_client, namespace):
     wait_until(lambda: children(api_client, namespace, "elastic")["Worker"] == four, 30, what="4 workers")
     wait_until(lambda: len(_hostfile(api_client, namespace, "elastic")) == 4, 30, what="hostfile with 4 workers")
     patch_mpijob(api_client, namespace, "elastic", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
-    wait_until(lambda: children(api_client, namespace, "elastic")["Worker"] == ["elastic-worker-0"], 30,
-               what="the highest workers removed")
+    wait_until(
+        lambda: children(api_client, namespace, "elastic")["Worker"] == ["elastic-worker-0"],
+        30,
+        what="the highest workers removed",
+    )
     wait_until(lambda: len(_hostfile(api_client, namespace, "elastic")) == 1, 30, what="hostfile with 1 worker")
 
 
@@ -120,13 +134,19 @@ def test_clean_pod_policy(running_operator, api_client, namespace):
     # one job per policy, side by side: the workers left once each has succeeded
     want = {"All": 0, "Running": 0, "None": 2}
     for policy in want:
-        create_mpijob(api_client, namespace, new_mpijob(f"clean-{policy.lower()}", workers=2,
-                                                        runPolicy={"cleanPodPolicy": policy}))
+        create_mpijob(
+            api_client,
+            namespace,
+            new_mpijob(f"clean-{policy.lower()}", workers=2, runPolicy={"cleanPodPolicy": policy}),
+        )
     for policy, workers_left in want.items():
         name = f"clean-{policy.lower()}"
         wait_condition(api_client, namespace, name, "Succeeded", 90)
-        wait_until(lambda name=name, n=workers_left: len(children(api_client, namespace, name)["Worker"]) == n, 30,
-                   what=f"{workers_left} workers left under cleanPodPolicy {policy}")
+        wait_until(
+            lambda name=name, n=workers_left: len(children(api_client, namespace, name)["Worker"]) == n,
+            30,
+            what=f"{workers_left} workers left under cleanPodPolicy {policy}",
+        )
     # nothing more happens: the operator has acted on every event of the cleanup (its queue empty, no run in flight)
     wait_until(running_operator.idle, 30, what="the operator idle after the cleanup")
     for policy, workers_left in want.items():
@@ -142,8 +162,16 @@ def test_deleting_a_job_garbage_collects_its_children(running_operator, api_clie
     wait_until(lambda: _without_launcher_pod(children(api_client, namespace, "gone")) == want, 30, what="children")
     delete_mpijob(api_client, namespace, "gone")
     empty = {k: [] for k in want}
-    wait_until(lambda: _without_launcher_pod(children(api_client, namespace, "gone")) == empty, 60,
-               what="children garbage-collected")
-    wait_until(lambda: running_operator.metric("mpi_operator_job_info",
-                                               {"launcher": "gone-launcher", "namespace": namespace}) is None,
-               20, what="job_info series removed")
+    wait_until(
+        lambda: _without_launcher_pod(children(api_client, namespace, "gone")) == empty,
+        60,
+        what="children garbage-collected",
+    )
+    wait_until(
+        lambda: (
+            running_operator.metric("mpi_operator_job_info", {"launcher": "gone-launcher", "namespace": namespace})
+            is None
+        ),
+        20,
+        what="job_info series removed",
+    )

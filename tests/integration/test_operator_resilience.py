@@ -1,5 +1,6 @@
 """The operator killed mid-batch and restarted, two replicas with leader election, graceful shutdown,
 the cluster-wide mode."""
+
 from __future__ import annotations
 
 import contextlib
@@ -50,8 +51,12 @@ def test_killed_mid_batch_then_restarted_every_job_finishes_once(operator_factor
     for n in names:
         create_mpijob(api_client, namespace, new_mpijob(n, workers=2))
     # wait for a batch to have finished and another to be in flight, then kill everything at once
-    wait_until(lambda: sum(first.metric_values("mpi_operator_runner_runs_total")) >= 1 and _batch_in_flight(first),
-               60, what="a batch in flight after a finished one", interval=0.01)
+    wait_until(
+        lambda: sum(first.metric_values("mpi_operator_runner_runs_total")) >= 1 and _batch_in_flight(first),
+        60,
+        what="a batch in flight after a finished one",
+        interval=0.01,
+    )
     first.kill_all()
     assert not _all_succeeded(api_client, namespace, names), "too late: every job had finished before the kill"
 
@@ -93,8 +98,9 @@ def test_two_replicas_one_leader_and_takeover(operator_factory, api_client, name
 
     killed = time.monotonic()
     leader.kill_all()
-    wait_until(lambda: follower.metric("mpi_operator_is_leader") == 1, 30, what="the follower to take over",
-               interval=0.2)
+    wait_until(
+        lambda: follower.metric("mpi_operator_is_leader") == 1, 30, what="the follower to take over", interval=0.2
+    )
     takeover = time.monotonic() - killed
     assert takeover <= 15 + 2 + 3, f"takeover took {takeover:.1f}s"
     create_mpijob(api_client, namespace, new_mpijob("after", workers=1))
@@ -136,6 +142,7 @@ def test_sigterm_lets_the_runs_in_flight_finish(operator_factory, api_client, na
 
 def test_sigterm_ends_the_idle_warm_run_and_leaves_no_process(operator_factory, namespace):
     op = operator_factory("--namespace", namespace, "--no-leader-elect", name="warm")
+
     # the warm run: ansible-runner's ansible, its worker and the module waiting for a batch
     def module_connected() -> bool:
         """The warm run's module has imported and opened its socket to the operator: it waits for a batch."""

@@ -1,5 +1,6 @@
 """The loop's watches against a real API server: list then watch, resume after the server ends a watch,
 relist on 410 Gone."""
+
 from __future__ import annotations
 
 import threading
@@ -39,8 +40,9 @@ def test_watch_lists_resumes_and_relists_on_gone(kubeconfig, operator_crd, api_c
             seen.append((key.name, change.event))
 
     create_mpijob(api_client, namespace, new_mpijob("before", workers=1))
-    w = CountingWatcher(api, _mpijobs(), namespace, enqueue, on_restart=lambda _n, why: restarts.append(why),
-                        watch_timeout=2)  # the server ends each watch after 2 s: the watcher must resume
+    w = CountingWatcher(
+        api, _mpijobs(), namespace, enqueue, on_restart=lambda _n, why: restarts.append(why), watch_timeout=2
+    )  # the server ends each watch after 2 s: the watcher must resume
     w.start()
     try:
         wait_until(lambda: ("before", "LIST") in seen, 20, what="the initial list")
@@ -60,9 +62,7 @@ def test_watch_lists_resumes_and_relists_on_gone(kubeconfig, operator_crd, api_c
         w.stop()
 
 
-def test_deleted_podgroup_is_put_back(
-    operator_factory, podgroup_crd, api_client, namespace
-):
+def test_deleted_podgroup_is_put_back(operator_factory, podgroup_crd, api_client, namespace):
     """With gang scheduling the operator watches PodGroups: one deleted by hand comes back at once (as Kubeflow's
     PodGroup informer does it), with no other change to the job to wake the operator."""
     from kubernetes import client
@@ -82,6 +82,7 @@ def test_deleted_podgroup_is_put_back(
     # DELETED event can wake the operator.
     wait_until(op.idle, 30, what="the operator idle after creating the job's children")
     custom.delete_namespaced_custom_object("scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", "gang")
-    wait_until(lambda: (pg := podgroup()) is not None and pg["metadata"]["uid"] != first, 10,
-               what="the PodGroup put back")
+    wait_until(
+        lambda: (pg := podgroup()) is not None and pg["metadata"]["uid"] != first, 10, what="the PodGroup put back"
+    )
     assert op.proc.poll() is None

@@ -6,6 +6,7 @@ The expected children are written out by hand from the Kubeflow MPI Operator v2b
 not computed by this collection's builders; the differential tests run the real Kubeflow operator beside ours.
 (tests/integration/test_reconcile_lifecycle.py: what the module does over a job's life.)
 """
+
 from __future__ import annotations
 
 import base64
@@ -22,49 +23,96 @@ from tests.support.mpijob import condition, create_mpijob, event_reasons, get_mp
 pytestmark = pytest.mark.integration
 
 
-def kubeflow_contract(job: str, ns: str, workers: int, slots: int, impl: str, launcher_as_worker: bool = False,
-                      ssh_path: str = "/root/.ssh") -> dict:
+def kubeflow_contract(
+    job: str,
+    ns: str,
+    workers: int,
+    slots: int,
+    impl: str,
+    launcher_as_worker: bool = False,
+    ssh_path: str = "/root/.ssh",
+) -> dict:
     """What the Kubeflow operator creates for a job (names, labels, hostfile, env, mounts), transcribed by hand."""
     hosts = ([f"{job}-launcher"] if launcher_as_worker else []) + [f"{job}-worker-{i}" for i in range(workers)]
     line = "{h}.{job}.{ns}.svc slots={s}" if impl == "OpenMPI" else "{h}.{job}.{ns}.svc:{s}"
     launcher_env = {
-        "OpenMPI": [("OMPI_MCA_orte_keep_fqdn_hostnames", "true"), ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
-                    ("OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10"), ("OMPI_MCA_orte_set_default_slots", str(slots))],
-        "Intel": [("I_MPI_HYDRA_HOST_FILE", "/etc/mpi/hostfile"),
-                  ("I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS", "-o ConnectionAttempts=10"), ("I_MPI_PERHOST", str(slots))],
+        "OpenMPI": [
+            ("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
+            ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
+            ("OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10"),
+            ("OMPI_MCA_orte_set_default_slots", str(slots)),
+        ],
+        "Intel": [
+            ("I_MPI_HYDRA_HOST_FILE", "/etc/mpi/hostfile"),
+            ("I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS", "-o ConnectionAttempts=10"),
+            ("I_MPI_PERHOST", str(slots)),
+        ],
         "MPICH": [("HYDRA_HOST_FILE", "/etc/mpi/hostfile"), ("HYDRA_LAUNCH_EXTRA_ARGS", "-o ConnectionAttempts=10")],
     }[impl]
     nvidia = [] if launcher_as_worker else [("NVIDIA_VISIBLE_DEVICES", None), ("NVIDIA_DRIVER_CAPABILITIES", None)]
     common = {"training.kubeflow.org/operator-name": "mpi-operator", "training.kubeflow.org/job-name": job}
-    ssh_items = [{"key": "ssh-privatekey", "path": "id_rsa"}, {"key": "ssh-publickey", "path": "id_rsa.pub"},
-                 {"key": "ssh-publickey", "path": "authorized_keys"}]
+    ssh_items = [
+        {"key": "ssh-privatekey", "path": "id_rsa"},
+        {"key": "ssh-publickey", "path": "id_rsa.pub"},
+        {"key": "ssh-publickey", "path": "authorized_keys"},
+    ]
     return {
-        "service": {"name": job, "labels": {"app": job}, "clusterIP": "None", "selector": common,
-                    "publishNotReadyAddresses": launcher_as_worker},
-        "config_map": {"name": f"{job}-config", "labels": {"app": job},
-                       "hostfile": [line.format(h=h, job=job, ns=ns, s=slots) for h in hosts]},
+        "service": {
+            "name": job,
+            "labels": {"app": job},
+            "clusterIP": "None",
+            "selector": common,
+            "publishNotReadyAddresses": launcher_as_worker,
+        },
+        "config_map": {
+            "name": f"{job}-config",
+            "labels": {"app": job},
+            "hostfile": [line.format(h=h, job=job, ns=ns, s=slots) for h in hosts],
+        },
         "secret": {"name": f"{job}-ssh", "labels": {"app": job}, "type": "kubernetes.io/ssh-auth"},
-        "workers": [{
-            "name": f"{job}-worker-{i}",
-            "labels": {**common, "training.kubeflow.org/job-role": "worker",
-                       "training.kubeflow.org/replica-index": str(i + 1 if launcher_as_worker else i)},
-            "hostname": f"{job}-worker-{i}", "subdomain": job, "restartPolicy": "Never",
-            "searches": [f"{job}.{ns}.svc.cluster.local"],
-            "env": [("K_MPI_JOB_ROLE", "worker")],
-            "mounts": [("ssh-auth", ssh_path)],
-            "ssh_volume": {"secretName": f"{job}-ssh", "items": ssh_items,
-                           **({"defaultMode": 0o600} if ssh_path == "/root/.ssh" else {})},
-        } for i in range(workers)],
+        "workers": [
+            {
+                "name": f"{job}-worker-{i}",
+                "labels": {
+                    **common,
+                    "training.kubeflow.org/job-role": "worker",
+                    "training.kubeflow.org/replica-index": str(i + 1 if launcher_as_worker else i),
+                },
+                "hostname": f"{job}-worker-{i}",
+                "subdomain": job,
+                "restartPolicy": "Never",
+                "searches": [f"{job}.{ns}.svc.cluster.local"],
+                "env": [("K_MPI_JOB_ROLE", "worker")],
+                "mounts": [("ssh-auth", ssh_path)],
+                "ssh_volume": {
+                    "secretName": f"{job}-ssh",
+                    "items": ssh_items,
+                    **({"defaultMode": 0o600} if ssh_path == "/root/.ssh" else {}),
+                },
+            }
+            for i in range(workers)
+        ],
         "launcher": {
-            "name": f"{job}-launcher", "labels": {"app": job}, "podReplacementPolicy": "Failed",
-            "template_labels": {**common, "training.kubeflow.org/job-role": "launcher",
-                                **({"training.kubeflow.org/replica-index": "0"} if launcher_as_worker else {})},
-            "hostname": f"{job}-launcher", "subdomain": job, "restartPolicy": "OnFailure",
+            "name": f"{job}-launcher",
+            "labels": {"app": job},
+            "podReplacementPolicy": "Failed",
+            "template_labels": {
+                **common,
+                "training.kubeflow.org/job-role": "launcher",
+                **({"training.kubeflow.org/replica-index": "0"} if launcher_as_worker else {}),
+            },
+            "hostname": f"{job}-launcher",
+            "subdomain": job,
+            "restartPolicy": "OnFailure",
             "env": [("K_MPI_JOB_ROLE", "launcher"), *launcher_env, *nvidia],
             "mounts": [("ssh-auth", ssh_path), ("mpi-job-config", "/etc/mpi")],
-            "config_volume": {"name": f"{job}-config", "items": [
-                {"key": "hostfile", "path": "hostfile", "mode": 0o444},
-                {"key": "discover_hosts.sh", "path": "discover_hosts.sh", "mode": 0o555}]},
+            "config_volume": {
+                "name": f"{job}-config",
+                "items": [
+                    {"key": "hostfile", "path": "hostfile", "mode": 0o444},
+                    {"key": "discover_hosts.sh", "path": "discover_hosts.sh", "mode": 0o555},
+                ],
+            },
         },
     }
 
@@ -79,8 +127,11 @@ def _env(container: dict) -> list[tuple[str, str | None]]:
 
 def _mounts(container: dict) -> list[tuple[str, str]]:
     """The container's mounts without the service account token the API server adds to every pod."""
-    return [(m["name"], m["mountPath"]) for m in container.get("volumeMounts") or []
-            if not m["name"].startswith("kube-api-access-")]
+    return [
+        (m["name"], m["mountPath"])
+        for m in container.get("volumeMounts") or []
+        if not m["name"].startswith("kube-api-access-")
+    ]
 
 
 def _main(pod_spec: dict, container: str | None) -> dict:
@@ -92,7 +143,10 @@ def assert_kubeflow_children(api_client: Any, ns: str, want: dict, main_containe
     svc = _dict(api_client, core.read_namespaced_service(want["service"]["name"], ns))
     assert svc["metadata"]["labels"] == want["service"]["labels"]
     assert (svc["spec"]["clusterIP"], svc["spec"]["selector"], svc["spec"].get("publishNotReadyAddresses", False)) == (
-        want["service"]["clusterIP"], want["service"]["selector"], want["service"]["publishNotReadyAddresses"])
+        want["service"]["clusterIP"],
+        want["service"]["selector"],
+        want["service"]["publishNotReadyAddresses"],
+    )
 
     cm = _dict(api_client, core.read_namespaced_config_map(want["config_map"]["name"], ns))
     assert cm["metadata"]["labels"] == want["config_map"]["labels"]
@@ -108,13 +162,18 @@ def assert_kubeflow_children(api_client: Any, ns: str, want: dict, main_containe
     for w in want["workers"]:
         pod = _dict(api_client, core.read_namespaced_pod(w["name"], ns))
         spec = pod["spec"]
-        assert {k: v for k, v in pod["metadata"]["labels"].items() if k.startswith("training.kubeflow.org/")} == w["labels"]
-        assert (spec["hostname"], spec["subdomain"], spec["restartPolicy"]) == (w["hostname"], w["subdomain"],
-                                                                               w["restartPolicy"])
+        assert {k: v for k, v in pod["metadata"]["labels"].items() if k.startswith("training.kubeflow.org/")} == w[
+            "labels"
+        ]
+        assert (spec["hostname"], spec["subdomain"], spec["restartPolicy"]) == (
+            w["hostname"],
+            w["subdomain"],
+            w["restartPolicy"],
+        )
         assert spec["dnsConfig"]["searches"][-1:] == w["searches"]
         main = _main(spec, main_container)
-        assert _env(main)[-len(w["env"]):] == w["env"]
-        assert _mounts(main)[-len(w["mounts"]):] == w["mounts"]
+        assert _env(main)[-len(w["env"]) :] == w["env"]
+        assert _mounts(main)[-len(w["mounts"]) :] == w["mounts"]
         ssh = next(v for v in spec["volumes"] if v["name"] == "ssh-auth")["secret"]
         assert {k: ssh[k] for k in w["ssh_volume"]} == w["ssh_volume"]
         if ssh.get("defaultMode") is not None and "defaultMode" not in w["ssh_volume"]:
@@ -124,24 +183,34 @@ def assert_kubeflow_children(api_client: Any, ns: str, want: dict, main_containe
 
     lw = want["launcher"]
     job = _dict(api_client, batch.read_namespaced_job(lw["name"], ns))
-    assert job["metadata"]["labels"] == lw["labels"] and job["spec"]["podReplacementPolicy"] == lw["podReplacementPolicy"]
+    assert (
+        job["metadata"]["labels"] == lw["labels"] and job["spec"]["podReplacementPolicy"] == lw["podReplacementPolicy"]
+    )
     tmpl = job["spec"]["template"]
-    assert {k: v for k, v in tmpl["metadata"]["labels"].items() if k.startswith("training.kubeflow.org/")} == \
-        lw["template_labels"]
+    assert {k: v for k, v in tmpl["metadata"]["labels"].items() if k.startswith("training.kubeflow.org/")} == lw[
+        "template_labels"
+    ]
     spec = tmpl["spec"]
-    assert (spec["hostname"], spec["subdomain"], spec["restartPolicy"]) == (lw["hostname"], lw["subdomain"],
-                                                                           lw["restartPolicy"])
+    assert (spec["hostname"], spec["subdomain"], spec["restartPolicy"]) == (
+        lw["hostname"],
+        lw["subdomain"],
+        lw["restartPolicy"],
+    )
     main = _main(spec, main_container)
-    assert _env(main)[-len(lw["env"]):] == lw["env"]
-    assert _mounts(main)[-len(lw["mounts"]):] == lw["mounts"]
+    assert _env(main)[-len(lw["env"]) :] == lw["env"]
+    assert _mounts(main)[-len(lw["mounts"]) :] == lw["mounts"]
     config = next(v for v in spec["volumes"] if v["name"] == "mpi-job-config")["configMap"]
     assert {k: config[k] for k in lw["config_volume"]} == lw["config_volume"]
 
 
-@pytest.mark.parametrize(("manifest", "contract"), [
-    ("openmpi-helloworld.v2beta1.yaml", dict(workers=2, slots=1, impl="OpenMPI")),
-    ("tensorflow-mnist-elastic.v1.yaml", dict(workers=2, slots=1, impl="OpenMPI")),
-], ids=["openmpi-v2beta1", "elastic-v1"])
+@pytest.mark.parametrize(
+    ("manifest", "contract"),
+    [
+        ("openmpi-helloworld.v2beta1.yaml", dict(workers=2, slots=1, impl="OpenMPI")),
+        ("tensorflow-mnist-elastic.v1.yaml", dict(workers=2, slots=1, impl="OpenMPI")),
+    ],
+    ids=["openmpi-v2beta1", "elastic-v1"],
+)
 def test_children_match_kubeflow(reconcile, api_client, namespace, manifest, contract) -> None:
     body = _on_kwok(load(manifest), NOWHERE)
     name = body["metadata"]["name"]
@@ -159,12 +228,18 @@ def test_children_match_kubeflow(reconcile, api_client, namespace, manifest, con
 def test_intel_launcher_as_worker_non_root_matches_kubeflow(reconcile, api_client, namespace) -> None:
     body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
     body["metadata"]["name"] = "intel"
-    body["spec"].update(mpiImplementation="Intel", slotsPerWorker=2, runLauncherAsWorker=True,
-                        sshAuthMountPath="/home/mpiuser/.ssh")
+    body["spec"].update(
+        mpiImplementation="Intel", slotsPerWorker=2, runLauncherAsWorker=True, sshAuthMountPath="/home/mpiuser/.ssh"
+    )
     create_mpijob(api_client, namespace, body)
     reconcile([{"namespace": namespace, "name": "intel"}])
-    assert_kubeflow_children(api_client, namespace, kubeflow_contract(
-        "intel", namespace, workers=2, slots=2, impl="Intel", launcher_as_worker=True, ssh_path="/home/mpiuser/.ssh"))
+    assert_kubeflow_children(
+        api_client,
+        namespace,
+        kubeflow_contract(
+            "intel", namespace, workers=2, slots=2, impl="Intel", launcher_as_worker=True, ssh_path="/home/mpiuser/.ssh"
+        ),
+    )
 
 
 def test_gang_pod_group_without_deadlock(reconcile, api_client, namespace, podgroup_crd) -> None:
@@ -178,8 +253,10 @@ def test_gang_pod_group_without_deadlock(reconcile, api_client, namespace, podgr
     run = reconcile([{"namespace": namespace, "name": n} for n in ("atstartup", "waits")], gang_scheduling=podgroup_crd)
     assert all(j["error"] is None for j in run.jobs), run.jobs
     custom = client.CustomObjectsApi(api_client)
-    groups = {n: custom.get_namespaced_custom_object("scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", n)
-              for n in ("atstartup", "waits")}
+    groups = {
+        n: custom.get_namespaced_custom_object("scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", n)
+        for n in ("atstartup", "waits")
+    }
     assert groups["atstartup"]["spec"]["minMember"] == 3  # Kubeflow: workers + launcher
     assert groups["atstartup"]["spec"]["minResources"] == {"cpu": "300m", "memory": "3Gi"}
     assert groups["waits"]["spec"]["minMember"] == 2  # the launcher comes after the gang (kubeflow#608)
@@ -209,8 +286,10 @@ def _normal(obj: dict, namespace: str) -> dict:
         meta.pop(key, None)
     for ref in meta.get("ownerReferences") or []:
         ref.pop("uid", None)
-    for labels in (meta.get("labels") or {}, ((obj.get("spec") or {}).get("template") or {}).get("metadata", {}).get(
-            "labels") or {}):
+    for labels in (
+        meta.get("labels") or {},
+        ((obj.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {},
+    ):
         for key in _JOB_LABELS:
             labels.pop(key, None)
     if obj.get("kind") == "Job":
@@ -250,8 +329,9 @@ def _second_namespace(api_client: Any, base: str) -> str:
 
     core, _ = _core(api_client)
     name = f"{base[:50]}-kf"
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name,
-                                                                          labels={"mpi.operator/test": "true"})))
+    core.create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={"mpi.operator/test": "true"}))
+    )
     wait_until(lambda: core.list_namespaced_service_account(namespace=name).items, 30, what=f"ServiceAccount in {name}")
     return name
 
@@ -264,19 +344,38 @@ def _events_but_stale_creates(api_client: Any, namespace: str, name: str) -> set
     (docs/testing.md, races). Ours takes AlreadyExists on a create as the child being there (kube/apply.py)."""
     from kubernetes import client
 
-    events = client.CoreV1Api(api_client).list_namespaced_event(
-        namespace, field_selector=f"involvedObject.kind=MPIJob,involvedObject.name={name}").items
-    return {(e.reason, e.message or "") for e in events
-            if not (e.reason == "MPIJobFailed" and "created failed" in (e.message or "")
-                    and "already exists" in (e.message or ""))}
+    events = (
+        client.CoreV1Api(api_client)
+        .list_namespaced_event(namespace, field_selector=f"involvedObject.kind=MPIJob,involvedObject.name={name}")
+        .items
+    )
+    return {
+        (e.reason, e.message or "")
+        for e in events
+        if not (
+            e.reason == "MPIJobFailed"
+            and "created failed" in (e.message or "")
+            and "already exists" in (e.message or "")
+        )
+    }
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", ["openmpi-v2beta1", "intel-launcher-as-worker", "mpich-non-root",
-                                     "gang-scheduler-plugins", "gang-volcano", "host-network-cluster-domain"])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "openmpi-v2beta1",
+        "intel-launcher-as-worker",
+        "mpich-non-root",
+        "gang-scheduler-plugins",
+        "gang-volcano",
+        "host-network-cluster-domain",
+    ],
+)
 @pytest.mark.xdist_group("kubeflow-peer")  # v0.8.2 binds port 8080: one peer at a time
-def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reconcile, api_client, namespace,
-                                                request) -> None:
+def test_same_children_as_the_kubeflow_operator(
+    variant, kubeflow_operator, reconcile, api_client, namespace, request
+) -> None:
     """The same manifest, one copy reconciled by the real Kubeflow MPI Operator (v0.8.2, built from the Go module
     proxy), the other by mpijob_reconcile: the children are equal but for the documented differences."""
     body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"), NOWHERE)
@@ -302,11 +401,19 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
     try:
         create_mpijob(api_client, kf_ns, body)
         create_mpijob(api_client, namespace, body)
-        proc = kubeflow_operator(kf_ns, *(["--gang-scheduling", gang] if gang else []),
-                                 *(["--cluster-domain", domain] if domain else []))
-        wait_until(lambda: proc.poll() is None and batch.list_namespaced_job(kf_ns).items and len(
-            core.list_namespaced_pod(kf_ns, label_selector="training.kubeflow.org/job-role=worker").items) == 2,
-            120, what="the Kubeflow operator's launcher Job and workers")
+        proc = kubeflow_operator(
+            kf_ns, *(["--gang-scheduling", gang] if gang else []), *(["--cluster-domain", domain] if domain else [])
+        )
+        wait_until(
+            lambda: (
+                proc.poll() is None
+                and batch.list_namespaced_job(kf_ns).items
+                and len(core.list_namespaced_pod(kf_ns, label_selector="training.kubeflow.org/job-role=worker").items)
+                == 2
+            ),
+            120,
+            what="the Kubeflow operator's launcher Job and workers",
+        )
         reconcile([{"namespace": namespace, "name": name}], gang_scheduling=gang, cluster_domain=domain)
         theirs, ours = _children_of(api_client, kf_ns, name, gang), _children_of(api_client, namespace, name, gang)
         assert sorted(theirs) == sorted(ours)
@@ -316,7 +423,8 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
         ours["Job"]["spec"]["template"]["spec"]["containers"][0]["env"] = [e for e in env if e["name"] not in PRRTE]
         script = ours["ConfigMap"]["data"]["discover_hosts.sh"]
         ours["ConfigMap"]["data"]["discover_hosts.sh"] = "".join(
-            line.rsplit(":", 1)[0] + "\n" if line.startswith("echo ") else line + "\n" for line in script.splitlines())
+            line.rsplit(":", 1)[0] + "\n" if line.startswith("echo ") else line + "\n" for line in script.splitlines()
+        )
         for secret in (theirs["Secret"], ours["Secret"]):  # fresh random keys on each side
             assert base64.b64decode(secret["data"]["ssh-privatekey"]).startswith(b"-----BEGIN EC PRIVATE KEY-----")
             assert base64.b64decode(secret["data"]["ssh-publickey"]).startswith(b"ecdsa-sha2-nistp521 ")
@@ -328,20 +436,27 @@ def test_same_children_as_the_kubeflow_operator(variant, kubeflow_operator, reco
             status = (get_mpijob(api_client, namespace, name) or {}).get("status") or {}
             replicas = copy.deepcopy(status.get("replicaStatuses") or {})
             replicas.get("Worker", {}).pop("selector", None)  # ours fills it for `kubectl scale`
-            return ([(c["type"], c["status"], c["reason"]) for c in status.get("conditions") or []], replicas,
-                    {reason for reason, _ in _events_but_stale_creates(api_client, namespace, name)})
+            return (
+                [(c["type"], c["status"], c["reason"]) for c in status.get("conditions") or []],
+                replicas,
+                {reason for reason, _ in _events_but_stale_creates(api_client, namespace, name)},
+            )
 
         # Ours is written when mpijob_reconcile returns (status, then events); Kubeflow writes its status after the
         # children and its events through client-go's asynchronous broadcaster: wait for them, then compare.
         with contextlib.suppress(TimeoutError):
-            wait_until(lambda: status_and_events(kf_ns) == status_and_events(namespace), 30,
-                       what="the Kubeflow operator's status and events")
+            wait_until(
+                lambda: status_and_events(kf_ns) == status_and_events(namespace),
+                30,
+                what="the Kubeflow operator's status and events",
+            )
         theirs_status, ours_status = status_and_events(kf_ns), status_and_events(namespace)
         assert theirs_status[0] == ours_status[0], "conditions differ"
         assert theirs_status[1] == ours_status[1], "replicaStatuses differ"
         assert theirs_status[2] == ours_status[2], (
             f"event reasons differ: theirs {_events_but_stale_creates(api_client, kf_ns, name)}, "
-            f"ours {_events_but_stale_creates(api_client, namespace, name)}")
+            f"ours {_events_but_stale_creates(api_client, namespace, name)}"
+        )
     finally:
         core.delete_namespace(kf_ns, propagation_policy="Background")
 
@@ -354,18 +469,26 @@ def test_same_conditions_as_the_kubeflow_operator(outcome, kubeflow_operator, lo
     body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
     body["spec"]["runPolicy"] = {"backoffLimit": 0}
     body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
-        "annotations": {"kwok.mpi.operator/outcome": outcome}}
+        "annotations": {"kwok.mpi.operator/outcome": outcome}
+    }
     name = body["metadata"]["name"]
     kf_ns = _second_namespace(api_client, namespace)
     core, _ = _core(api_client)
-    finished = ("Succeeded" if outcome == "succeed" else "Failed")
+    finished = "Succeeded" if outcome == "succeed" else "Failed"
     try:
         create_mpijob(api_client, kf_ns, body)
         create_mpijob(api_client, namespace, body)
         kubeflow_operator(kf_ns)
         ours = loop(namespace, name, lambda j, _: (condition(j, finished) or {}).get("status") == "True", timeout=90)
-        theirs = wait_until(lambda: (j := get_mpijob(api_client, kf_ns, name)) and
-                            (condition(j, finished) or {}).get("status") == "True" and j, 90, what="Kubeflow finished")
+        theirs = wait_until(
+            lambda: (
+                (j := get_mpijob(api_client, kf_ns, name))
+                and (condition(j, finished) or {}).get("status") == "True"
+                and j
+            ),
+            90,
+            what="Kubeflow finished",
+        )
 
         def summary(job: dict) -> list[tuple[str, str, str]]:
             # Reasons up to the "/": after it Kubeflow puts the pod's reason, empty for a plain non-zero exit,

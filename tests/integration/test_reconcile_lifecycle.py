@@ -3,6 +3,7 @@
 it does not own, elastic scaling, suspend/resume, conflicts, a batch of fifty. (tests/integration/
 test_reconcile_kubeflow.py: the Kubeflow contract of what it creates.)
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,7 +24,8 @@ def test_check_mode_plans_and_changes_nothing(reconcile, api_client, namespace) 
     run = reconcile([{"namespace": namespace, "name": "openmpi-helloworld"}], check=True)
     assert run.result["changed"]
     assert ("create", "Job", "openmpi-helloworld-launcher") in [
-        (a["action"], a["kind"], a["name"]) for a in run.job("openmpi-helloworld")["actions"]]
+        (a["action"], a["kind"], a["name"]) for a in run.job("openmpi-helloworld")["actions"]
+    ]
     core, batch = _core(api_client)
     assert core.list_namespaced_pod(namespace).items == []
     assert batch.list_namespaced_job(namespace).items == []
@@ -43,6 +45,7 @@ def test_lifecycle_cleanup_and_ttl(loop, api_client, namespace) -> None:
 
     def pods_gone(_j, _run):
         return not [p for p in core.list_namespaced_pod(namespace).items if not p.metadata.deletion_timestamp]
+
     loop(namespace, name, pods_gone, timeout=30)
     assert "MPIJobSucceeded" in event_reasons(api_client, namespace, name)
     loop(namespace, name, lambda j, run: j is None and run.job(name)["deleted"], timeout=60)
@@ -53,10 +56,14 @@ def test_failed_worker_shows_in_conditions(loop, api_client, namespace) -> None:
     worker = body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
     worker.setdefault("metadata", {})["annotations"] = {"kwok.mpi.operator/outcome": "fail"}
     body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"].setdefault("metadata", {})["annotations"] = {
-        "kwok.mpi.operator/outcome": "run"}
+        "kwok.mpi.operator/outcome": "run"
+    }
     create_mpijob(api_client, namespace, body)
-    job = loop(namespace, "openmpi-helloworld",
-               lambda j, _: (condition(j, "Running") or {}).get("reason") == "MPIJobWorkerFailed")
+    job = loop(
+        namespace,
+        "openmpi-helloworld",
+        lambda j, _: (condition(j, "Running") or {}).get("reason") == "MPIJobWorkerFailed",
+    )
     assert "workers failed: openmpi-helloworld-worker-" in condition(job, "Running")["message"]
     assert job["status"]["replicaStatuses"]["Worker"].get("failed")
     assert "MPIJobWorkerFailed" in event_reasons(api_client, namespace, "openmpi-helloworld")
@@ -67,8 +74,10 @@ MALFORMED = [  # shapes an older or looser CRD lets through; the first one this 
     ("spec.mpiReplicaSpecs.Worker.replicas", lambda s: s["mpiReplicaSpecs"]["Worker"].update(replicas=0)),
     ("spec.mpiImplementation", lambda s: s.update(mpiImplementation="MVAPICH")),
     ("spec.runPolicy.cleanPodPolicy", lambda s: s["runPolicy"].update(cleanPodPolicy="Sometimes")),
-    ("spec.runPolicy.schedulingPolicy.minAvailable",
-     lambda s: s["runPolicy"].update(schedulingPolicy={"minAvailable": -1})),  # the CRD of this collection lets it by
+    (
+        "spec.runPolicy.schedulingPolicy.minAvailable",
+        lambda s: s["runPolicy"].update(schedulingPolicy={"minAvailable": -1}),
+    ),  # the CRD of this collection lets it by
 ]
 
 
@@ -89,7 +98,9 @@ def test_malformed_job_gets_failed_condition_and_warning(reconcile, api_client, 
         pytest.skip("this cluster's CRD rejects every malformed shape")
     good = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
     create_mpijob(api_client, namespace, good)
-    run = reconcile([{"namespace": namespace, "name": f"bad{i}"}, {"namespace": namespace, "name": "openmpi-helloworld"}])
+    run = reconcile(
+        [{"namespace": namespace, "name": f"bad{i}"}, {"namespace": namespace, "name": "openmpi-helloworld"}]
+    )
     bad = run.job(f"bad{i}")
     assert field in bad["error"] and not bad["retry"]
     cond = condition(get_mpijob(api_client, namespace, f"bad{i}"), "Failed")
@@ -101,8 +112,9 @@ def test_malformed_job_gets_failed_condition_and_warning(reconcile, api_client, 
     assert not reconcile([{"namespace": namespace, "name": f"bad{i}"}]).result["changed"]
 
 
-def test_a_child_the_api_server_refuses_fails_the_job_naming_its_templates_field(reconcile, api_client,
-                                                                                namespace) -> None:
+def test_a_child_the_api_server_refuses_fails_the_job_naming_its_templates_field(
+    reconcile, api_client, namespace
+) -> None:
     """The CRD lets a container named "Pi" through; the launcher Job built from it is refused (422). The job is then
     Failed (ValidationError) naming its own template's field, once: the next reconcile writes nothing."""
     body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
@@ -115,12 +127,16 @@ def test_a_child_the_api_server_refuses_fails_the_job_naming_its_templates_field
     field = "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].name"
     cond = condition(get_mpijob(api_client, namespace, name), "Failed")
     assert (cond["status"], cond["reason"]) == ("True", "ValidationError")
-    assert cond["message"].startswith(f"Found validation errors: {field}: Invalid value: \"Pi\"")
+    assert cond["message"].startswith(f'Found validation errors: {field}: Invalid value: "Pi"')
     core, _ = _core(api_client)
 
     def validation_events() -> int:
-        return sum(e.count or 1 for e in core.list_namespaced_event(
-            namespace, field_selector=f"involvedObject.name={name}").items if e.reason == "ValidationError")
+        return sum(
+            e.count or 1
+            for e in core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
+            if e.reason == "ValidationError"
+        )
+
     assert validation_events() == 1
     again = reconcile(job_ref)
     assert "status" not in [a["action"] for a in again.job(name)["actions"]]
@@ -131,8 +147,10 @@ def test_child_owned_by_someone_else_is_not_taken_over(reconcile, api_client, na
     from kubernetes import client
 
     core, _ = _core(api_client)
-    core.create_namespaced_config_map(namespace, client.V1ConfigMap(
-        metadata=client.V1ObjectMeta(name="mine-config"), data={"hostfile": "users own this\n"}))
+    core.create_namespaced_config_map(
+        namespace,
+        client.V1ConfigMap(metadata=client.V1ObjectMeta(name="mine-config"), data={"hostfile": "users own this\n"}),
+    )
     for name in ("mine", "other"):
         body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
         body["metadata"]["name"] = name
@@ -155,11 +173,18 @@ def test_vanished_job_is_reported_deleted(reconcile, namespace) -> None:
 
 def test_unreachable_api_server_fails_the_module(tmp_path, operator_crd) -> None:
     kubeconfig = tmp_path / "dead.kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "dead",
-        "clusters": [{"name": "dead", "cluster": {"server": "https://127.0.0.1:1"}}],
-        "users": [{"name": "dead", "user": {"token": "x"}}],
-        "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "dead"}}]}))
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "dead",
+                "clusters": [{"name": "dead", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "dead", "user": {"token": "x"}}],
+                "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "dead"}}],
+            }
+        )
+    )
     run = run_reconcile(str(kubeconfig), [{"namespace": "default", "name": "pi"}])
     assert run.result.get("failed") and "unreachable" in run.result["msg"]
 
@@ -168,14 +193,21 @@ def test_elastic_scaling(reconcile, api_client, namespace) -> None:
     body = _on_kwok(load("tensorflow-mnist-elastic.v1.yaml"))
     body["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 3
     body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
-        "annotations": {"kwok.mpi.operator/outcome": "run"}}  # horovodrun keeps running while workers come and go
+        "annotations": {"kwok.mpi.operator/outcome": "run"}
+    }  # horovodrun keeps running while workers come and go
     create_as_written(api_client, namespace, body)
     name = body["metadata"]["name"]
     key = [{"namespace": namespace, "name": name}]
     reconcile(key)
     core, _ = _core(api_client)
-    wait_until(lambda: all(p.status.phase == "Running" for p in core.list_namespaced_pod(
-        namespace, label_selector="training.kubeflow.org/job-role=worker").items), 30, what="workers Running")
+    wait_until(
+        lambda: all(
+            p.status.phase == "Running"
+            for p in core.list_namespaced_pod(namespace, label_selector="training.kubeflow.org/job-role=worker").items
+        ),
+        30,
+        what="workers Running",
+    )
     reconcile(key)
     script = core.read_namespaced_config_map(f"{name}-config", namespace).data["discover_hosts.sh"]
     assert script.splitlines()[1:] == [f"echo {name}-worker-{i}.{name}.{namespace}.svc:1" for i in range(3)]
@@ -207,8 +239,9 @@ def test_batch_of_fifty_jobs_in_one_call(reconcile, api_client, namespace, capsy
         body["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 4
         create_mpijob(api_client, namespace, body)
     keys = [{"namespace": namespace, "name": n} for n in names]
-    request.addfinalizer(lambda: _core(api_client)[0].delete_collection_namespaced_pod(
-        namespace, grace_period_seconds=0))  # 250 unschedulable pods would keep the scheduler busy for later tests
+    request.addfinalizer(
+        lambda: _core(api_client)[0].delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    )  # 250 unschedulable pods would keep the scheduler busy for later tests
     first = reconcile(keys)
     assert all(j["error"] is None for j in first.jobs), [j for j in first.jobs if j["error"]]
     core, batch = _core(api_client)
@@ -218,8 +251,10 @@ def test_batch_of_fifty_jobs_in_one_call(reconcile, api_client, namespace, capsy
     second = reconcile(keys)
     writes = [a for j in second.jobs for a in j["actions"] if a["action"] not in ("status", "event")]
     with capsys.disabled():
-        print(f"\n50 jobs x 4 workers: first call {first.seconds:.1f}s {first.result['api_calls']} API calls; "
-              f"second call {time.monotonic() - started:.1f}s {second.result['api_calls']} API calls")
+        print(
+            f"\n50 jobs x 4 workers: first call {first.seconds:.1f}s {first.result['api_calls']} API calls; "
+            f"second call {time.monotonic() - started:.1f}s {second.result['api_calls']} API calls"
+        )
     assert writes == []
     # 5 creates + 1 status + 1 event per job plus the worker pods, and one LIST per kind: nothing per-job on reads
     assert first.result["api_calls"] <= 50 * (4 + 7) + 10
@@ -230,7 +265,8 @@ def test_wait_for_workers_ready_is_honoured_after_resume(reconcile, api_client, 
     body["spec"].update(launcherCreationPolicy="WaitForWorkersReady")
     body["spec"]["runPolicy"]["suspend"] = True
     body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
-        "annotations": {"kwok.mpi.operator/outcome": "run"}}
+        "annotations": {"kwok.mpi.operator/outcome": "run"}
+    }
     create_mpijob(api_client, namespace, body)
     key = [{"namespace": namespace, "name": "openmpi-helloworld"}]
     reconcile(key)
@@ -243,9 +279,17 @@ def test_wait_for_workers_ready_is_honoured_after_resume(reconcile, api_client, 
     reconcile(key)
     # Kubeflow unsuspends here, before any worker exists (kubeflow/mpi-operator#615); we wait for Ready workers
     assert batch.read_namespaced_job("openmpi-helloworld-launcher", namespace).spec.suspend is True
-    wait_until(lambda: all(any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
-                         for p in core.list_namespaced_pod(namespace).items) and
-               len(core.list_namespaced_pod(namespace).items) == 2, 30, what="2 Ready workers")
+    wait_until(
+        lambda: (
+            all(
+                any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+                for p in core.list_namespaced_pod(namespace).items
+            )
+            and len(core.list_namespaced_pod(namespace).items) == 2
+        ),
+        30,
+        what="2 Ready workers",
+    )
     reconcile(key)
     assert batch.read_namespaced_job("openmpi-helloworld-launcher", namespace).spec.suspend is False
     job = get_mpijob(api_client, namespace, "openmpi-helloworld")
@@ -268,8 +312,9 @@ def test_stale_status_write_is_a_conflict_to_retry(api_client, namespace, operat
     from datetime import UTC, datetime
 
     plan = plan_job(stale, World(mpijob=stale), Options(), datetime.now(UTC), sshkeys.generate_ssh_keys)
-    status_only = type(plan)([a for a in plan.actions if a.action == "status"], plan.status,
-                             transitions=plan.transitions)
+    status_only = type(plan)(
+        [a for a in plan.actions if a.action == "status"], plan.status, transitions=plan.transitions
+    )
     result = JobResult(namespace=namespace, name="openmpi-helloworld")
     apply.Applier(client, stale, result).apply(status_only)
     assert result.retry and "409" in result.error
@@ -284,11 +329,20 @@ def test_vanished_children_are_recreated(reconcile, api_client, namespace) -> No
     core, _ = _core(api_client)
     core.delete_namespaced_config_map("openmpi-helloworld-config", namespace)
     core.delete_namespaced_pod("openmpi-helloworld-worker-1", namespace, grace_period_seconds=0)
-    wait_until(lambda: not [p for p in core.list_namespaced_pod(namespace).items
-                          if p.metadata.name == "openmpi-helloworld-worker-1"], 30, what="worker-1 gone")
+    wait_until(
+        lambda: (
+            not [
+                p for p in core.list_namespaced_pod(namespace).items if p.metadata.name == "openmpi-helloworld-worker-1"
+            ]
+        ),
+        30,
+        what="worker-1 gone",
+    )
     run = reconcile(key)
     assert [(a["action"], a["kind"], a["name"]) for a in run.job("openmpi-helloworld")["actions"]] == [
-        ("create", "ConfigMap", "openmpi-helloworld-config"), ("create", "Pod", "openmpi-helloworld-worker-1")]
+        ("create", "ConfigMap", "openmpi-helloworld-config"),
+        ("create", "Pod", "openmpi-helloworld-worker-1"),
+    ]
 
 
 def test_evicted_job_completes_and_is_cleaned_up(loop, api_client, namespace) -> None:
@@ -297,22 +351,29 @@ def test_evicted_job_completes_and_is_cleaned_up(loop, api_client, namespace) ->
     body = _on_kwok(load("openmpi-helloworld.v2beta1.yaml"))
     body["spec"]["runPolicy"] = {"cleanPodPolicy": "All"}
     body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
-        "annotations": {"kwok.mpi.operator/outcome": "run"}}
+        "annotations": {"kwok.mpi.operator/outcome": "run"}
+    }
     body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["metadata"] = {
-        "annotations": {"kwok.mpi.operator/outcome": "evict"}}
+        "annotations": {"kwok.mpi.operator/outcome": "evict"}
+    }
     create_mpijob(api_client, namespace, body)
     name = body["metadata"]["name"]
     job = loop(namespace, name, lambda j, _: (condition(j, "Failed") or {}).get("reason") == "MPIJobEvicted")
     assert job["status"]["completionTime"] and condition(job, "Failed")["message"].endswith("workers are evicted")
     core, batch = _core(api_client)
-    loop(namespace, name, lambda _j, _r: not [p for p in core.list_namespaced_pod(namespace).items
-                                               if not p.metadata.deletion_timestamp], timeout=60)
+    loop(
+        namespace,
+        name,
+        lambda _j, _r: not [p for p in core.list_namespaced_pod(namespace).items if not p.metadata.deletion_timestamp],
+        timeout=60,
+    )
     assert batch.read_namespaced_job(f"{name}-launcher", namespace).spec.suspend is True
     assert "MPIJobEvicted" in event_reasons(api_client, namespace, name)
 
 
-def test_a_batch_writes_every_jobs_status_before_what_follows_it(api_client, namespace, operator_crd,
-                                                                  kubeconfig) -> None:
+def test_a_batch_writes_every_jobs_status_before_what_follows_it(
+    api_client, namespace, operator_crd, kubeconfig
+) -> None:
     """In a batch, each job's actions up to its status write (the Events of the transitions it writes just before
     it) go first for every job, then the rest (a finished job's clean-up, the other events): the last job's outcome
     does not wait for the other jobs' deletions."""
@@ -345,8 +406,7 @@ def test_a_batch_writes_every_jobs_status_before_what_follows_it(api_client, nam
     assert all(sum(e < s for e in events) >= k + 1 for k, s in enumerate(sorted(statuses))), calls
 
 
-def test_a_transition_event_written_before_a_lost_status_is_not_counted_twice(reconcile, api_client,
-                                                                             namespace) -> None:
+def test_a_transition_event_written_before_a_lost_status_is_not_counted_twice(reconcile, api_client, namespace) -> None:
     """The operator killed between a transition's Event and the status that records it: the next pass makes the
     same transition and finds its Event; it stays one Event, count 1 (make chaos found Events lost when they came
     after the status)."""
@@ -359,9 +419,13 @@ def test_a_transition_event_written_before_a_lost_status_is_not_counted_twice(re
     assert condition(job, "Created")["status"] == "True"
     # the status write lost: the job as the next pass reads it has no condition, its Event exists
     client.CustomObjectsApi(api_client).replace_namespaced_custom_object_status(
-        "kubeflow.org", "v2beta1", namespace, "mpijobs", name, {**job, "status": {}})
+        "kubeflow.org", "v2beta1", namespace, "mpijobs", name, {**job, "status": {}}
+    )
     run = reconcile([{"namespace": namespace, "name": name}])
     assert ("Created", "True") in [(t["type"], t["status"]) for t in run.job(name)["transitions"]]
-    created = [e for e in client.CoreV1Api(api_client).list_namespaced_event(namespace).items
-               if e.reason == "MPIJobCreated" and e.involved_object.name == name]
+    created = [
+        e
+        for e in client.CoreV1Api(api_client).list_namespaced_event(namespace).items
+        if e.reason == "MPIJobCreated" and e.involved_object.name == name
+    ]
     assert [(e.count or 1) for e in created] == [1]

@@ -1,5 +1,6 @@
 """The result contract end to end: the core's plan for a job, the reconcile module run through the operator's own
 runner (ansible-runner, the real module, the cluster), and the loop's parse of what the module reported, agree."""
+
 from __future__ import annotations
 
 import pathlib
@@ -27,8 +28,9 @@ def _timeless(value: Any) -> Any:
     return value
 
 
-def test_the_loop_reads_back_what_the_core_decided(api_client: Any, namespace: str, operator_crd: None,
-                                                   kubeconfig: str, tmp_path: Any) -> None:
+def test_the_loop_reads_back_what_the_core_decided(
+    api_client: Any, namespace: str, operator_crd: None, kubeconfig: str, tmp_path: Any
+) -> None:
     from ansible_collections.mpi.operator.plugins.module_utils.kube.apply import split_after_status
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options
     from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import World
@@ -46,8 +48,13 @@ def test_the_loop_reads_back_what_the_core_decided(api_client: Any, namespace: s
     # A new job has no children yet: the module reads exactly this world.
     plan = plan_job(obj, World(mpijob=obj), Options(), datetime.now(UTC), lambda: (b"", b""))
     head, tail = split_after_status(plan)  # the order the shell carries the plan out in
-    expected = JobResult(key.namespace, key.name, uid=obj["metadata"]["uid"], actions=[a.summary() for a in head + tail],
-                         transitions=list(plan.transitions))
+    expected = JobResult(
+        key.namespace,
+        key.name,
+        uid=obj["metadata"]["uid"],
+        actions=[a.summary() for a in head + tail],
+        transitions=list(plan.transitions),
+    )
     plan.fill(expected)
 
     runner = BatchRunner(str(tmp_path), slot=0, kubeconfig=kubeconfig, timeout=120)

@@ -1,5 +1,6 @@
 """playbooks/submit.yml as users run it (ansible-playbook, variables on the command line) against the local cluster,
 with the real operator driving the jobs on simulated (kwok) nodes."""
+
 from __future__ import annotations
 
 import contextlib
@@ -26,8 +27,9 @@ def progress_lines(stdout: str) -> list[str]:
     return re.findall(r"^MPIJob progress: (\S+: \w+, workers \d+/\d+ running.*? elapsed.*)$", stdout, re.M)
 
 
-def test_submit_a_file_waits_with_progress_and_rerun_changes_nothing(submit_playbook, running_operator, api_client,
-                                                                      namespace):
+def test_submit_a_file_waits_with_progress_and_rerun_changes_nothing(
+    submit_playbook, running_operator, api_client, namespace
+):
     pi = str(SUBMIT_EXAMPLES / "local/pi.yaml")
     run = submit_playbook(mpijob_src=pi, mpijob_namespace=namespace, mpijob_poll_interval=1)
     assert run.rc == 0, run.stdout[-4000:]
@@ -43,8 +45,9 @@ def test_submit_a_file_waits_with_progress_and_rerun_changes_nothing(submit_play
 
 
 def test_a_failed_job_ends_the_playbook_non_zero_with_the_reason(submit_playbook, running_operator, namespace):
-    run = submit_playbook(mpijob_src=str(SUBMIT_EXAMPLES / "local/failing.yaml"), mpijob_namespace=namespace,
-                          mpijob_poll_interval=1)
+    run = submit_playbook(
+        mpijob_src=str(SUBMIT_EXAMPLES / "local/failing.yaml"), mpijob_namespace=namespace, mpijob_poll_interval=1
+    )
     assert run.rc != 0
     assert "Fail because the MPIJob failed" in run.failed
     msg = run["Fail because the MPIJob failed"]["msg"]
@@ -53,8 +56,13 @@ def test_a_failed_job_ends_the_playbook_non_zero_with_the_reason(submit_playbook
 
 
 def test_check_mode_then_short_form_then_absent(submit_playbook, running_operator, api_client, namespace):
-    short = {"mpijob_name": "hello", "mpijob_namespace": namespace, "mpijob_image": "localhost/mpi-openmpi4:local",
-             "mpijob_command": ["mpirun", "-n", "2", "/opt/mpi/hostnames"], "mpijob_workers": 2}
+    short = {
+        "mpijob_name": "hello",
+        "mpijob_namespace": namespace,
+        "mpijob_image": "localhost/mpi-openmpi4:local",
+        "mpijob_command": ["mpirun", "-n", "2", "/opt/mpi/hostnames"],
+        "mpijob_workers": 2,
+    }
     preview = submit_playbook(check=True, **short)
     assert preview.rc == 0 and SUBMIT in preview.changed, preview.stdout[-4000:]
     assert "Wait until Succeeded" not in preview.results  # nothing to wait for in a preview
@@ -89,8 +97,9 @@ def _tree_rss_kib(pid: int) -> int:
     return total
 
 
-def test_a_wait_of_thousands_of_polls_completes_printing_progress(kubeconfig, operator_crd, api_client, namespace,
-                                                                   tmp_path):
+def test_a_wait_of_thousands_of_polls_completes_printing_progress(
+    kubeconfig, operator_crd, api_client, namespace, tmp_path
+):
     """The wait is one loop, not an include per poll (which died with 'maximum recursion depth exceeded' after about
     246 rounds): 2,000 polls and more, a progress line each, memory flat, then the job succeeds and the play ends 0.
     The job is managed by "another controller" (managedBy: MultiKueue, so no operator touches it): this test is that
@@ -101,9 +110,18 @@ def test_a_wait_of_thousands_of_polls_completes_printing_progress(kubeconfig, op
     src = tmp_path / "long.yaml"
     src.write_text(yaml.safe_dump(job))
     env = ansible_env(kubeconfig, PYTHONUNBUFFERED="1")
-    cmd = [tool("ansible-playbook"), str(ROOT / "playbooks/submit.yml"),
-           "-e", f"mpijob_src={src}", "-e", "mpijob_poll_interval=0.001", "-e", "mpijob_wait_timeout=600",
-           "-e", f"ansible_python_interpreter={sys.executable}"]
+    cmd = [
+        tool("ansible-playbook"),
+        str(ROOT / "playbooks/submit.yml"),
+        "-e",
+        f"mpijob_src={src}",
+        "-e",
+        "mpijob_poll_interval=0.001",
+        "-e",
+        "mpijob_wait_timeout=600",
+        "-e",
+        f"ansible_python_interpreter={sys.executable}",
+    ]
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     assert proc.stdout is not None
@@ -122,8 +140,11 @@ def test_a_wait_of_thousands_of_polls_completes_printing_progress(kubeconfig, op
     assert rc == 0, text[-4000:]
     assert progress > polls, text[-4000:]
     last = [line for line in out if line.startswith("MPIJob progress:")][-1]
-    assert re.match(rf"MPIJob progress: {namespace}/long: Succeeded, workers 0/\d+ running, \d+s elapsed "
-                    r"\(waited \d+s of 600s\)", last), last
+    assert re.match(
+        rf"MPIJob progress: {namespace}/long: Succeeded, workers 0/\d+ running, \d+s elapsed "
+        r"\(waited \d+s of 600s\)",
+        last,
+    ), last
     assert "recursion" not in text
     assert rss[polls] - rss[200] < 20 * 1024, rss  # KiB: the memory of the wait does not grow with its length
     assert time.monotonic() - started < 120

@@ -66,10 +66,16 @@ def previous(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 def tree_playbook(tree: pathlib.Path, name: str, kubeconfig: str, work: pathlib.Path) -> PlaybookRun:
     """A playbook of `tree` with that tree's collection and the local cluster's install variables."""
-    env = ansible_env(kubeconfig, ANSIBLE_CONFIG=str(tree / "ansible.cfg"),
-                      ANSIBLE_COLLECTIONS_PATH=str(tree / ".collections"))
-    return run_playbook(tree / "playbooks" / name, env, variables={**local_cluster_vars(kubeconfig), **ADOPT_CRD},
-                        vars_file=work / f"{tree.name}-{name}.json", cwd=tree)
+    env = ansible_env(
+        kubeconfig, ANSIBLE_CONFIG=str(tree / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(tree / ".collections")
+    )
+    return run_playbook(
+        tree / "playbooks" / name,
+        env,
+        variables={**local_cluster_vars(kubeconfig), **ADOPT_CRD},
+        vars_file=work / f"{tree.name}-{name}.json",
+        cwd=tree,
+    )
 
 
 def child_uids(api: client.ApiClient, namespace: str) -> dict[str, str]:
@@ -84,8 +90,13 @@ def reconciled(op: OperatorProcess, jobs: int) -> Callable[[], bool]:
 
 @pytest.mark.serial  # puts the previous release's CRD on the cluster: every concurrent test would meet its schema
 def test_upgrade_from_the_previous_release_keeps_running_jobs(
-    previous: pathlib.Path, kubeconfig: str, api_client: client.ApiClient, namespace: str,
-    playbook: Callable[..., PlaybookRun], uninstalled: None, tmp_path: pathlib.Path,
+    previous: pathlib.Path,
+    kubeconfig: str,
+    api_client: client.ApiClient,
+    namespace: str,
+    playbook: Callable[..., PlaybookRun],
+    uninstalled: None,
+    tmp_path: pathlib.Path,
     operator_factory: Callable[..., OperatorProcess],
 ) -> None:
     def operator(tree: pathlib.Path, name: str) -> OperatorProcess:
@@ -95,8 +106,9 @@ def test_upgrade_from_the_previous_release_keeps_running_jobs(
     # The previous release: its CRD and Deployment, its operator, two jobs (v2beta1 and v1) running.
     tree_playbook(previous, "install.yml", kubeconfig, tmp_path).expect_ok()
     old = operator(previous, "previous")
-    custom.create_namespaced_custom_object("kubeflow.org", "v2beta1", namespace, "mpijobs",
-                                           new_mpijob("alpha", workers=2, launcher_annotations=RUN))
+    custom.create_namespaced_custom_object(
+        "kubeflow.org", "v2beta1", namespace, "mpijobs", new_mpijob("alpha", workers=2, launcher_annotations=RUN)
+    )
     v1 = yaml.safe_load((ROOT / "tests/integration/manifests/openmpi-helloworld.v1.yaml").read_text())
     for role in ("Launcher", "Worker"):
         v1["spec"]["mpiReplicaSpecs"][role]["template"].setdefault("metadata", {})["annotations"] = RUN
@@ -134,8 +146,12 @@ def test_upgrade_from_the_previous_release_keeps_running_jobs(
 
 def test_previous_release_tree_is_the_one_asked_for(previous: pathlib.Path) -> None:
     ref = (previous / "RELEASE").read_text().strip()
-    want = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:roles/crds/files/mpijobs.kubeflow.org.yaml"],
-                          capture_output=True, text=True, check=True).stdout
+    want = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{ref}:roles/crds/files/mpijobs.kubeflow.org.yaml"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert (previous / "roles/crds/files/mpijobs.kubeflow.org.yaml").read_text() == want
     assert (previous / ".collections/ansible_collections/mpi/operator/playbooks/install.yml").exists()
     assert (previous / ".collections/ansible_collections/kubernetes/core/MANIFEST.json").exists()

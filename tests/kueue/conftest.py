@@ -4,6 +4,7 @@ MPIJob created while it runs, so this tier runs on its own, never beside the oth
 
 Fixtures: the cluster's and the operator's (tests/integration/_fixtures), `kueue` (Kueue up for the session, removed
 after it) and `queues` (ResourceFlavor, ClusterQueue, LocalQueue and priority classes for one test, removed after)."""
+
 from __future__ import annotations
 
 import pathlib
@@ -28,9 +29,29 @@ from tests.support.mpijob import new_mpijob
 from tests.support.paths import ROOT, local_kubeconfig
 
 # The other tiers' fixtures this tier uses (a conftest's names are what pytest finds), and this tier's own.
-__all__ = ["GROUP", "JOB_CPU", "OUTCOME_AFTER", "PRIORITY_LABEL", "QUEUE_LABEL", "Queues", "api", "api_client", "jobs",
-           "kubeconfig", "kueue", "namespace", "operator", "operator_crd", "operator_factory", "playbook", "pytest_runtest_makereport",
-           "queued_job", "queues", "running_operator", "worker_kubeconfig"]
+__all__ = [
+    "GROUP",
+    "JOB_CPU",
+    "OUTCOME_AFTER",
+    "PRIORITY_LABEL",
+    "QUEUE_LABEL",
+    "Queues",
+    "api",
+    "api_client",
+    "jobs",
+    "kubeconfig",
+    "kueue",
+    "namespace",
+    "operator",
+    "operator_crd",
+    "operator_factory",
+    "playbook",
+    "pytest_runtest_makereport",
+    "queued_job",
+    "queues",
+    "running_operator",
+    "worker_kubeconfig",
+]
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -42,8 +63,9 @@ JOB_CPU = 300  # millicores: a launcher and two workers of 100m each
 def queued_job(name: str, queue: str, launcher_runs: str, priority: str | None = None) -> dict[str, Any]:
     """An MPIJob for Kueue: its queue (and priority) label, 100m CPU per pod, its launcher succeeding after
     `launcher_runs` on kwok; workers deleted when it ends."""
-    body = new_mpijob(name, workers=2, launcher_annotations={OUTCOME_AFTER: launcher_runs},
-                      runPolicy={"cleanPodPolicy": "Running"})
+    body = new_mpijob(
+        name, workers=2, launcher_annotations={OUTCOME_AFTER: launcher_runs}, runPolicy={"cleanPodPolicy": "Running"}
+    )
     body["metadata"]["labels"] = {QUEUE_LABEL: queue, **({PRIORITY_LABEL: priority} if priority else {})}
     for replica in body["spec"]["mpiReplicaSpecs"].values():
         replica["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m"}}
@@ -53,9 +75,11 @@ def queued_job(name: str, queue: str, launcher_runs: str, priority: str | None =
 def _script(name: str, cluster: str) -> None:
     # Only on the local cluster: Kueue runs on its real node.
     assert pathlib.Path(cluster).resolve() == local_kubeconfig().resolve(), (
-        f"the kueue tier needs the local cluster (make cluster-up), not {cluster}")
-    proc = subprocess.run(["bash", str(ROOT / "hack/worlds/kueue" / name)], capture_output=True, text=True, timeout=900,
-                          check=False)
+        f"the kueue tier needs the local cluster (make cluster-up), not {cluster}"
+    )
+    proc = subprocess.run(
+        ["bash", str(ROOT / "hack/worlds/kueue" / name)], capture_output=True, text=True, timeout=900, check=False
+    )
     assert proc.returncode == 0, f"hack/worlds/kueue/{name} failed:\n{proc.stdout}\n{proc.stderr}"
 
 
@@ -71,11 +95,14 @@ def kueue(kubeconfig: str, operator_crd: None) -> Iterator[None]:
 def worker_kubeconfig(kueue: None) -> Iterator[str]:
     """A MultiKueue worker (hack/worlds/kueue/worker.sh): a second local cluster with the MPIJob CRD and its own Kueue;
     its kubeconfig. Stopped after the session."""
-    proc = subprocess.run(["bash", str(ROOT / "hack/worlds/kueue/worker.sh")], capture_output=True, text=True, timeout=900,
-                          check=False)
+    proc = subprocess.run(
+        ["bash", str(ROOT / "hack/worlds/kueue/worker.sh")], capture_output=True, text=True, timeout=900, check=False
+    )
     assert proc.returncode == 0, f"hack/worlds/kueue/worker.sh failed:\n{proc.stdout}\n{proc.stderr}"
     yield proc.stdout.split()[-1]
-    subprocess.run(["bash", str(ROOT / "hack/worlds/kueue/worker.sh"), "down"], capture_output=True, timeout=300, check=False)
+    subprocess.run(
+        ["bash", str(ROOT / "hack/worlds/kueue/worker.sh"), "down"], capture_output=True, timeout=300, check=False
+    )
 
 
 class Queues:
@@ -105,11 +132,23 @@ class Queues:
 
     def cluster_queue(self, flavor: str, cpu: str, **spec: Any) -> str:
         name = self.name("cq")
-        self.create("clusterqueues", {"kind": "ClusterQueue", "metadata": {"name": name}, "spec": {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": self.namespace}},
-            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}],
-            **spec}})
+        self.create(
+            "clusterqueues",
+            {
+                "kind": "ClusterQueue",
+                "metadata": {"name": name},
+                "spec": {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": self.namespace}},
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu"],
+                            "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpu}]}],
+                        }
+                    ],
+                    **spec,
+                },
+            },
+        )
         return name
 
     def cluster_object(self, plural: str, kind: str, name: str, body: dict[str, Any]) -> str:
@@ -118,8 +157,11 @@ class Queues:
         return name
 
     def local_queue(self, cluster_queue: str, name: str = "lq") -> str:
-        self.create("localqueues", {"kind": "LocalQueue", "metadata": {"name": name},
-                                    "spec": {"clusterQueue": cluster_queue}}, namespaced=True)
+        self.create(
+            "localqueues",
+            {"kind": "LocalQueue", "metadata": {"name": name}, "spec": {"clusterQueue": cluster_queue}},
+            namespaced=True,
+        )
         return name
 
     def set_quota(self, cluster_queue: str, cpu: str) -> None:
@@ -129,8 +171,9 @@ class Queues:
 
     def priority_class(self, what: str, value: int) -> str:
         name = self.name(what)
-        self.create("workloadpriorityclasses", {"kind": "WorkloadPriorityClass", "metadata": {"name": name},
-                                                "value": value})
+        self.create(
+            "workloadpriorityclasses", {"kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
+        )
         return name
 
     def workloads(self) -> list[dict[str, Any]]:
@@ -138,7 +181,9 @@ class Queues:
 
     def workload_of(self, job: str) -> dict[str, Any] | None:
         for w in self.workloads():
-            if any(o.get("kind") == "MPIJob" and o.get("name") == job for o in w["metadata"].get("ownerReferences", [])):
+            if any(
+                o.get("kind") == "MPIJob" and o.get("name") == job for o in w["metadata"].get("ownerReferences", [])
+            ):
                 return w
         return None
 

@@ -1,6 +1,7 @@
 """A real Kueue v0.17 drives MPIJobs through the operator's contract (suspend, pod set info, conditions): quota, priority
 preemption, and the scheduling directives Kueue writes into the pod templates. kwok nodes run the pods: launchers
 succeed after their `outcome-after`, workers run until deleted."""
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,13 @@ from tests.support.mpijob import create_mpijob, get_mpijob, has_condition, wait_
 
 pytestmark = [pytest.mark.slow]
 
+
 def pods_of(api: client.ApiClient, namespace: str, job: str) -> list[client.V1Pod]:
-    return client.CoreV1Api(api).list_namespaced_pod(
-        namespace, label_selector=f"training.kubeflow.org/job-name={job}").items
+    return (
+        client.CoreV1Api(api)
+        .list_namespaced_pod(namespace, label_selector=f"training.kubeflow.org/job-name={job}")
+        .items
+    )
 
 
 def condition_time(obj: dict[str, Any] | None, ctype: str) -> str:
@@ -48,13 +53,19 @@ class Sampler(threading.Thread):
     def run(self) -> None:
         while not self.stopped.wait(0.3):
             jobs = {n: get_mpijob(self.api, self.namespace, n) for n in self.names}
-            self.most_running = max(self.most_running, sum(
-                1 for j in jobs.values() if j and not suspended(j) and not has_condition(j, "Succeeded")))
+            self.most_running = max(
+                self.most_running,
+                sum(1 for j in jobs.values() if j and not suspended(j) and not has_condition(j, "Succeeded")),
+            )
             for name, job in jobs.items():
                 if suspended(job):
-                    created = {p.metadata.name for p in pods_of(self.api, self.namespace, name)
-                               if p.metadata.deletion_timestamp is None and p.metadata.creation_timestamp.isoformat()
-                               > condition_time(job, "Suspended").replace("Z", "+00:00")}
+                    created = {
+                        p.metadata.name
+                        for p in pods_of(self.api, self.namespace, name)
+                        if p.metadata.deletion_timestamp is None
+                        and p.metadata.creation_timestamp.isoformat()
+                        > condition_time(job, "Suspended").replace("Z", "+00:00")
+                    }
                     if created:
                         self.pods_while_suspended.setdefault(name, set()).update(created)
 
@@ -64,7 +75,8 @@ class Sampler(threading.Thread):
 
 
 def test_quota_admits_two_of_five_and_the_rest_in_order_with_no_pod_before_admission(
-        queues: Queues, running_operator: Any, api_client: client.ApiClient, namespace: str) -> None:
+    queues: Queues, running_operator: Any, api_client: client.ApiClient, namespace: str
+) -> None:
     """A ClusterQueue with room for two of five jobs: two run, three wait suspended with no pod; as each ends the next
     is admitted (StrictFIFO: in the order they were created); all five succeed."""
     flavor = queues.flavor()
@@ -96,21 +108,26 @@ def test_quota_admits_two_of_five_and_the_rest_in_order_with_no_pod_before_admis
     # Each waiting job's pods came after its admission, and it ran only once one before it had ended.
     finished = [condition_time(get_mpijob(api_client, namespace, n), "Succeeded") for n in names]
     for i, name in enumerate(names):
-        created = min(p.metadata.creation_timestamp.isoformat() for p in pods_of(api_client, namespace, name)
-                      ) if pods_of(api_client, namespace, name) else None
+        created = (
+            min(p.metadata.creation_timestamp.isoformat() for p in pods_of(api_client, namespace, name))
+            if pods_of(api_client, namespace, name)
+            else None
+        )
         assert created is None or created.replace("+00:00", "Z") >= admitted[i], (name, created, admitted[i])
         if i >= 2:
             assert admitted[i] >= sorted(finished[:i])[i - 2], (name, admitted, finished)
 
 
 def test_a_higher_priority_job_preempts_and_the_victim_resumes_and_succeeds(
-        queues: Queues, running_operator: Any, api_client: client.ApiClient, namespace: str) -> None:
+    queues: Queues, running_operator: Any, api_client: client.ApiClient, namespace: str
+) -> None:
     """Room for one job. A low-priority job runs; a high-priority one preempts it: the victim is suspended as Kubeflow
     suspends (workers deleted, launcher Job suspended, Suspended condition and event), the high one runs and succeeds,
     then the victim is admitted again and succeeds. Its launcher Job is the same one throughout; nothing is left."""
     flavor = queues.flavor()
-    local = queues.local_queue(queues.cluster_queue(flavor, f"{JOB_CPU}m",
-                                                    preemption={"withinClusterQueue": "LowerPriority"}))
+    local = queues.local_queue(
+        queues.cluster_queue(flavor, f"{JOB_CPU}m", preemption={"withinClusterQueue": "LowerPriority"})
+    )
     low, high = queues.priority_class("low", 100), queues.priority_class("high", 1000)
     create_mpijob(api_client, namespace, queued_job("victim", local, "10s", priority=low))
     wait_condition(api_client, namespace, "victim", "Running", timeout=60)
@@ -131,9 +148,15 @@ def test_a_higher_priority_job_preempts_and_the_victim_resumes_and_succeeds(
     wait_until(workers_gone, 30, what="the victim's workers deleted")
     assert batch.read_namespaced_job("victim-launcher", namespace).spec.suspend is True
     evicted = (queues.workload_of("victim") or {}).get("status", {}).get("conditions", [])
-    assert any(c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "Preempted" for c in evicted), evicted
-    reasons = {e.reason for e in core.list_namespaced_event(
-        namespace, field_selector="involvedObject.name=victim,involvedObject.kind=MPIJob").items}
+    assert any(c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "Preempted" for c in evicted), (
+        evicted
+    )
+    reasons = {
+        e.reason
+        for e in core.list_namespaced_event(
+            namespace, field_selector="involvedObject.name=victim,involvedObject.kind=MPIJob"
+        ).items
+    }
     assert "MPIJobSuspended" in reasons, reasons
 
     wait_condition(api_client, namespace, "urgent", "Succeeded", timeout=90)
@@ -144,14 +167,18 @@ def test_a_higher_priority_job_preempts_and_the_victim_resumes_and_succeeds(
     assert not later_workers & first_workers
 
     def nothing_runs() -> bool:
-        return all(p.status.phase in ("Succeeded", "Failed") for n in ("victim", "urgent")
-                   for p in pods_of(api_client, namespace, n))
+        return all(
+            p.status.phase in ("Succeeded", "Failed")
+            for n in ("victim", "urgent")
+            for p in pods_of(api_client, namespace, n)
+        )
 
     wait_until(nothing_runs, 30, what="no pod of either job left running")
 
 
 def test_pod_set_info_reaches_every_pod_including_the_launcher_job_made_before_admission(
-        queues: Queues, running_operator: Any, api_client: client.ApiClient, namespace: str) -> None:
+    queues: Queues, running_operator: Any, api_client: client.ApiClient, namespace: str
+) -> None:
     """A ResourceFlavor with node labels and a toleration. The job waits (its LocalQueue does not exist yet) while the
     operator makes its launcher Job, suspended; once admitted, Kueue writes its node selector and toleration into the
     MPIJob, and every pod (the launcher Job's and the workers) carries them. Deactivated, Kueue restores the MPIJob's
@@ -191,8 +218,10 @@ def test_pod_set_info_reaches_every_pod_including_the_launcher_job_made_before_a
 
     def restored() -> bool:
         job = get_mpijob(api_client, namespace, "placed")
-        return all(not (r["template"]["spec"].get("nodeSelector") or {}).get("type")
-                   for r in job["spec"]["mpiReplicaSpecs"].values())
+        return all(
+            not (r["template"]["spec"].get("nodeSelector") or {}).get("type")
+            for r in job["spec"]["mpiReplicaSpecs"].values()
+        )
 
     wait_until(restored, 30, what="Kueue's restore of the MPIJob's pod templates")
     wait_until(lambda: not pods_of(api_client, namespace, "placed"), 60, what="the pods gone")
@@ -202,8 +231,8 @@ def test_pod_set_info_reaches_every_pod_including_the_launcher_job_made_before_a
 
 
 def test_submit_playbook_queues_the_job_says_why_it_waits_and_reruns_without_touching_it(
-        queues: Queues, running_operator: Any, playbook: Any, api_client: client.ApiClient, namespace: str,
-        tmp_path: Any) -> None:
+    queues: Queues, running_operator: Any, playbook: Any, api_client: client.ApiClient, namespace: str, tmp_path: Any
+) -> None:
     """`submit.yml -e mpijob_queue_name=...` into a queue with no room: the job waits suspended, each progress line
     says Kueue keeps it waiting and why (the Workload's condition), and the wait times out saying so. Submitted again
     the same, nothing changes (Kueue's suspension stays). With room, the next submit run waits until it succeeded."""
@@ -211,8 +240,12 @@ def test_submit_playbook_queues_the_job_says_why_it_waits_and_reruns_without_tou
     local = queues.local_queue(cluster_queue)
     manifest = tmp_path / "job.yaml"
     manifest.write_text(json.dumps(queued_job("waits", "ignored", "3s")))  # the label comes from mpijob_queue_name
-    submit = {"mpijob_src": str(manifest), "mpijob_namespace": namespace, "mpijob_queue_name": local,
-              "mpijob_poll_interval": 1}
+    submit = {
+        "mpijob_src": str(manifest),
+        "mpijob_namespace": namespace,
+        "mpijob_queue_name": local,
+        "mpijob_poll_interval": 1,
+    }
     run = playbook("submit.yml", extra_vars={**submit, "mpijob_wait_timeout": 4})
     assert run.returncode != 0
     why = f"(queued by Kueue in LocalQueue {local}: QuotaReserved Pending: couldn't assign flavors to pod set"

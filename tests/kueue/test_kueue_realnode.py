@@ -1,5 +1,6 @@
 """A Kueue-admitted MPIJob runs real `mpirun` on the real node: the operator in-cluster (tests/e2e's install), the
 job waiting in a LocalQueue until Kueue admits it, then every rank on a worker."""
+
 from __future__ import annotations
 
 import time
@@ -12,7 +13,8 @@ from tests.kueue.conftest import QUEUE_LABEL, Queues
 
 
 def test_a_kueue_admitted_job_runs_mpirun_with_ranks_on_every_worker(
-        kueue: None, api: client.ApiClient, jobs: Jobs) -> None:
+    kueue: None, api: client.ApiClient, jobs: Jobs
+) -> None:
     queues = Queues(api, JOBS_NAMESPACE)
     try:
         local = queues.local_queue(queues.cluster_queue(queues.flavor(), "1"), name="lq-realnode")

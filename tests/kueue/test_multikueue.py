@@ -1,5 +1,6 @@
 """MultiKueue: a job created on the manager cluster with `managedBy: kueue.x-k8s.io/multikueue` is left alone by the
 manager's operator, runs on a worker cluster (its own operator, its own Kueue), and its status comes back."""
+
 from __future__ import annotations
 
 import base64
@@ -22,22 +23,32 @@ def children_of(api: client.ApiClient, namespace: str, job: str) -> list[str]:
     selector = f"training.kubeflow.org/job-name={job}"
     core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
     found = []
-    for kind, lister in (("Pod", core.list_namespaced_pod), ("Service", core.list_namespaced_service),
-                         ("ConfigMap", core.list_namespaced_config_map), ("Secret", core.list_namespaced_secret),
-                         ("Job", batch.list_namespaced_job)):
+    for kind, lister in (
+        ("Pod", core.list_namespaced_pod),
+        ("Service", core.list_namespaced_service),
+        ("ConfigMap", core.list_namespaced_config_map),
+        ("Secret", core.list_namespaced_secret),
+        ("Job", batch.list_namespaced_job),
+    ):
         found += [f"{kind} {o.metadata.name}" for o in lister(namespace, label_selector=selector).items]
     return found
 
 
 def test_a_multikueue_job_runs_on_the_worker_and_its_status_comes_back(
-        queues: Queues, running_operator: Any, worker_kubeconfig: str, api_client: client.ApiClient, namespace: str,
-        tmp_path: pathlib.Path) -> None:
+    queues: Queues,
+    running_operator: Any,
+    worker_kubeconfig: str,
+    api_client: client.ApiClient,
+    namespace: str,
+    tmp_path: pathlib.Path,
+) -> None:
     worker_api = config.new_client_from_config(config_file=worker_kubeconfig)
     install_crd(worker_api)
     client.CoreV1Api(worker_api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     on_worker = Queues(worker_api, namespace)
-    worker_operator = OperatorProcess(worker_kubeconfig, tmp_path, ["--namespace", namespace, "--no-leader-elect"],
-                                      name="worker-operator").start()
+    worker_operator = OperatorProcess(
+        worker_kubeconfig, tmp_path, ["--namespace", namespace, "--no-leader-elect"], name="worker-operator"
+    ).start()
     core = client.CoreV1Api(api_client)
     secret = queues.name("mk")
     try:
@@ -45,29 +56,52 @@ def test_a_multikueue_job_runs_on_the_worker_and_its_status_comes_back(
         on_worker.local_queue(on_worker.cluster_queue(on_worker.flavor(), f"{JOB_CPU}m"))
         # The manager: a MultiKueueCluster from the worker's kubeconfig (a Secret in Kueue's namespace), its config,
         # an AdmissionCheck using it, and a ClusterQueue with that check.
-        core.create_namespaced_secret("kueue-system", client.V1Secret(
-            metadata=client.V1ObjectMeta(name=secret),
-            data={"kubeconfig": base64.b64encode(pathlib.Path(worker_kubeconfig).read_bytes()).decode()}))
-        cluster = queues.cluster_object("multikueueclusters", "MultiKueueCluster", queues.name("worker"), {"spec": {
-            "clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}}})
-        mk_config = queues.cluster_object("multikueueconfigs", "MultiKueueConfig", queues.name("mk"),
-                                          {"spec": {"clusters": [cluster]}})
-        check = queues.cluster_object("admissionchecks", "AdmissionCheck", queues.name("ac"), {"spec": {
-            "controllerName": MULTIKUEUE,
-            "parameters": {"apiGroup": GROUP, "kind": "MultiKueueConfig", "name": mk_config}}})
-        local = queues.local_queue(queues.cluster_queue(
-            queues.flavor(), f"{JOB_CPU}m", admissionChecksStrategy={"admissionChecks": [{"name": check}]}))
+        core.create_namespaced_secret(
+            "kueue-system",
+            client.V1Secret(
+                metadata=client.V1ObjectMeta(name=secret),
+                data={"kubeconfig": base64.b64encode(pathlib.Path(worker_kubeconfig).read_bytes()).decode()},
+            ),
+        )
+        cluster = queues.cluster_object(
+            "multikueueclusters",
+            "MultiKueueCluster",
+            queues.name("worker"),
+            {"spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}}},
+        )
+        mk_config = queues.cluster_object(
+            "multikueueconfigs", "MultiKueueConfig", queues.name("mk"), {"spec": {"clusters": [cluster]}}
+        )
+        check = queues.cluster_object(
+            "admissionchecks",
+            "AdmissionCheck",
+            queues.name("ac"),
+            {
+                "spec": {
+                    "controllerName": MULTIKUEUE,
+                    "parameters": {"apiGroup": GROUP, "kind": "MultiKueueConfig", "name": mk_config},
+                }
+            },
+        )
+        local = queues.local_queue(
+            queues.cluster_queue(
+                queues.flavor(), f"{JOB_CPU}m", admissionChecksStrategy={"admissionChecks": [{"name": check}]}
+            )
+        )
 
         def check_active() -> bool:
             ac = queues.custom.get_cluster_custom_object(GROUP, "v1beta2", "admissionchecks", check)
-            return any(c["type"] == "Active" and c["status"] == "True" for c in ac.get("status", {}).get("conditions", []))
+            return any(
+                c["type"] == "Active" and c["status"] == "True" for c in ac.get("status", {}).get("conditions", [])
+            )
 
         wait_until(check_active, 60, what="the MultiKueue admission check Active (the worker reachable)")
 
         body = queued_job("far", local, "3s")
         body["spec"]["runPolicy"]["managedBy"] = MULTIKUEUE
         client.CustomObjectsApi(api_client).create_namespaced_custom_object(
-            "kubeflow.org", "v2beta1", namespace, "mpijobs", body)
+            "kubeflow.org", "v2beta1", namespace, "mpijobs", body
+        )
 
         def running_on_worker() -> dict | None:
             remote = get_mpijob(worker_api, namespace, "far")

@@ -29,8 +29,9 @@ def test_promtool_accepts_the_rules_file(promtool: str) -> None:
 
 
 def test_promtool_unit_tests_of_every_alert_pass(promtool: str) -> None:
-    proc = subprocess.run([promtool, "test", "rules", TESTS.name], cwd=TESTS.parent, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [promtool, "test", "rules", TESTS.name], cwd=TESTS.parent, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "SUCCESS" in proc.stdout
 

@@ -1,4 +1,5 @@
 """Real ansible-runner runs of the operator's BatchRunner, no cluster: results, failures, artifact rotation."""
+
 import os
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import job_key
@@ -9,8 +10,14 @@ A, B = job_key("ns", "a"), job_key("ns", "b")
 
 def test_real_runs_return_results_and_keep_disk_bounded(tmp_path):
     # ansible.builtin.ping stands in for the reconcile module: same runner path, no cluster needed
-    runner = BatchRunner(str(tmp_path), slot=0, module="ansible.builtin.ping", module_args={"data": "pong"},
-                         rotate_artifacts=2, timeout=60)
+    runner = BatchRunner(
+        str(tmp_path),
+        slot=0,
+        module="ansible.builtin.ping",
+        module_args={"data": "pong"},
+        rotate_artifacts=2,
+        timeout=60,
+    )
     for _ in range(4):
         ran = runner.run([A])
         assert ran.status == "successful", ran
@@ -20,8 +27,7 @@ def test_real_runs_return_results_and_keep_disk_bounded(tmp_path):
 
 
 def test_a_failing_module_is_reported_not_raised(tmp_path):
-    runner = BatchRunner(str(tmp_path), slot=1, module="ansible.builtin.fail", module_args={"msg": "boom"},
-                         timeout=60)
+    runner = BatchRunner(str(tmp_path), slot=1, module="ansible.builtin.fail", module_args={"msg": "boom"}, timeout=60)
     ran = runner.run([A, B])
     assert ran.status == "failed"
     assert ran.jobs[A].error == "boom" and ran.jobs[A].retry

@@ -1,5 +1,6 @@
 """meta/execution-environment.yml as ansible-builder reads it from the installed collection, and an EE definition
 that installs the built tarball (the one docs/install.md shows) makes a build context."""
+
 from __future__ import annotations
 
 import pathlib
@@ -37,26 +38,52 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, pathl
     base = tmp_path_factory.mktemp("ee")
     env = ansible_env(ANSIBLE_CONFIG=str(base / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(base / "collections"))
     (base / "ansible.cfg").write_text("")
-    proc = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(base),
-                           str(ROOT)], capture_output=True, text=True, check=False, env=env, timeout=300)
+    proc = subprocess.run(
+        [str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(base), str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     tarball = next(base.glob("mpi-operator-*.tar.gz"))
     kc = (ROOT / ".collections/ansible_collections/kubernetes/core").resolve()
     shutil.copytree(kc, base / "collections/ansible_collections/kubernetes/core")
-    proc = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p",
-                           str(base / "collections"), str(tarball)], capture_output=True, text=True, check=False,
-                          env=env, timeout=300)
+    proc = subprocess.run(
+        [
+            str(VENV_BIN / "ansible-galaxy"),
+            "collection",
+            "install",
+            "--offline",
+            "-p",
+            str(base / "collections"),
+            str(tarball),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return tarball, base / "collections"
 
 
 def test_ansible_builder_reads_the_collection_requirements(built: tuple[pathlib.Path, pathlib.Path]) -> None:
     _, collections = built
-    proc = subprocess.run([str(VENV_BIN / "ansible-builder"), "introspect", str(collections)], capture_output=True,
-                          text=True, check=False, timeout=120)
+    proc = subprocess.run(
+        [str(VENV_BIN / "ansible-builder"), "introspect", str(collections)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     found = yaml.safe_load(proc.stdout.split("\n", 1)[1])
-    ours = sorted(line.split("#")[0].strip() for line in found["python"] if line.endswith("from collection mpi.operator"))
+    ours = sorted(
+        line.split("#")[0].strip() for line in found["python"] if line.endswith("from collection mpi.operator")
+    )
     # PyYAML is left out by ansible-builder itself (ansible-core brings it).
     assert ours == ["cryptography>=42", "kubernetes>=30.0"], found
 
@@ -70,10 +97,24 @@ def test_ansible_builder_creates_a_build_context_for_an_ee_with_the_tarball(
     doc = (ROOT / "docs/install.md").read_text()
     definition = doc.split("<!-- execution-environment.yml -->\n```yaml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "execution-environment.yml").write_text(definition.replace("mpi-operator-0.1.0.tar.gz", tarball.name))
-    (tmp_path / "requirements.yml").write_text(yaml.safe_dump({"collections": [
-        {"name": f"./{tarball.name}", "type": "file"}, {"name": "kubernetes.core", "version": ">=6.0.0,<7.0.0"}]}))
-    proc = subprocess.run([str(VENV_BIN / "ansible-builder"), "create", "-f", "execution-environment.yml", "-c",
-                           "context"], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120)
+    (tmp_path / "requirements.yml").write_text(
+        yaml.safe_dump(
+            {
+                "collections": [
+                    {"name": f"./{tarball.name}", "type": "file"},
+                    {"name": "kubernetes.core", "version": ">=6.0.0,<7.0.0"},
+                ]
+            }
+        )
+    )
+    proc = subprocess.run(
+        [str(VENV_BIN / "ansible-builder"), "create", "-f", "execution-environment.yml", "-c", "context"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     context = tmp_path / "context"
     assert (context / "_build" / tarball.name).is_file()

@@ -1,6 +1,7 @@
 """hack/build/images/archive.py (one cached build handed out under any name) and hack/build/images/image.sh's choices,
 without building anything: the archive keeps the docker-save layout and every byte but the name; bad settings fail at
 once, naming the setting. (tests/e2e/test_image_archive.py loads a real archive into the real node's containerd.)"""
+
 from __future__ import annotations
 
 import hashlib
@@ -60,8 +61,9 @@ def test_retag_refuses_a_name_without_a_tag(image_tar: pathlib.Path, tmp_path: p
 
 
 def image_sh(mode: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", str(IMAGES / "image.sh"), mode], env={**os.environ, **env},
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["bash", str(IMAGES / "image.sh"), mode], env={**os.environ, **env}, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_image_sh_needs_a_tag() -> None:

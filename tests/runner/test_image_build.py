@@ -48,13 +48,19 @@ def containerfile(images: pathlib.Path, last_run: str) -> None:
     (images / "scratchtest/Containerfile").write_text(
         # The first RUN also prints: a step's output must not mix with build.sh's result line on stdout.
         "FROM scratch\nADD scratchtest/rootfs.tar /\nENV GREETING=hi\nRUN echo one > /one && echo step output\n"
-        f"COPY scratchtest/hello.txt /hello.txt\nRUN {last_run}\nENTRYPOINT [\"/bin/sh\"]\n")
+        f'COPY scratchtest/hello.txt /hello.txt\nRUN {last_run}\nENTRYPOINT ["/bin/sh"]\n'
+    )
 
 
 def build(images: pathlib.Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, MPI_OPERATOR_CACHE=str(images.parents[1] / "cache"), MPI_IMAGE_TAG="test")
-    return subprocess.run(["bash", str(images / "build.sh"), "--no-import", "--print", "scratchtest"],
-                          env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["bash", str(images / "build.sh"), "--no-import", "--print", "scratchtest"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def builder_log(images: pathlib.Path) -> str:
@@ -106,7 +112,7 @@ def test_a_change_reruns_only_the_steps_from_the_one_it_touches(images: pathlib.
 
 
 def test_a_failing_step_fails_the_build(images: pathlib.Path) -> None:
-    containerfile(images, 'echo half done > /x && false')
+    containerfile(images, "echo half done > /x && false")
     proc = build(images)
     assert proc.returncode != 0, proc.stdout
     assert "RUN failed" in proc.stderr and "building mpi-scratchtest failed" in proc.stderr

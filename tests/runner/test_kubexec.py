@@ -1,6 +1,7 @@
 """The batch.test.bdap.com launcher's kubexec.sh, as the pure core writes it, run by /bin/sh: called as MPI calls an
 rsh agent and as horovodrun calls ssh, it must run the command through `kubectl exec` on the right pod and container.
 The kubectl on PATH here records its arguments (the real one runs in tests/e2e/test_apis.py's batch.test.bdap.com job)."""
+
 from __future__ import annotations
 
 import os
@@ -49,11 +50,16 @@ def test_called_as_mpis_rsh_agent(kubexec) -> None:
     assert kubexec(HOST, "orted", "-mca", "ess", "env") == [*EXPECTED, "orted -mca ess env"]
 
 
-@pytest.mark.parametrize("options", [
-    ["-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no"],  # horovodrun's check and task servers
-    ["-p", "2222", "-i", "/root/.ssh/id", "-x", "-T"],
-    ["-oBatchMode=yes", "-p2222", "-q", "--"],
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no"],  # horovodrun's check and task servers
+        ["-p", "2222", "-i", "/root/.ssh/id", "-x", "-T"],
+        ["-oBatchMode=yes", "-p2222", "-q", "--"],
+    ],
+)
 def test_called_as_ssh_drops_its_options(kubexec, options: list[str]) -> None:
     assert kubexec(*options, HOST, "cd /tmp && python -m horovod.runner.task_fn") == [
-        *EXPECTED, "cd /tmp && python -m horovod.runner.task_fn"]
+        *EXPECTED,
+        "cd /tmp && python -m horovod.runner.task_fn",
+    ]

@@ -1,4 +1,5 @@
 """`ansible-test sanity` passes on the collection as users get it (hack/make/sanity.sh: the built tarball, offline)."""
+
 from __future__ import annotations
 
 import re
@@ -12,14 +13,31 @@ from tests.support.paths import ROOT
 
 @pytest.mark.slow
 def test_ansible_test_sanity_passes() -> None:
-    proc = subprocess.run(["bash", str(ROOT / "hack/make/sanity.sh")], cwd=ROOT, capture_output=True, text=True,
-                          check=False, timeout=1800, env=ansible_env())
+    proc = subprocess.run(
+        ["bash", str(ROOT / "hack/make/sanity.sh")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1800,
+        env=ansible_env(),
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-8000:]
     ran = re.findall(r'^Running sanity test "([\w-]+)"', output, re.MULTILINE)
     # The tests that matter for Galaxy and certification ran (none skipped for a missing requirement).
-    assert {"validate-modules", "pylint", "pep8", "yamllint", "import", "compile", "no-assert", "shebang",
-            "runtime-metadata", "ansible-doc"} <= set(ran), ran
+    assert {
+        "validate-modules",
+        "pylint",
+        "pep8",
+        "yamllint",
+        "import",
+        "compile",
+        "no-assert",
+        "shebang",
+        "runtime-metadata",
+        "ansible-doc",
+    } <= set(ran), ran
 
 
 def test_every_ignore_line_says_why() -> None:

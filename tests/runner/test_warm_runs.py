@@ -1,6 +1,7 @@
 """Warm runs: real ansible-runner runs of mpi.operator.mpijob_reconcile started ahead of need, no cluster. The API
 server is an address nobody listens on, so the module fails each batch with a message naming the job it was handed:
 proof the batch went through the hand-off."""
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,9 @@ def warm(tmp_path, kubeconfig):
     pools = []
 
     def make(lifetime: float = 120, slots: int = 1, config: str = kubeconfig) -> tuple[WarmRuns, BatchRunner]:
-        pool = WarmRuns(BatchRunner(str(tmp_path), slot="warm", kubeconfig=config, timeout=60), lifetime=lifetime,
-                        slots=slots)
+        pool = WarmRuns(
+            BatchRunner(str(tmp_path), slot="warm", kubeconfig=config, timeout=60), lifetime=lifetime, slots=slots
+        )
         pools.append(pool)
         pool.start()
         return pool, BatchRunner(str(tmp_path), slot=0, kubeconfig=config, timeout=60, warm=pool)
@@ -88,15 +90,20 @@ current-context: x
 
 def modules() -> list[int]:
     """The reconcile modules running below this process (not their /bin/sh)."""
-    return [pid for pid in descendants(os.getpid()) if "python" in cmdline(pid)
-            and "AnsiballZ_mpijob_reconcile" in cmdline(pid) and "/bin/sh" not in cmdline(pid)]
+    return [
+        pid
+        for pid in descendants(os.getpid())
+        if "python" in cmdline(pid) and "AnsiballZ_mpijob_reconcile" in cmdline(pid) and "/bin/sh" not in cmdline(pid)
+    ]
 
 
 def test_a_warm_run_serves_its_slots_at_once(warm, silent):
     pool, runner = warm(slots=2, config=silent)
     wait_until(pool.ready, 60, "the warm run to wait for its batches", interval=0.05)
     ran = {}
-    threads = [threading.Thread(target=lambda n=n: ran.setdefault(n, runner.run([job_key(A.namespace, n)]))) for n in "ab"]
+    threads = [
+        threading.Thread(target=lambda n=n: ran.setdefault(n, runner.run([job_key(A.namespace, n)]))) for n in "ab"
+    ]
     for t in threads:
         t.start()
     wait_until(lambda: pool.batches == 2, 20, "both batches to be taken while neither is done", interval=0.05)
@@ -138,8 +145,12 @@ def test_a_retired_run_ends_before_its_successor_starts(warm, silent):
 def test_a_warm_run_is_replaced_when_its_time_is_up(warm):
     pool, runner = warm(lifetime=3)
     # the third run, once it is set (the count goes up while the run is being made, before it is the current one)
-    first = wait_until(lambda: pool._count >= 3 and pool._current, 60,
-                       "two warm runs to end on their time and be replaced", interval=0.05)
+    first = wait_until(
+        lambda: pool._count >= 3 and pool._current,
+        60,
+        "two warm runs to end on their time and be replaced",
+        interval=0.05,
+    )
     # within its last RETIRE_S seconds a run takes no batch: it is retired, and its successor takes it
     assert handed(runner.run([A]))
     assert pool._current is not first
@@ -171,6 +182,7 @@ def test_close_ends_the_idle_run_and_leaves_nothing_running(warm):
 
 # ---- the hand-off alone, both ends in this process (module_utils/warm.py) ----------------------------------------
 
+
 def _module_end(path, seconds, out, slots=1):
     from ansible_collections.mpi.operator.plugins.module_utils.warm import serve_batches
 
@@ -178,8 +190,9 @@ def _module_end(path, seconds, out, slots=1):
         out.append(jobs)
         return {"jobs": [dict(j, done=True) for j in jobs]}
 
-    t = threading.Thread(target=lambda: out.append(serve_batches(path, slots, time.monotonic() + seconds, handle)),
-                         daemon=True)
+    t = threading.Thread(
+        target=lambda: out.append(serve_batches(path, slots, time.monotonic() + seconds, handle)), daemon=True
+    )
     t.start()
     return t
 

@@ -2,6 +2,7 @@
 one the tools use too), a playbook through ansible-playbook (its output and PLAY RECAP: `run_playbook`) or through
 ansible-runner (every task's result from its events: `run_playbook_events`, for the tests that look at what one
 task returned), and one module ad hoc (`run_module`: its result)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,8 +17,16 @@ from typing import Any
 from hack.lib.ansible import ansible_env
 from tests.support.paths import ROOT
 
-__all__ = ["PlaybookRun", "SubmitRun", "ansible_env", "run_module", "run_playbook", "run_playbook_events",
-           "task_started", "tool"]
+__all__ = [
+    "PlaybookRun",
+    "SubmitRun",
+    "ansible_env",
+    "run_module",
+    "run_playbook",
+    "run_playbook_events",
+    "task_started",
+    "tool",
+]
 
 _RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$", re.MULTILINE)
 
@@ -57,8 +66,15 @@ class PlaybookRun:
         return self
 
 
-def run_playbook(playbook: pathlib.Path, env: dict[str, str], *args: str, variables: dict[str, Any] | None = None,
-                 vars_file: pathlib.Path | None = None, cwd: pathlib.Path = ROOT, timeout: float = 900) -> PlaybookRun:
+def run_playbook(
+    playbook: pathlib.Path,
+    env: dict[str, str],
+    *args: str,
+    variables: dict[str, Any] | None = None,
+    vars_file: pathlib.Path | None = None,
+    cwd: pathlib.Path = ROOT,
+    timeout: float = 900,
+) -> PlaybookRun:
     """One `ansible-playbook PLAYBOOK [-e @VARS_FILE] ARGS` run; `variables` are written to `vars_file`."""
     cmd = [tool("ansible-playbook"), str(playbook)]
     if variables is not None:
@@ -70,12 +86,26 @@ def run_playbook(playbook: pathlib.Path, env: dict[str, str], *args: str, variab
     return PlaybookRun(cmd, proc.returncode, proc.stdout + proc.stderr)
 
 
-def run_module(module: str, args: dict[str, Any], env: dict[str, str], *options: str, timeout: float = 300
-               ) -> dict[str, Any]:
+def run_module(
+    module: str, args: dict[str, Any], env: dict[str, str], *options: str, timeout: float = 300
+) -> dict[str, Any]:
     """One `ansible localhost -m MODULE -a ARGS` run on this Python; the module's result, its "failed" set when
     ansible printed FAILED."""
-    cmd = [tool("ansible"), "localhost", "-i", "localhost,", "-c", "local",
-           "-e", f"ansible_python_interpreter={sys.executable}", "-m", module, "-a", json.dumps(args), *options]
+    cmd = [
+        tool("ansible"),
+        "localhost",
+        "-i",
+        "localhost,",
+        "-c",
+        "local",
+        "-e",
+        f"ansible_python_interpreter={sys.executable}",
+        "-m",
+        module,
+        "-a",
+        json.dumps(args),
+        *options,
+    ]
     env = dict(env, ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False)
     try:  # ad hoc output: "localhost | CHANGED => {...}" or "localhost | FAILED! => {...}"
@@ -103,15 +133,21 @@ class SubmitRun:
         return self.results[task]
 
 
-def run_playbook_events(playbook: pathlib.Path, kubeconfig: str, work: pathlib.Path, extravars: dict | None = None,
-                        cmdline: str = "") -> SubmitRun:
+def run_playbook_events(
+    playbook: pathlib.Path, kubeconfig: str, work: pathlib.Path, extravars: dict | None = None, cmdline: str = ""
+) -> SubmitRun:
     """A playbook through ansible-runner (its private data dir `work`), on this Python, against `kubeconfig`."""
     import ansible_runner
 
     work.mkdir(parents=True, exist_ok=True)
-    r = ansible_runner.run(private_data_dir=str(work), playbook=str(playbook), envvars=ansible_env(kubeconfig),
-                           extravars={"ansible_python_interpreter": sys.executable, **(extravars or {})},
-                           cmdline=cmdline or None, quiet=True)
+    r = ansible_runner.run(
+        private_data_dir=str(work),
+        playbook=str(playbook),
+        envvars=ansible_env(kubeconfig),
+        extravars={"ansible_python_interpreter": sys.executable, **(extravars or {})},
+        cmdline=cmdline or None,
+        quiet=True,
+    )
     run = SubmitRun(rc=r.rc, stdout=r.stdout.read())
     for ev in r.events:
         if ev.get("event") not in ("runner_on_ok", "runner_on_failed"):

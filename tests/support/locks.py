@@ -1,4 +1,5 @@
 """This machine's locks that test sessions, their pytest workers and the tiers share (files in the cache)."""
+
 from __future__ import annotations
 
 import contextlib

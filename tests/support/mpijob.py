@@ -1,6 +1,7 @@
 """MPIJobs for the cluster tests: the builder, the CRD and the API calls of hack/lib/mpijob.py (one source for
 the tests and `make bench`), and what the tests check on top: a condition waited for, the children the operator
 made, the events it wrote."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -22,13 +23,32 @@ from hack.lib.mpijob import (
 )
 from hack.lib.wait import wait_until
 
-__all__ = ["CRD", "GROUP", "PLURAL", "VERSION", "Child", "children", "condition", "create_mpijob", "delete_mpijob",
-           "event_reasons", "expected_children", "get_mpijob", "has_condition", "install_crd", "new_mpijob",
-           "owned_children", "patch_mpijob", "wait_condition", "wait_event_reasons"]
+__all__ = [
+    "CRD",
+    "GROUP",
+    "PLURAL",
+    "VERSION",
+    "Child",
+    "children",
+    "condition",
+    "create_mpijob",
+    "delete_mpijob",
+    "event_reasons",
+    "expected_children",
+    "get_mpijob",
+    "has_condition",
+    "install_crd",
+    "new_mpijob",
+    "owned_children",
+    "patch_mpijob",
+    "wait_condition",
+    "wait_event_reasons",
+]
 
 
-def wait_condition(api_client: Any, namespace: str, name: str, ctype: str, timeout: float = 60,
-                   status: str = "True") -> dict[str, Any]:
+def wait_condition(
+    api_client: Any, namespace: str, name: str, ctype: str, timeout: float = 60, status: str = "True"
+) -> dict[str, Any]:
     job: dict[str, Any] | None = None
 
     def check() -> bool:
@@ -56,11 +76,17 @@ def children(api_client: Any, namespace: str, name: str) -> dict[str, list[str]]
         "ConfigMap": [c.metadata.name for c in core.list_namespaced_config_map(namespace, label_selector=app).items],
         "Secret": [s.metadata.name for s in core.list_namespaced_secret(namespace, label_selector=app).items],
         "Job": [j.metadata.name for j in batch.list_namespaced_job(namespace, label_selector=app).items],
-        "Worker": sorted(p.metadata.name for p in pods
-                         if (p.metadata.labels or {}).get("training.kubeflow.org/job-role") == "worker"
-                         and not p.metadata.deletion_timestamp),
-        "LauncherPod": [p.metadata.name for p in pods
-                        if (p.metadata.labels or {}).get("training.kubeflow.org/job-role") == "launcher"],
+        "Worker": sorted(
+            p.metadata.name
+            for p in pods
+            if (p.metadata.labels or {}).get("training.kubeflow.org/job-role") == "worker"
+            and not p.metadata.deletion_timestamp
+        ),
+        "LauncherPod": [
+            p.metadata.name
+            for p in pods
+            if (p.metadata.labels or {}).get("training.kubeflow.org/job-role") == "launcher"
+        ],
     }
 
 
@@ -89,8 +115,16 @@ def owned_children(api_client: Any, namespace: str) -> list[Child]:
     ):
         for obj in items:
             refs = [r for r in obj.metadata.owner_references or [] if r.controller]
-            out.append(Child(kind, obj.metadata.name, obj.metadata.uid, refs[0].kind if refs else None,
-                             refs[0].uid if refs else None, bool(obj.metadata.deletion_timestamp)))
+            out.append(
+                Child(
+                    kind,
+                    obj.metadata.name,
+                    obj.metadata.uid,
+                    refs[0].kind if refs else None,
+                    refs[0].uid if refs else None,
+                    bool(obj.metadata.deletion_timestamp),
+                )
+            )
     return out
 
 
@@ -107,13 +141,17 @@ def expected_children(name: str, workers: int) -> dict[str, list[str]]:
 def event_reasons(api_client: Any, namespace: str, name: str) -> set[str]:
     from kubernetes import client
 
-    events = client.CoreV1Api(api_client).list_namespaced_event(
-        namespace, field_selector=f"involvedObject.kind=MPIJob,involvedObject.name={name}").items
+    events = (
+        client.CoreV1Api(api_client)
+        .list_namespaced_event(namespace, field_selector=f"involvedObject.kind=MPIJob,involvedObject.name={name}")
+        .items
+    )
     return {e.reason for e in events}
 
 
-def wait_event_reasons(api_client: Any, namespace: str, name: str, predicate: Callable[[set[str]], bool],
-                       timeout: float = 10) -> set[str]:
+def wait_event_reasons(
+    api_client: Any, namespace: str, name: str, predicate: Callable[[set[str]], bool], timeout: float = 10
+) -> set[str]:
     """The job's event reasons once predicate holds for them. The running operator writes a job's events after its
     status (a failed status write must not leave the event of a change that did not happen), so a test that has
     just seen a condition waits for its event."""

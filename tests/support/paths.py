@@ -2,6 +2,7 @@
 scripts' $MPI_OPERATOR_CACHE, ~/.cache/mpi-operator unless set, which holds the cluster's binaries and state, the
 images and the peers' builds). CACHE is read once, at import; cache() when called: a test may point a subprocess,
 never this process, at another cache."""
+
 from __future__ import annotations
 
 import os

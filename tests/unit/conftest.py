@@ -1,5 +1,6 @@
 """The unit tier starts no process: a test that needs one (ansible-runner, ansible-playbook, a hack/ script) belongs
 in tests/runner, where its cost is expected. Enforced here so the tier stays seconds."""
+
 from __future__ import annotations
 
 import os

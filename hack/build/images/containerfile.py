@@ -64,8 +64,13 @@ class ImageConfig:
     def runtime(self) -> dict:
         env = {"PATH": DEFAULT_PATH, **self.env}
         config: dict = {"Env": [f"{k}={v}" for k, v in env.items()], "WorkingDir": self.workdir}
-        for key, value in (("User", self.user), ("Entrypoint", self.entrypoint), ("Cmd", self.cmd),
-                           ("Labels", self.labels), ("ExposedPorts", self.exposed)):
+        for key, value in (
+            ("User", self.user),
+            ("Entrypoint", self.entrypoint),
+            ("Cmd", self.cmd),
+            ("Labels", self.labels),
+            ("ExposedPorts", self.exposed),
+        ):
             if value:
                 config[key] = value
         return config
@@ -95,6 +100,7 @@ def substitute(value: str, variables: dict[str, str]) -> str:
     def repl(m: re.Match) -> str:
         name = m.group(1) or m.group(3)
         return variables.get(name) or (m.group(2) or "")
+
     return VAR.sub(repl, value)
 
 
@@ -117,8 +123,9 @@ def ignore_patterns(context: Path) -> list[str]:
     for name in (".containerignore", ".dockerignore"):
         path = context / name
         if path.exists():
-            return [ln.strip().rstrip("/") for ln in path.read_text().splitlines()
-                    if ln.strip() and not ln.startswith("#")]
+            return [
+                ln.strip().rstrip("/") for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")
+            ]
     return []
 
 
@@ -173,8 +180,9 @@ def chown_spec(root: Path, spec: str) -> tuple[int, int]:
     return uid, lookup(group, "group") if group else uid
 
 
-def copy_into(root: Path, context: Path, sources: list[str], dest: str, workdir: str,
-              chown: str | None, patterns: list[str]) -> None:
+def copy_into(
+    root: Path, context: Path, sources: list[str], dest: str, workdir: str, chown: str | None, patterns: list[str]
+) -> None:
     target = root / (dest if dest.startswith("/") else os.path.join(workdir, dest)).lstrip("/")
     into_dir = dest.endswith("/") or len(sources) > 1 or target.is_dir()
     owner = chown_spec(root, chown) if chown else None
@@ -214,9 +222,28 @@ def run_in_root(root: Path, argv: list[str], env: dict[str, str], user: str, wor
     build_env.update({k: v for k, v in os.environ.items() if k.lower() in ("http_proxy", "https_proxy", "no_proxy")})
     envs = [f"{k}={v}" for k, v in build_env.items()]
     script = 'mount -t proc proc "$1/proc" && mount --rbind /dev "$1/dev" && shift && exec chroot "$@"'
-    cmd = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "run", str(root),
-           *userspec, str(root), "/usr/bin/env", "-i", *envs, "/bin/sh", "-c",
-           'cd "$0" && exec "$@"', workdir, *argv]
+    cmd = [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+        "run",
+        str(root),
+        *userspec,
+        str(root),
+        "/usr/bin/env",
+        "-i",
+        *envs,
+        "/bin/sh",
+        "-c",
+        'cd "$0" && exec "$@"',
+        workdir,
+        *argv,
+    ]
     print(f"[containerfile] RUN {' '.join(argv)}", file=sys.stderr, flush=True)
     # A step's output goes to stderr: stdout carries the build's result line only.
     if subprocess.run(cmd, stdout=sys.stderr).returncode:
@@ -231,8 +258,10 @@ def unpack_image_tar(image_tar: Path, root: Path) -> None:
         for layer in manifest["Layers"]:
             with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
                 image.extract(layer, tmp)
-                subprocess.run(["tar", "--numeric-owner", "--xattrs", "-C", str(root), "-xpf",
-                                os.path.join(tmp, layer)], check=True)
+                subprocess.run(
+                    ["tar", "--numeric-owner", "--xattrs", "-C", str(root), "-xpf", os.path.join(tmp, layer)],
+                    check=True,
+                )
 
 
 def snapshot(root: Path, path: Path) -> None:
@@ -240,8 +269,9 @@ def snapshot(root: Path, path: Path) -> None:
     os.replace(f"{path}.partial", path)
 
 
-def step_keys(steps: list[tuple[str, str]], context: Path, patterns: list[str], build_args: dict[str, str],
-              base: str) -> list[str]:
+def step_keys(
+    steps: list[tuple[str, str]], context: Path, patterns: list[str], build_args: dict[str, str], base: str
+) -> list[str]:
     """The cache key of every step: the chain of hashes (see the docstring), computed without building anything."""
     variables: dict[str, str] = {}
     chain = hashlib.sha256(f"{KEY_SCHEME} {base}".encode()).hexdigest()
@@ -294,20 +324,32 @@ def build(args: argparse.Namespace) -> tuple[str, Path, str]:
     return args.tag[0], out, keys[-1][:16]
 
 
-def run_steps(steps: list[tuple[str, str]], keys: list[str], context: Path, patterns: list[str],
-              build_args: dict[str, str], base_tar: Path | None, tag_of_base: str | None, cache: Path, out: Path,
-              tags: list[str]) -> None:
+def run_steps(
+    steps: list[tuple[str, str]],
+    keys: list[str],
+    context: Path,
+    patterns: list[str],
+    build_args: dict[str, str],
+    base_tar: Path | None,
+    tag_of_base: str | None,
+    cache: Path,
+    out: Path,
+    tags: list[str],
+) -> None:
     """Runs the steps after the last RUN already cached and packs the image into `out`."""
-    resume = max((i for i, (kw, _) in enumerate(steps) if kw == "RUN" and (cache / f"{keys[i]}.tar").exists()),
-                 default=-1)
+    resume = max(
+        (i for i, (kw, _) in enumerate(steps) if kw == "RUN" and (cache / f"{keys[i]}.tar").exists()), default=-1
+    )
     root = out.with_suffix(".rootfs")
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     try:
         if resume >= 0:
             print(f"[containerfile] using cached steps 1-{resume + 1}", file=sys.stderr)
-            subprocess.run(["tar", "--numeric-owner", "--xattrs", "-C", str(root), "-xpf",
-                            str(cache / f"{keys[resume]}.tar")], check=True)
+            subprocess.run(
+                ["tar", "--numeric-owner", "--xattrs", "-C", str(root), "-xpf", str(cache / f"{keys[resume]}.tar")],
+                check=True,
+            )
         config, variables, seen_from = ImageConfig(), {}, False
         for i, (keyword, raw) in enumerate(steps):
             replay = i > resume  # before the resume point only the config is replayed
@@ -406,8 +448,13 @@ def _base_config(image_tar: Path) -> dict:
         manifest = json.load(image.extractfile("manifest.json"))[0]
         runtime = json.load(image.extractfile(manifest["Config"])).get("config", {})
     env = dict(e.split("=", 1) for e in runtime.get("Env", []))
-    return {"env": env, "user": runtime.get("User", ""), "workdir": runtime.get("WorkingDir") or "/",
-            "entrypoint": runtime.get("Entrypoint"), "cmd": runtime.get("Cmd")}
+    return {
+        "env": env,
+        "user": runtime.get("User", ""),
+        "workdir": runtime.get("WorkingDir") or "/",
+        "entrypoint": runtime.get("Entrypoint"),
+        "cmd": runtime.get("Cmd"),
+    }
 
 
 def main() -> None:

@@ -27,8 +27,9 @@ import time
 
 
 def ctr(args: argparse.Namespace, *argv: str) -> str:
-    return subprocess.run(["ctr", "-a", args.address, "-n", "k8s.io", *argv], check=True, capture_output=True,
-                          text=True, timeout=300).stdout
+    return subprocess.run(
+        ["ctr", "-a", args.address, "-n", "k8s.io", *argv], check=True, capture_output=True, text=True, timeout=300
+    ).stdout
 
 
 def listed_images(args: argparse.Namespace) -> list[tuple[str, str, dict[str, str]]]:
@@ -54,8 +55,12 @@ def prunable(args: argparse.Namespace, names: list[str], labels: dict[str, dict[
     if not tags:
         return True
     build = re.compile(re.escape(args.repo) + r":[0-9a-f]{16}")
-    return all(build.fullmatch(tag) and tag != f"{args.repo}:{args.keep}" and
-               now - int(labels[tag].get("mpi.operator/imported", 0)) > args.min_age for tag in tags)
+    return all(
+        build.fullmatch(tag)
+        and tag != f"{args.repo}:{args.keep}"
+        and now - int(labels[tag].get("mpi.operator/imported", 0)) > args.min_age
+        for tag in tags
+    )
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 """What the operator and the machine spent, read from /proc (CPU seconds of a process tree, RSS, the local cluster's
 components by their pid files, the machine's quiet) and from the API server's /metrics (requests by verb and
 resource); and the other MPIJob operators on this machine that watch every namespace, the bench's too."""
+
 from __future__ import annotations
 
 import os
@@ -86,8 +87,15 @@ def memory_by_process(pid: int) -> list[dict[str, object]]:
             continue
         smaps = {k: v.strip() for k, v in (line.split(":", 1) for line in rollup[1:] if ":" in line)}
         command = " ".join(os.path.basename(a) if a.startswith("/") else a for a in args)  # the module's name too
-        out.append({"pid": q, "command": command[:120], "rss_kib": _kib(fields.get("VmRSS")),
-                    "anonymous_kib": _kib(smaps.get("Anonymous")), "pss_kib": _kib(smaps.get("Pss"))})
+        out.append(
+            {
+                "pid": q,
+                "command": command[:120],
+                "rss_kib": _kib(fields.get("VmRSS")),
+                "anonymous_kib": _kib(smaps.get("Anonymous")),
+                "pss_kib": _kib(smaps.get("Pss")),
+            }
+        )
     return out
 
 
@@ -135,8 +143,10 @@ def _stat(pid: int) -> tuple[int, int, int, int, int] | None:
 def cpu_snapshot(operator_pid: int) -> dict[str, float]:
     """CPU seconds so far of the operator (with its ansible-runner runs), this script and the local cluster's
     components (by their pid files; absent when the bench runs against another cluster)."""
-    snap = {"operator incl. runner subprocesses": cpu_seconds(operator_pid, children=True),
-            "bench client (this script)": cpu_seconds(os.getpid())}
+    snap = {
+        "operator incl. runner subprocesses": cpu_seconds(operator_pid, children=True),
+        "bench client (this script)": cpu_seconds(os.getpid()),
+    }
     for name in ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok"):
         try:
             snap[name] = cpu_seconds(int((CLUSTER_PIDS / f"{name}.pid").read_text().split()[0]))
@@ -180,7 +190,7 @@ def peak_rss_kib(pid: int) -> int:
     return 0
 
 
-_REQUEST_LINE = re.compile(r'^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$', re.M)
+_REQUEST_LINE = re.compile(r"^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$", re.M)
 
 
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
@@ -199,7 +209,9 @@ def api_requests(kubeconfig: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for labels, value in _REQUEST_LINE.findall(text):
         lab = dict(_LABEL.findall(labels))
-        key = f"{lab.get('verb', '?')} {lab.get('resource', '?')}" + (f"/{lab['subresource']}" if lab.get("subresource") else "")
+        key = f"{lab.get('verb', '?')} {lab.get('resource', '?')}" + (
+            f"/{lab['subresource']}" if lab.get("subresource") else ""
+        )
         out[key] = out.get(key, 0.0) + float(value)
     return out
 

@@ -26,6 +26,7 @@ BENCH_PEERS=kubeflow-tuned runs only the tuned one (a long run, e.g. BENCH_JOBS=
 The code is in hack/experiments/bench/, a module per job (settings, accounting, tracker, cluster, subjects, scenario,
 results, report); this is its entry point.
 """
+
 from __future__ import annotations
 
 import os

@@ -11,6 +11,7 @@ that does not get there is reported with how many jobs did, and the run goes on.
 bench.sh --scale (beside this) sizes the local cluster for the largest size and installs matplotlib
 (requirements-plot.txt).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -50,25 +51,32 @@ def measure(kubeconfig: str, api: client.ApiClient, subject: Ours | Kubeflow, ru
     try:  # the previous run's teardown (its pods garbage-collected), off this run's clock
         delete_namespaces(client.CoreV1Api(api), wait=teardown)
     except TimeoutError as exc:
-        print(f"WARNING: {exc}: {subject.name} at {size.label} is measured while the cluster still deletes them",
-              file=sys.stderr)
+        print(
+            f"WARNING: {exc}: {subject.name} at {size.label} is measured while the cluster still deletes them",
+            file=sys.stderr,
+        )
     try:
         return Bench(kubeconfig, api, subject, size.jobs, size.workers, single_runs=0, timeout=run.timeout).run()
     except StillRunning:
         raise
     except Exception as exc:
         traceback.print_exc()
-        return Result(subject.name, note=f"failed: {type(exc).__name__}: {exc}"[:200], jobs=size.jobs,
-                      workers=size.workers)
+        return Result(
+            subject.name, note=f"failed: {type(exc).__name__}: {exc}"[:200], jobs=size.jobs, workers=size.workers
+        )
 
 
 def about(sizes: list[Size]) -> dict[str, Any]:
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            check=False).stdout.strip()
-    return {"command": f"BENCH_SCALE_SIZES=\"{' '.join(f'{s.jobs}x{s.workers}' for s in sizes)}\" "
-                       f"BENCH_SCALE_PEERS=\"{' '.join(peer_names())}\" make bench-scale",
-            "commit": commit, "cores": os.cpu_count(),
-            "started": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return {
+        "command": f'BENCH_SCALE_SIZES="{" ".join(f"{s.jobs}x{s.workers}" for s in sizes)}" '
+        f'BENCH_SCALE_PEERS="{" ".join(peer_names())}" make bench-scale',
+        "commit": commit,
+        "cores": os.cpu_count(),
+        "started": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
 
 
 def draw(doc: dict[str, Any], png: pathlib.Path) -> bool:
@@ -77,9 +85,11 @@ def draw(doc: dict[str, Any], png: pathlib.Path) -> bool:
     try:
         import matplotlib
     except ImportError:
-        print("no plot: matplotlib is not installed (hack/experiments/bench/bench.sh --scale installs it); later: bash "
-              f"hack/make/env.sh python -m hack.experiments.bench.bench_scale --plot {png.with_suffix('.json')}",
-              file=sys.stderr)
+        print(
+            "no plot: matplotlib is not installed (hack/experiments/bench/bench.sh --scale installs it); later: bash "
+            f"hack/make/env.sh python -m hack.experiments.bench.bench_scale --plot {png.with_suffix('.json')}",
+            file=sys.stderr,
+        )
         return False
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -106,8 +116,11 @@ def draw(doc: dict[str, Any], png: pathlib.Path) -> bool:
         ax.set_title(panel)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(f"make bench-scale, commit {doc.get('commit', '?')}, {doc.get('started', '')}, "
-                 f"{doc.get('cores', '?')} cores (triangle: a wait ran out, the value is a lower bound)", fontsize=10)
+    fig.suptitle(
+        f"make bench-scale, commit {doc.get('commit', '?')}, {doc.get('started', '')}, "
+        f"{doc.get('cores', '?')} cores (triangle: a wait ran out, the value is a lower bound)",
+        fontsize=10,
+    )
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=110)
@@ -149,9 +162,12 @@ def main() -> int:
     capacity = prepare(api, largest.pods, wait=max(300.0, timeout_for(largest, per_pod, minimum)))
     nodes = len(client.CoreV1Api(api).list_node(label_selector="type=kwok").items)
     info = {**about(sizes), "kwok_nodes": nodes, "free_pod_slots": capacity.slots, "pods_largest_size": largest.pods}
-    print(f"## make bench-scale: sizes {', '.join(s.label for s in sizes)}; operators: mpi.operator, "
-          f"{', '.join(p.name for p in peers)}; {nodes} kwok nodes, {capacity.slots} free pod slots for "
-          f"{largest.pods} pods; results: {png.with_suffix('.json')}", flush=True)
+    print(
+        f"## make bench-scale: sizes {', '.join(s.label for s in sizes)}; operators: mpi.operator, "
+        f"{', '.join(p.name for p in peers)}; {nodes} kwok nodes, {capacity.slots} free pod slots for "
+        f"{largest.pods} pods; results: {png.with_suffix('.json')}",
+        flush=True,
+    )
     runs: list[Run] = []
     stopped = ""
     for size in sizes:
@@ -179,16 +195,20 @@ def main() -> int:
     delete_namespaces(client.CoreV1Api(api))
     doc = save(runs, info | ({"stopped": stopped} if stopped else {}), png)
     print()
-    print(f"## make bench-scale, side by side: one operator at a time on the same cluster, {os.cpu_count()} cores, "
-          f"commit {info['commit']}")
+    print(
+        f"## make bench-scale, side by side: one operator at a time on the same cluster, {os.cpu_count()} cores, "
+        f"commit {info['commit']}"
+    )
     print()
     for r in runs[0].results:
         print(f"- {r.name}: {r.note or ' '.join(r.flags)}")
     print()
     print("\n".join(table(runs)))
     print()
-    print(RATIO_NOTE + " (each size's wait: BENCH_SCALE_TIMEOUT_PER_POD x its pods, at least BENCH_SCALE_TIMEOUT_MIN). "
-          "CPU and API requests per job are over the jobs created; API requests are every client's.")
+    print(
+        RATIO_NOTE + " (each size's wait: BENCH_SCALE_TIMEOUT_PER_POD x its pods, at least BENCH_SCALE_TIMEOUT_MIN). "
+        "CPU and API requests per job are over the jobs created; API requests are every client's."
+    )
     if stopped:
         print(stopped, file=sys.stderr)
     print(f"results: {png.with_suffix('.json')}")

@@ -6,6 +6,7 @@ idle threads apart; docs/benchmarks.md). It pauses the processes a moment per sa
 some of a small machine's CPU itself: the numbers of a profiled run are not the ones to compare.
 The collapsed stacks are kept (their path is printed) and summed up here: the share of samples by process, and the
 functions most often on the stack (inclusive) and running (self). A peer written in Go is not sampled."""
+
 from __future__ import annotations
 
 import os
@@ -59,8 +60,12 @@ class Summary:
     own: list[tuple[str, float]] = field(default_factory=list)  # function -> share of samples running it
 
     def as_dict(self) -> dict[str, Any]:
-        return {"samples": self.samples, "by_process": self.by_process,
-                "inclusive": [list(x) for x in self.inclusive], "self": [list(x) for x in self.own]}
+        return {
+            "samples": self.samples,
+            "by_process": self.by_process,
+            "inclusive": [list(x) for x in self.inclusive],
+            "self": [list(x) for x in self.own],
+        }
 
 
 def summarise(collapsed: str, top: int = 15) -> Summary:
@@ -106,14 +111,30 @@ class Sampler:
     def start(self) -> None:
         exe = py_spy()
         if exe is None:
-            print("BENCH_CPU_PROFILE: py-spy is not installed (hack/experiments/bench/bench.sh installs it for this): no CPU profile",
-                  file=sys.stderr)
+            print(
+                "BENCH_CPU_PROFILE: py-spy is not installed (hack/experiments/bench/bench.sh installs it for this): no CPU profile",
+                file=sys.stderr,
+            )
             return
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
-            [exe, "record", "--pid", str(self.pid), "--subprocesses", "--gil", "--rate", str(RATE),
-             "--format", "raw", "--output", str(self.out)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            [
+                exe,
+                "record",
+                "--pid",
+                str(self.pid),
+                "--subprocesses",
+                "--gil",
+                "--rate",
+                str(RATE),
+                "--format",
+                "raw",
+                "--output",
+                str(self.out),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
 
     def stop(self) -> Summary | None:
         """Ends the recording (py-spy writes its file on SIGINT) and sums it up."""

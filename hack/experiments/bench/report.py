@@ -1,4 +1,5 @@
 """The report: one operator's table, and the side-by-side table of every operator with each peer's ratio to ours."""
+
 from __future__ import annotations
 
 import itertools
@@ -42,19 +43,28 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
     print(row.format("-" * 44, "-" * 10))
     if result.name == Ours.name:
         print(row.format("bare ansible-runner run (ping, median of 3)", f"{baseline:.2f} s"))
-    print(row.format(f"single job, idle: create -> all children p50 ({SINGLE_RUNS} jobs)",
-                     secs(single.to_children, 120, 2)))
+    print(
+        row.format(
+            f"single job, idle: create -> all children p50 ({SINGLE_RUNS} jobs)", secs(single.to_children, 120, 2)
+        )
+    )
     print(row.format("single job, idle: create -> all children max", secs(single.children_max, 120, 2)))
     print(row.format(f"single job, idle: create -> Running p50 ({SINGLE_RUNS} jobs)", secs(single.to_running, 120, 2)))
     print(row.format("single job, idle: create -> Running max", secs(single.running_max, 120, 2)))
     print(row.format("free pod slots on schedulable nodes / needed", f"{capacity.slots}/{capacity.needed}"))
     print(row.format(f"{jobs} jobs created (client, 16 threads)", f"{bulk.created_all:.1f} s"))
-    for label, values in (("create -> all children", bulk.to_children),
-                          ("create -> pods up (cluster side)", bulk.to_pods_up),
-                          ("create -> Running", bulk.to_running), ("pods up -> Running (operator side)", bulk.react)):
+    for label, values in (
+        ("create -> all children", bulk.to_children),
+        ("create -> pods up (cluster side)", bulk.to_pods_up),
+        ("create -> Running", bulk.to_running),
+        ("pods up -> Running (operator side)", bulk.react),
+    ):
         print_spread(label, values, bulk.wall)
-    print(row.format("jobs with all children / Running",
-                     f"{reached(bulk.to_children)}/{reached(bulk.to_running)} of {jobs}"))
+    print(
+        row.format(
+            "jobs with all children / Running", f"{reached(bulk.to_children)}/{reached(bulk.to_running)} of {jobs}"
+        )
+    )
     print(row.format("total wall time (first create -> all Running)", f"{bulk.wall:.1f} s"))
     if math.isfinite(bulk.runs):
         print(row.format("reconciles/s", f"{bulk.reconciles / bulk.wall:.1f}"))
@@ -80,10 +90,15 @@ def report(result: Result, capacity: Capacity, baseline: float) -> None:
             print(row.format("batches", f"{finish.runs:.0f}"))
             print(row.format("ansible-runner runs started", f"{finish.starts:.0f}"))
     print()
-    print(f"CPU seconds, {os.cpu_count()} cores: from the first create to all Running ({bulk.wall:.0f} s wall)"
-          + (f"; from the first launcher told to all Succeeded and their workers deleted ({finish.window:.0f} s wall)"
-             if finish.cpu else "")
-          + ":")
+    print(
+        f"CPU seconds, {os.cpu_count()} cores: from the first create to all Running ({bulk.wall:.0f} s wall)"
+        + (
+            f"; from the first launcher told to all Succeeded and their workers deleted ({finish.window:.0f} s wall)"
+            if finish.cpu
+            else ""
+        )
+        + ":"
+    )
     print()
     print(row.format("process", "to Running") + (" Succeeded, cleaned |" if finish.cpu else ""))
     print(row.format("-" * 44, "-" * 10) + (" ------------------ |" if finish.cpu else ""))
@@ -102,13 +117,16 @@ def print_requests(result: Result) -> None:
         return
     row = ROW
     print()
-    print(f"{result.name}: API requests (every client: the operator, kube-controller-manager, the scheduler, kwok, "
-          "this script), the 12 most frequent:")
+    print(
+        f"{result.name}: API requests (every client: the operator, kube-controller-manager, the scheduler, kwok, "
+        "this script), the 12 most frequent:"
+    )
     print()
     print(row.format("verb resource", "to Running") + (" Succeeded, cleaned |" if finish.cpu else ""))
     print(row.format("-" * 44, "-" * 10) + (" ------------------ |" if finish.cpu else ""))
-    top = sorted(set(bulk.requests) | set(finish.requests),
-                 key=lambda k: -(bulk.requests.get(k, 0) + finish.requests.get(k, 0)))[:12]
+    top = sorted(
+        set(bulk.requests) | set(finish.requests), key=lambda k: -(bulk.requests.get(k, 0) + finish.requests.get(k, 0))
+    )[:12]
     for name in [*top, "total"]:
         value = sum(bulk.requests.values()) if name == "total" else bulk.requests.get(name, 0)
         done = sum(finish.requests.values()) if name == "total" else finish.requests.get(name, 0)
@@ -128,20 +146,26 @@ def print_memory(result: Result) -> None:
     print("|    pid |    RSS |   anon |    PSS | command |")
     print("|--------|--------|--------|--------|---------|")
     for p in result.rss_at_peak:
-        print(f"| {p['pid']:>6} | {p['rss_kib'] / 1024:>6.0f} | {p['anonymous_kib'] / 1024:>6.0f} "
-              f"| {p['pss_kib'] / 1024:>6.0f} | {p['command']} |")
+        print(
+            f"| {p['pid']:>6} | {p['rss_kib'] / 1024:>6.0f} | {p['anonymous_kib'] / 1024:>6.0f} "
+            f"| {p['pss_kib'] / 1024:>6.0f} | {p['command']} |"
+        )
 
 
 def print_cpu_profile(result: Result) -> None:
     """BENCH_CPU_PROFILE=1: where the operator's CPU went in each phase (hack/experiments/bench/cpuprofile.py)."""
     for phase, p in result.cpu_profile.items():
         print()
-        print(f"{result.name}, {phase}: {p['samples']} CPU samples (py-spy, {p['stacks']}); by process: "
-              + ", ".join(f"{name} {share:.0%}" for name, share in p["by_process"].items()))
+        print(
+            f"{result.name}, {phase}: {p['samples']} CPU samples (py-spy, {p['stacks']}); by process: "
+            + ", ".join(f"{name} {share:.0%}" for name, share in p["by_process"].items())
+        )
         print()
         print("| on the stack | share | running | share |")
         print("|--------------|-------|---------|-------|")
-        for (inc, inc_share), (own, own_share) in itertools.zip_longest(p["inclusive"], p["self"], fillvalue=("", None)):
+        for (inc, inc_share), (own, own_share) in itertools.zip_longest(
+            p["inclusive"], p["self"], fillvalue=("", None)
+        ):
             running = f"{own} | {own_share:.1%}" if own_share is not None else " |"
             print(f"| {inc} | {inc_share:.1%} | {running} |")
 
@@ -218,8 +242,14 @@ def markdown(head: list[str], lines: list[list[str]]) -> list[str]:
     widths = [max(len(str(c)) for c in col) for col in zip(head, *lines, strict=True)]
 
     def line(cells: list[str]) -> str:
-        return "| " + " | ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
-                                 for i, (c, w) in enumerate(zip(cells, widths, strict=True))) + " |"
+        return (
+            "| "
+            + " | ".join(
+                str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            )
+            + " |"
+        )
 
     return [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *(line(cells) for cells in lines)]
 
@@ -229,8 +259,10 @@ def compare(results: list[Result]) -> None:
     peer is faster or smaller)."""
     ours = results[0]
     print()
-    print(f"## make bench, side by side: {ours.jobs} MPIJobs x {ours.workers} workers, one operator at a time on the "
-          f"same cluster, {os.cpu_count()} cores")
+    print(
+        f"## make bench, side by side: {ours.jobs} MPIJobs x {ours.workers} workers, one operator at a time on the "
+        f"same cluster, {os.cpu_count()} cores"
+    )
     print()
     for r in results:
         print(f"- {r.name}: {r.note or ' '.join(r.flags)}")
@@ -240,5 +272,7 @@ def compare(results: list[Result]) -> None:
     print(RATIO_NOTE + " (BENCH_TIMEOUT for ours, BENCH_PEER_TIMEOUT for peers).")
 
 
-RATIO_NOTE = ('ratio = peer / ours: below 1 the peer is faster, uses less CPU or memory; "> N s": not reached in the '
-              "N s the phase waited")
+RATIO_NOTE = (
+    'ratio = peer / ours: below 1 the peer is faster, uses less CPU or memory; "> N s": not reached in the '
+    "N s the phase waited"
+)

@@ -1,5 +1,6 @@
 """What one operator's run measured (a dataclass per step; `note` instead of numbers for a peer that could not run), and the
 statistics over per-job latencies (nearest-rank percentiles; a job that never got there counts as infinite)."""
+
 from __future__ import annotations
 
 import math
@@ -14,15 +15,23 @@ def percentile(values: list[float], p: float) -> float:
     return s[k]
 
 
-def latencies(done: dict[tuple[str, str], float], start: dict[tuple[str, str], float],
-              keys: list[tuple[str, str]], until: float = math.inf) -> list[float]:
+def latencies(
+    done: dict[tuple[str, str], float],
+    start: dict[tuple[str, str], float],
+    keys: list[tuple[str, str]],
+    until: float = math.inf,
+) -> list[float]:
     """Per job, from `start` to `done`; infinite for a job that did not get there by `until`, when the wait for it
     ended (a percentile that falls on one is printed as "> wall time")."""
     return [done[k] - start[k] if k in done and k in start and done[k] <= until else math.inf for k in keys]
 
 
-def shares(done: dict[tuple[str, str], float], start: dict[tuple[str, str], float], keys: list[tuple[str, str]],
-           until: float = math.inf) -> list[float]:
+def shares(
+    done: dict[tuple[str, str], float],
+    start: dict[tuple[str, str], float],
+    keys: list[tuple[str, str]],
+    until: float = math.inf,
+) -> list[float]:
     """The part of a latency after `start` (the cluster's work done: pods up, the launcher Job Complete), for the
     jobs that got both by `until`."""
     return [max(0.0, done[k] - start[k]) for k in keys if k in done and k in start and done[k] <= until]
@@ -35,6 +44,7 @@ def reached(values: list[float]) -> int:
 @dataclass
 class Capacity:
     """Whether the cluster can take every pod of the run at once (else the latencies measure the queue)."""
+
     slots: int
     needed: int
 
@@ -42,6 +52,7 @@ class Capacity:
 @dataclass
 class Single:
     """Phase 2: one job on an idle operator, SINGLE_RUNS times, one after the other: the median and the slowest."""
+
     to_children: float
     to_running: float
     children_max: float = float("nan")
@@ -51,6 +62,7 @@ class Single:
 @dataclass
 class Bulk:
     """Phase 3: JOBS jobs created at once."""
+
     keys: list[tuple[str, str]]
     created_all: float
     wall: float
@@ -69,6 +81,7 @@ class Bulk:
 @dataclass
 class Finish:
     """Phase 4: every launcher told to succeed at once (only when the launchers keep running)."""
+
     wall: float = float("nan")
     to_succeeded: list[float] = field(default_factory=list)
     to_launcher_done: list[float] = field(default_factory=list)  # the cluster's share: kwok, the Job controller
@@ -85,6 +98,7 @@ class Finish:
 @dataclass
 class Result:
     """What one operator measured (`note` instead when it could not run)."""
+
     name: str
     flags: list[str] = field(default_factory=list)
     single: Single | None = None
@@ -97,4 +111,6 @@ class Result:
     jobs: int = 0  # the burst's size: jobs x workers
     workers: int = 0
     rss_at_peak: list[dict[str, object]] = field(default_factory=list)  # BENCH_PROFILE=1: by process, at the peak
-    cpu_profile: dict[str, dict] = field(default_factory=dict)  # BENCH_CPU_PROFILE=1: phase -> cpuprofile.Summary's dict
+    cpu_profile: dict[str, dict] = field(
+        default_factory=dict
+    )  # BENCH_CPU_PROFILE=1: phase -> cpuprofile.Summary's dict

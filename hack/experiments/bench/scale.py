@@ -2,6 +2,7 @@
 wait, the measures of one operator at one size (per job where the work grows with the jobs), the table of every size,
 the results document (the JSON beside the plot) and the plot's lines, read from that document so that a saved run can be
 drawn again."""
+
 from __future__ import annotations
 
 import math
@@ -44,7 +45,7 @@ class Size:
 
 
 def parse_sizes(text: str) -> list[Size]:
-    """"200x1 1000x1" (spaces or commas): jobs x workers per job, in the order given."""
+    """ "200x1 1000x1" (spaces or commas): jobs x workers per job, in the order given."""
     sizes = []
     for item in text.replace(",", " ").split():
         jobs, sep, workers = item.partition("x")
@@ -73,15 +74,17 @@ def scale_rows(r: Result) -> Rows:
     }
     ran = bool(finish.cpu)  # phase 4: not with BENCH_LAUNCHER_OUTCOME=succeed
     if ran:
-        latencies.update({
-            "told -> Succeeded p50": (percentile(finish.to_succeeded, 50), finish.wall),
-            SUCCEEDED_P95: (percentile(finish.to_succeeded, 95), finish.wall),
-            "told -> launcher Complete p50 (cluster)": (percentile(finish.to_launcher_done, 50), finish.wall),
-            "told -> launcher Complete p95 (cluster)": (percentile(finish.to_launcher_done, 95), finish.wall),
-            "launcher Complete -> Succeeded p50 (operator)": (percentile(finish.react, 50), finish.wall),
-            "launcher Complete -> Succeeded p95 (operator)": (percentile(finish.react, 95), finish.wall),
-            "told -> workers deleted p95": (percentile(finish.to_cleaned, 95), finish.window),
-        })
+        latencies.update(
+            {
+                "told -> Succeeded p50": (percentile(finish.to_succeeded, 50), finish.wall),
+                SUCCEEDED_P95: (percentile(finish.to_succeeded, 95), finish.wall),
+                "told -> launcher Complete p50 (cluster)": (percentile(finish.to_launcher_done, 50), finish.wall),
+                "told -> launcher Complete p95 (cluster)": (percentile(finish.to_launcher_done, 95), finish.wall),
+                "launcher Complete -> Succeeded p50 (operator)": (percentile(finish.react, 50), finish.wall),
+                "launcher Complete -> Succeeded p95 (operator)": (percentile(finish.react, 95), finish.wall),
+                "told -> workers deleted p95": (percentile(finish.to_cleaned, 95), finish.window),
+            }
+        )
     out: Rows = {k: (v, secs(v, limit), limit) for k, (v, limit) in latencies.items()}
     out["jobs Running"] = (math.nan, f"{reached(bulk.to_running)}/{jobs}", 0)
     if ran:
@@ -111,6 +114,7 @@ def scale_rows(r: Result) -> Rows:
 @dataclass
 class Run:
     """One size: every operator's result, ours first, and the wait it had."""
+
     size: Size
     timeout: float
     results: list[Result] = field(default_factory=list)
@@ -131,8 +135,10 @@ def _number(value: float) -> float | None:
 
 def _requests(result: Result) -> dict[str, dict[str, float]]:
     """API requests of every client by verb and resource: to all Running, and from told to cleaned up."""
-    return {"to_running": result.bulk.requests if result.bulk else {},
-            "told_to_cleaned_up": result.finish.requests if result.finish else {}}
+    return {
+        "to_running": result.bulk.requests if result.bulk else {},
+        "told_to_cleaned_up": result.finish.requests if result.finish else {},
+    }
 
 
 def document(runs: list[Run], about: dict[str, Any]) -> dict[str, Any]:
@@ -147,17 +153,28 @@ def document(runs: list[Run], about: dict[str, Any]) -> dict[str, Any]:
                 measures[label] = {"value": _number(value), "shown": shown}
                 if math.isinf(value):
                     measures[label]["not_reached_within"] = limit
-            operators.append({"name": r.name, "flags": r.flags, "note": r.note, "measures": measures,
-                              "status_writers": r.status_writers, "memory_at_peak": r.rss_at_peak,
-                              "cpu_profile": r.cpu_profile, "requests": _requests(r)})
-        sizes.append({"jobs": run.size.jobs, "workers": run.size.workers, "timeout": run.timeout,
-                      "operators": operators})
+            operators.append(
+                {
+                    "name": r.name,
+                    "flags": r.flags,
+                    "note": r.note,
+                    "measures": measures,
+                    "status_writers": r.status_writers,
+                    "memory_at_peak": r.rss_at_peak,
+                    "cpu_profile": r.cpu_profile,
+                    "requests": _requests(r),
+                }
+            )
+        sizes.append(
+            {"jobs": run.size.jobs, "workers": run.size.workers, "timeout": run.timeout, "operators": operators}
+        )
     return {**about, "sizes": sizes}
 
 
 @dataclass
 class Line:
     """One line of the plot: a measure of one operator at one number of workers per job, against the jobs."""
+
     panel: str
     operator: str
     measure: str  # the short name, PANELS' second item

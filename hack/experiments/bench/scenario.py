@@ -1,5 +1,6 @@
 """The scenario: one run against one operator, a method per measured step (a single job on the idle operator, the
 burst of BENCH_JOBS, all launchers finishing at once), and the cost of a bare ansible-runner run."""
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -54,8 +55,16 @@ class Bench:
     sampler; a method per measured phase. `jobs` x `workers` for the burst (BENCH_JOBS x BENCH_WORKERS unless given),
     `single_runs` single jobs first (0: none), each wait bounded by `timeout` (the subject's unless given)."""
 
-    def __init__(self, kubeconfig: str, api: client.ApiClient, subject: Ours | Kubeflow, jobs: int = JOBS,
-                 workers: int = WORKERS, single_runs: int = SINGLE_RUNS, timeout: float | None = None):
+    def __init__(
+        self,
+        kubeconfig: str,
+        api: client.ApiClient,
+        subject: Ours | Kubeflow,
+        jobs: int = JOBS,
+        workers: int = WORKERS,
+        single_runs: int = SINGLE_RUNS,
+        timeout: float | None = None,
+    ):
         self.kubeconfig = kubeconfig
         self.jobs, self.workers, self.single_runs = jobs, workers, single_runs
         self.timeout = subject.timeout if timeout is None else timeout
@@ -100,8 +109,11 @@ class Bench:
         jobs = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL)["items"]
         found: dict[str, int] = {}
         for j in jobs:
-            for m in {m.get("manager", "") for m in j["metadata"].get("managedFields") or []
-                      if m.get("subresource") == "status"}:
+            for m in {
+                m.get("manager", "")
+                for m in j["metadata"].get("managedFields") or []
+                if m.get("subresource") == "status"
+            }:
                 found[m] = found.get(m, 0) + 1
         return found
 
@@ -160,8 +172,10 @@ class Bench:
         try:
             wait_until(lambda: all(k in tracker.running for k in keys), timeout, "every job to run", interval=0.05)
         except TimeoutError as exc:
-            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.running for k in keys)}/{self.jobs} running",
-                  file=sys.stderr)
+            print(
+                f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.running for k in keys)}/{self.jobs} running",
+                file=sys.stderr,
+            )
         end = time.time()  # a job that gets there after the wait ended did not get there
         wall = end - start
         cpu = cpu_delta(cpu_before, cpu_snapshot(self.pid))
@@ -171,15 +185,20 @@ class Bench:
         after = self.subject.counters()
         runs = after["runs"] - before["runs"] if after else math.nan
         return Bulk(
-            keys=keys, created_all=created_all, wall=wall,
+            keys=keys,
+            created_all=created_all,
+            wall=wall,
             to_children=latencies(tracker.all_children, tracker.created, keys, end),
             to_pods_up=latencies(tracker.pods_up, tracker.created, keys, end),
             to_running=latencies(tracker.running, tracker.created, keys, end),
             react=shares(tracker.running, tracker.pods_up, keys, end),
-            runs=runs, starts=after["starts"] - before["starts"] if after else math.nan,
+            runs=runs,
+            starts=after["starts"] - before["starts"] if after else math.nan,
             reconciles=after["reconciles"] - before["reconciles"] if after else math.nan,
-            mean_batch=(after["batched"] - before["batched"]) / runs if after and runs else math.nan, cpu=cpu,
-            requests=requests)
+            mean_batch=(after["batched"] - before["batched"]) / runs if after and runs else math.nan,
+            cpu=cpu,
+            requests=requests,
+        )
 
     def finish(self, keys: list[tuple[str, str]]) -> Finish:
         tracker, timeout = self.tracker, self.timeout
@@ -189,33 +208,49 @@ class Bench:
         sampler = self.sampler("to-cleaned-up")
         told = finish_all(self.core, self.ns, keys)
         try:
-            wait_until(lambda: all(k in tracker.succeeded for k in keys), timeout, "every job to succeed",
-                       interval=0.05)
+            wait_until(
+                lambda: all(k in tracker.succeeded for k in keys), timeout, "every job to succeed", interval=0.05
+            )
         except TimeoutError as exc:
-            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.succeeded for k in keys)}/{self.jobs} "
-                  "succeeded", file=sys.stderr)
+            print(
+                f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.succeeded for k in keys)}/{self.jobs} "
+                "succeeded",
+                file=sys.stderr,
+            )
         first = min(told.values(), default=time.time())
         succeeded_by = time.time()
         wall = succeeded_by - first
         try:  # the clean-up (cleanPodPolicy Running) is work of this phase too, whenever an operator does it
-            wait_until(lambda: all(k in tracker.cleaned for k in keys), timeout, "every job's workers to be deleted",
-                       interval=0.05)
+            wait_until(
+                lambda: all(k in tracker.cleaned for k in keys),
+                timeout,
+                "every job's workers to be deleted",
+                interval=0.05,
+            )
         except TimeoutError as exc:
-            print(f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.cleaned for k in keys)}/{self.jobs} "
-                  "cleaned up", file=sys.stderr)
+            print(
+                f"WARNING: {self.subject.name}: {exc}: {sum(k in tracker.cleaned for k in keys)}/{self.jobs} "
+                "cleaned up",
+                file=sys.stderr,
+            )
         cleaned_by = time.time()
         window = cleaned_by - first
         cpu = cpu_delta(cpu_before, cpu_snapshot(self.pid))
         self.sampled("to-cleaned-up", sampler)
         after = self.subject.counters()
-        return Finish(wall=wall, window=window, settled=settled, cpu=cpu,
-                      to_cleaned=latencies(tracker.cleaned, told, keys, cleaned_by),
-                      requests=requests_delta(requests_before, api_requests(self.kubeconfig)),
-                      to_succeeded=latencies(tracker.succeeded, told, keys, succeeded_by),
-                      to_launcher_done=latencies(tracker.launcher_done, told, keys, succeeded_by),
-                      react=shares(tracker.succeeded, tracker.launcher_done, keys, succeeded_by),
-                      runs=after["runs"] - before["runs"] if after else math.nan,
-                      starts=after["starts"] - before["starts"] if after else math.nan)
+        return Finish(
+            wall=wall,
+            window=window,
+            settled=settled,
+            cpu=cpu,
+            to_cleaned=latencies(tracker.cleaned, told, keys, cleaned_by),
+            requests=requests_delta(requests_before, api_requests(self.kubeconfig)),
+            to_succeeded=latencies(tracker.succeeded, told, keys, succeeded_by),
+            to_launcher_done=latencies(tracker.launcher_done, told, keys, succeeded_by),
+            react=shares(tracker.succeeded, tracker.launcher_done, keys, succeeded_by),
+            runs=after["runs"] - before["runs"] if after else math.nan,
+            starts=after["starts"] - before["starts"] if after else math.nan,
+        )
 
     def run(self) -> Result:
         try:
@@ -227,15 +262,31 @@ class Bench:
         finally:
             self.stop()
         if self.intruders:
-            print(f"WARNING: while {self.subject.name} was measured, operators watching every namespace ran on this "
-                  f"machine and may have reconciled the bench's jobs too: {self.intruders}", file=sys.stderr)
+            print(
+                f"WARNING: while {self.subject.name} was measured, operators watching every namespace ran on this "
+                f"machine and may have reconciled the bench's jobs too: {self.intruders}",
+                file=sys.stderr,
+            )
         if len(self.status_writers) > 1:
-            print(f"WARNING: the status of the bench's MPIJobs was written by {self.status_writers} (manager: jobs): another "
-                  f"controller reconciled them besides {self.subject.name}; these numbers are not its alone",
-                  file=sys.stderr)
-        return Result(self.subject.name, self.subject.flags, single, bulk, finish, self.peak, self.rss_peak_tree,
-                      self.status_writers, jobs=self.jobs, workers=self.workers, rss_at_peak=self.rss_at_peak,
-                      cpu_profile=self.cpu_profile)
+            print(
+                f"WARNING: the status of the bench's MPIJobs was written by {self.status_writers} (manager: jobs): another "
+                f"controller reconciled them besides {self.subject.name}; these numbers are not its alone",
+                file=sys.stderr,
+            )
+        return Result(
+            self.subject.name,
+            self.subject.flags,
+            single,
+            bulk,
+            finish,
+            self.peak,
+            self.rss_peak_tree,
+            self.status_writers,
+            jobs=self.jobs,
+            workers=self.workers,
+            rss_at_peak=self.rss_at_peak,
+            cpu_profile=self.cpu_profile,
+        )
 
 
 def runner_baseline(runs: int = 3) -> float:

@@ -1,5 +1,6 @@
 """The bench's knobs, from the environment (hack/experiments/bench/bench.sh documents them;
 hack/experiments/bench/bench.py's docstring says what each step measures)."""
+
 from __future__ import annotations
 
 import os
@@ -25,5 +26,13 @@ PROFILE = os.environ.get("BENCH_PROFILE", "") not in ("", "0")
 CPU_PROFILE = os.environ.get("BENCH_CPU_PROFILE", "") not in ("", "0")
 # "Kubeflow tuned": its client's QPS/burst (defaults 5/10) and its work queue's token bucket (defaults 10/100), the
 # flags of cmd/mpi-operator/app/options/options.go in v0.8.2.
-KUBEFLOW_TUNED = ["--kube-api-qps", "1000", "--kube-api-burst", "2000",
-                  "--controller-queue-rate-limit", "1000", "--controller-queue-burst", "2000"]
+KUBEFLOW_TUNED = [
+    "--kube-api-qps",
+    "1000",
+    "--kube-api-burst",
+    "2000",
+    "--controller-queue-rate-limit",
+    "1000",
+    "--controller-queue-burst",
+    "2000",
+]

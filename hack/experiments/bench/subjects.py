@@ -1,6 +1,7 @@
 """The two operator drivers the bench measures: this operator (`python -m mpijob_operator`, hack/lib/operator.py)
 and the Kubeflow MPI Operator (hack/lib/kubeflow.py), each behind start / wait_ready / stop / counters; and the
 peers BENCH_PEERS asks for."""
+
 from __future__ import annotations
 
 import os
@@ -50,8 +51,10 @@ class Ours:
         op = self.op
         assert op is not None
         return {
-            "reconciles": sum(op.metric("mpi_operator_reconciles_total", {"result": r}) or 0
-                              for r in ("ok", "retry", "error", "deleted")),
+            "reconciles": sum(
+                op.metric("mpi_operator_reconciles_total", {"result": r}) or 0
+                for r in ("ok", "retry", "error", "deleted")
+            ),
             "runs": op.metric("mpi_operator_batch_size_count") or 0,
             "batched": op.metric("mpi_operator_batch_size_sum") or 0,
             "starts": sum(op.metric("mpi_operator_runner_starts_total", {"kind": k}) or 0 for k in ("warm", "cold")),
@@ -90,13 +93,18 @@ class Kubeflow:
 def peer_subjects(peers: list[str] = PEERS, variable: str = "BENCH_PEERS") -> list[Kubeflow | Result]:
     """The peers `peers` (BENCH_PEERS unless given) asks for, or, when one cannot run, a Result saying why."""
     out: list[Kubeflow | Result] = []
-    known = {"kubeflow": (("Kubeflow", []), ("Kubeflow tuned", KUBEFLOW_TUNED)),
-             "kubeflow-tuned": (("Kubeflow tuned", KUBEFLOW_TUNED),)}
+    known = {
+        "kubeflow": (("Kubeflow", []), ("Kubeflow tuned", KUBEFLOW_TUNED)),
+        "kubeflow-tuned": (("Kubeflow tuned", KUBEFLOW_TUNED),),
+    }
     for peer in peers:
         if peer not in known:
             raise SystemExit(f"{variable}: unknown peer {peer!r} (known: {', '.join(known)})")
         binary = kubeflow_operator_binary()
         for name, args in known[peer]:
-            out.append(Kubeflow(name, binary, args) if binary else
-                       Result(name, note="not run: no Go toolchain to build the Kubeflow MPI Operator"))
+            out.append(
+                Kubeflow(name, binary, args)
+                if binary
+                else Result(name, note="not run: no Go toolchain to build the Kubeflow MPI Operator")
+            )
     return out

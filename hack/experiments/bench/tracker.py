@@ -1,4 +1,5 @@
 """The watch tracker: the bench's own watches on MPIJobs and their children, which record when each job got what."""
+
 from __future__ import annotations
 
 import json
@@ -64,8 +65,14 @@ class Tracker:
                     for obj in data.get("items") or []:
                         self.seen(kind, obj)
                     rv = data["metadata"]["resourceVersion"]
-                resp = func(_preload_content=False, watch=True, resource_version=rv, allow_watch_bookmarks=True,
-                            timeout_seconds=60, **kw)
+                resp = func(
+                    _preload_content=False,
+                    watch=True,
+                    resource_version=rv,
+                    allow_watch_bookmarks=True,
+                    timeout_seconds=60,
+                    **kw,
+                )
                 for line in resp:
                     ev = json.loads(line)
                     if ev["type"] == "ERROR":
@@ -105,8 +112,10 @@ class Tracker:
             job = (meta.get("labels") or {}).get("app")
         if not job or gone:
             return
-        if kind == "Job" and any(c.get("type") == "Complete" and c.get("status") == "True"
-                                 for c in (obj.get("status") or {}).get("conditions") or []):
+        if kind == "Job" and any(
+            c.get("type") == "Complete" and c.get("status") == "True"
+            for c in (obj.get("status") or {}).get("conditions") or []
+        ):
             with self.lock:
                 self.launcher_done.setdefault((ns, job), now)
         key = (ns, job)
@@ -116,9 +125,15 @@ class Tracker:
             if key not in self.all_children and self.expected(job) <= got:
                 self.all_children[key] = now
 
-
-    def pod_seen(self, key: tuple[str, str], name: str, labels: dict[str, str], obj: dict[str, Any], now: float,
-                 gone: bool = False) -> None:
+    def pod_seen(
+        self,
+        key: tuple[str, str],
+        name: str,
+        labels: dict[str, str],
+        obj: dict[str, Any],
+        now: float,
+        gone: bool = False,
+    ) -> None:
         """The cluster's share: every worker Running and the launcher pod started (Running or done). And the
         clean-up: every worker marked for deletion."""
         role = labels.get("training.kubeflow.org/job-role", "")
@@ -135,6 +150,10 @@ class Tracker:
             phases[f"{role}/{name}"] = phase
             workers = [p for n, p in phases.items() if n.startswith("worker/")]
             launcher = [p for n, p in phases.items() if n.startswith("launcher/")]
-            if (key not in self.pods_up and len(workers) >= self.workers and all(p == "Running" for p in workers)
-                    and any(p in ("Running", "Succeeded") for p in launcher)):
+            if (
+                key not in self.pods_up
+                and len(workers) >= self.workers
+                and all(p == "Running" for p in workers)
+                and any(p in ("Running", "Succeeded") for p in launcher)
+            ):
                 self.pods_up[key] = now

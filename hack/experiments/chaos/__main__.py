@@ -4,6 +4,7 @@ environment (docs/chaos.md lists them): CHAOS_JOBS (1000) x CHAOS_WORKERS (2), C
 CHAOS_APISERVER_RESTARTS (2), CHAOS_ETCD_RESTARTS (1), CHAOS_STORM_GOOD (200), CHAOS_STORM_SIZE (1000),
 CHAOS_FAILOVER_JOBS (200), CHAOS_UPGRADE_JOBS (200), CHAOS_TIMEOUT (900 s per wait), CHAOS_SEED (1). Exit status 1 when
 a scenario has a finding, 2 for a wrong setting."""
+
 from __future__ import annotations
 
 import os
@@ -28,13 +29,18 @@ def env(name: str, default: float) -> float:
 
 
 def table(rows: list[scenarios.Row]) -> str:
-    lines = ["| scenario | jobs | faults injected | result | settled after the last fault | all Succeeded after told |"
-             " lost or duplicated |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| scenario | jobs | faults injected | result | settled after the last fault | all Succeeded after told |"
+        " lost or duplicated |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         lost = [f for f in r.findings if f.startswith(("lost", "orphan", "duplicate")) or " extra " in f]
-        lines.append(f"| {r.scenario} | {r.jobs} | {len(r.faults)} | {'ok' if r.ok else f'{len(r.findings)} findings'}"
-                     f" | {'-' if r.settle_s is None else f'{r.settle_s:.1f} s'}"
-                     f" | {'-' if r.finish_s is None else f'{r.finish_s:.1f} s'} | {len(lost)} |")
+        lines.append(
+            f"| {r.scenario} | {r.jobs} | {len(r.faults)} | {'ok' if r.ok else f'{len(r.findings)} findings'}"
+            f" | {'-' if r.settle_s is None else f'{r.settle_s:.1f} s'}"
+            f" | {'-' if r.finish_s is None else f'{r.finish_s:.1f} s'} | {len(lost)} |"
+        )
     return "\n".join(lines)
 
 
@@ -52,14 +58,27 @@ def run(name: str, api: client.ApiClient, kubeconfig: str, work: Path, installed
     timeout = env("CHAOS_TIMEOUT", 900)
     if name == "kills":
         return scenarios.kills_at_scale(
-            api, kubeconfig, work, jobs=int(env("CHAOS_JOBS", 1000)), workers=int(env("CHAOS_WORKERS", 2)),
+            api,
+            kubeconfig,
+            work,
+            jobs=int(env("CHAOS_JOBS", 1000)),
+            workers=int(env("CHAOS_WORKERS", 2)),
             operator_kills=int(env("CHAOS_OPERATOR_KILLS", 20)),
             apiserver_restarts=int(env("CHAOS_APISERVER_RESTARTS", 2)),
-            etcd_restarts=int(env("CHAOS_ETCD_RESTARTS", 1)), timeout=timeout, seed=int(env("CHAOS_SEED", 1)))
+            etcd_restarts=int(env("CHAOS_ETCD_RESTARTS", 1)),
+            timeout=timeout,
+            seed=int(env("CHAOS_SEED", 1)),
+        )
     if name == "storm":
-        return storm.bad_input_storm(api, kubeconfig, work, good=int(env("CHAOS_STORM_GOOD", 200)),
-                                     storm=int(env("CHAOS_STORM_SIZE", 1000)), seed=int(env("CHAOS_SEED", 1)),
-                                     timeout=timeout)
+        return storm.bad_input_storm(
+            api,
+            kubeconfig,
+            work,
+            good=int(env("CHAOS_STORM_GOOD", 200)),
+            storm=int(env("CHAOS_STORM_SIZE", 1000)),
+            seed=int(env("CHAOS_SEED", 1)),
+            timeout=timeout,
+        )
     if name == "node":
         return node.real_node(api, kubeconfig, work, timeout=timeout)
     if not installed:
@@ -67,8 +86,9 @@ def run(name: str, api: client.ApiClient, kubeconfig: str, work: Path, installed
     op, repository, tag = installed
     if name == "failover":
         return failover.leader_failover(api, op, jobs=int(env("CHAOS_FAILOVER_JOBS", 200)), timeout=timeout)
-    return failover.upgrade_under_load(api, op, repository, tag, jobs=int(env("CHAOS_UPGRADE_JOBS", 200)),
-                                       timeout=timeout)
+    return failover.upgrade_under_load(
+        api, op, repository, tag, jobs=int(env("CHAOS_UPGRADE_JOBS", 200)), timeout=timeout
+    )
 
 
 def main() -> int:

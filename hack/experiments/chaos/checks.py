@@ -1,5 +1,6 @@
 """What must hold once the faults are over, read from the cluster as it is: every job has exactly its children
 (no orphan, no duplicate, each controlled by its job), and one Event per condition it reached."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -24,11 +25,13 @@ def _controller(obj: Any) -> str | None:
 def children(api: client.ApiClient, namespace: str) -> list[tuple[str, list[Any]]]:
     """(kind, objects) of every kind a job's children are, as the namespace holds them now."""
     core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
-    return [("Service", core.list_namespaced_service(namespace).items),
-            ("ConfigMap", core.list_namespaced_config_map(namespace).items),
-            ("Secret", core.list_namespaced_secret(namespace).items),
-            ("Job", batch.list_namespaced_job(namespace).items),
-            ("Pod", core.list_namespaced_pod(namespace).items)]
+    return [
+        ("Service", core.list_namespaced_service(namespace).items),
+        ("ConfigMap", core.list_namespaced_config_map(namespace).items),
+        ("Secret", core.list_namespaced_secret(namespace).items),
+        ("Job", batch.list_namespaced_job(namespace).items),
+        ("Pod", core.list_namespaced_pod(namespace).items),
+    ]
 
 
 def children_findings(api: client.ApiClient, namespace: str, jobs: dict[str, dict], workers: int) -> list[str]:
@@ -37,8 +40,10 @@ def children_findings(api: client.ApiClient, namespace: str, jobs: dict[str, dic
     uids = {name: job["metadata"]["uid"] for name, job in jobs.items()}
     found: dict[str, set[str]] = {name: set() for name in jobs}
     findings: list[str] = []
-    listings = [(kind, [o for o in items if kind != "Pod" or (o.metadata.labels or {}).get(C.JOB_ROLE_LABEL)
-                        == C.ROLE_WORKER]) for kind, items in children(api, namespace)]
+    listings = [
+        (kind, [o for o in items if kind != "Pod" or (o.metadata.labels or {}).get(C.JOB_ROLE_LABEL) == C.ROLE_WORKER])
+        for kind, items in children(api, namespace)
+    ]
     for kind, items in listings:
         for obj in items:
             labels = obj.metadata.labels or {}
@@ -87,6 +92,7 @@ def delete_jobs(api: client.ApiClient, namespace: str, timeout: float = 300) -> 
 
     def gone() -> bool:
         return not list_jobs(api, namespace) and not any(
-            (o.metadata.labels or {}).get(JOB_LABEL) for _, items in children(api, namespace) for o in items)
+            (o.metadata.labels or {}).get(JOB_LABEL) for _, items in children(api, namespace) for o in items
+        )
 
     wait_until(gone, timeout, f"the MPIJobs of {namespace} and their children to go", interval=1)

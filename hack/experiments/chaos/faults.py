@@ -6,6 +6,7 @@
   API server (every client's connections and watches drop) or etcd (the API server loses its storage until it is
   back, its watch caches start over).
 A Schedule spreads them over a window at random moments, one at a time, and logs each with its time."""
+
 from __future__ import annotations
 
 import pathlib

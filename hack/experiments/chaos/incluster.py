@@ -2,6 +2,7 @@
 containerd, installed by playbooks/install.yml on the real node with two replicas and leader election, watching one
 namespace. What the failover and upgrade scenarios do to it: who leads (the Lease), a replica's pod deleted, its
 container's process SIGKILLed on the node, the install run again with another image."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,9 @@ CONTAINERD_SOCK = "/run/containerd/containerd.sock"
 
 
 def ctr(*args: str) -> str:
-    return subprocess.run(["ctr", "-a", CONTAINERD_SOCK, "-n", "k8s.io", *args], check=True, stdout=subprocess.PIPE,
-                          text=True).stdout
+    return subprocess.run(
+        ["ctr", "-a", CONTAINERD_SOCK, "-n", "k8s.io", *args], check=True, stdout=subprocess.PIPE, text=True
+    ).stdout
 
 
 def tag_image(repository: str, tag: str, new_tag: str) -> None:
@@ -68,8 +70,14 @@ class InCluster:
         start = time.monotonic()
         env = ansible_env(self.kubeconfig)
         bin_dir = pathlib.Path(sys.executable).parent
-        proc = subprocess.run([str(bin_dir / "ansible-playbook"), str(ROOT / "playbooks" / name), "-e", f"@{vars_file}"],
-                              env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.run(
+            [str(bin_dir / "ansible-playbook"), str(ROOT / "playbooks" / name), "-e", f"@{vars_file}"],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         (self.work / f"{name}-{tag}.log").write_text(proc.stdout)
         if proc.returncode != 0:
             raise RuntimeError(f"{name} failed ({proc.returncode}): {proc.stdout[-3000:]}")
@@ -84,16 +92,20 @@ class InCluster:
     def holder(self) -> str | None:
         """The pod that holds the Lease (the identity is `<pod name>_<uuid>`), or None."""
         try:
-            lease = client.CoordinationV1Api(self.api).read_namespaced_lease(LEASE, OPERATOR_NAMESPACE,
-                                                                              _request_timeout=5)
+            lease = client.CoordinationV1Api(self.api).read_namespaced_lease(
+                LEASE, OPERATOR_NAMESPACE, _request_timeout=5
+            )
         except (ApiException, OSError, Exception):
             return None
         identity = lease.spec.holder_identity or ""
         return identity or None
 
     def pods(self) -> list[client.V1Pod]:
-        return client.CoreV1Api(self.api).list_namespaced_pod(
-            OPERATOR_NAMESPACE, label_selector="app.kubernetes.io/name=mpi-operator").items
+        return (
+            client.CoreV1Api(self.api)
+            .list_namespaced_pod(OPERATOR_NAMESPACE, label_selector="app.kubernetes.io/name=mpi-operator")
+            .items
+        )
 
     def delete_pod(self, name: str) -> None:
         client.CoreV1Api(self.api).delete_namespaced_pod(name, OPERATOR_NAMESPACE)

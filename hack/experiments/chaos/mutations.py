@@ -1,6 +1,7 @@
 """Random mutations of valid manifests, for the bad-input storm: what users' broken manifests look like (a type
 swapped, a field removed, a huge value, a unicode name, an enum no API has), deterministic for a seed. Pure: the
 unit tier feeds the same mutations to the core, the chaos harness applies them to the cluster."""
+
 from __future__ import annotations
 
 import copy

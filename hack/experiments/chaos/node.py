@@ -7,6 +7,7 @@ workers).
   until the kubelet is back, so the launcher Job (podReplacementPolicy Failed, as Kubeflow's) starts no second
   launcher beside one that may still run. When the kubelet is back the evicted pods end; with backoffLimit 0 the
   launcher Job fails and with it the MPIJob, its status saying why; nothing is left orphaned."""
+
 from __future__ import annotations
 
 import pathlib
@@ -31,15 +32,26 @@ EVICT_AFTER = 5  # seconds the pods tolerate an unreachable or not-ready node
 
 
 def node_daemon(action: str, name: str) -> None:
-    subprocess.run(["bash", str(ROOT / "hack/worlds/node/daemon.sh"), action, name], check=True, capture_output=True,
-                   text=True, timeout=180)
+    subprocess.run(
+        ["bash", str(ROOT / "hack/worlds/node/daemon.sh"), action, name],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def real_job(name: str, image: str, seconds: int) -> dict[str, Any]:
     """Four ranks of pi on two workers of the real node, after `seconds` of sleep in each rank."""
     tolerations = [REAL_NODE_TOLERATION] + [
-        {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
-         "tolerationSeconds": EVICT_AFTER} for taint in ("unreachable", "not-ready")]
+        {
+            "key": f"node.kubernetes.io/{taint}",
+            "operator": "Exists",
+            "effect": "NoExecute",
+            "tolerationSeconds": EVICT_AFTER,
+        }
+        for taint in ("unreachable", "not-ready")
+    ]
 
     def template(role: str, args: list[str] | None = None) -> dict[str, Any]:
         container: dict[str, Any] = {"name": role, "image": image, "imagePullPolicy": "Never"}
@@ -48,13 +60,22 @@ def real_job(name: str, image: str, seconds: int) -> dict[str, Any]:
         return {"spec": {"nodeSelector": REAL_NODE_SELECTOR, "tolerations": tolerations, "containers": [container]}}
 
     return {
-        "apiVersion": f"{GROUP}/{VERSION}", "kind": "MPIJob", "metadata": {"name": name},
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "MPIJob",
+        "metadata": {"name": name},
         "spec": {
-            "slotsPerWorker": 2, "sshAuthMountPath": "/root/.ssh", "mpiImplementation": "OpenMPI",
+            "slotsPerWorker": 2,
+            "sshAuthMountPath": "/root/.ssh",
+            "mpiImplementation": "OpenMPI",
             "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
             "mpiReplicaSpecs": {
-                "Launcher": {"replicas": 1, "template": template("launcher", [
-                    "mpirun", "--allow-run-as-root", "-np", "4", "sh", "-c", f"sleep {seconds}; exec /opt/mpi/pi"])},
+                "Launcher": {
+                    "replicas": 1,
+                    "template": template(
+                        "launcher",
+                        ["mpirun", "--allow-run-as-root", "-np", "4", "sh", "-c", f"sleep {seconds}; exec /opt/mpi/pi"],
+                    ),
+                },
                 "Worker": {"replicas": 2, "template": template("worker")},
             },
         },
@@ -64,14 +85,17 @@ def real_job(name: str, image: str, seconds: int) -> dict[str, Any]:
 def job_pods(core: client.CoreV1Api, name: str) -> dict[str, tuple[str, int]]:
     """The job's pods: name -> (uid, restarts)."""
     pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"{C.JOB_NAME_LABEL}={name}").items
-    return {p.metadata.name: (p.metadata.uid, sum(s.restart_count for s in p.status.container_statuses or []))
-            for p in pods}
+    return {
+        p.metadata.name: (p.metadata.uid, sum(s.restart_count for s in p.status.container_statuses or [])) for p in pods
+    }
 
 
 def condition(custom: client.CustomObjectsApi, name: str, kind: str) -> dict | None:
     job = custom.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, name)
-    return next((c for c in (job.get("status") or {}).get("conditions") or []
-                 if c["type"] == kind and c["status"] == "True"), None)
+    return next(
+        (c for c in (job.get("status") or {}).get("conditions") or [] if c["type"] == kind and c["status"] == "True"),
+        None,
+    )
 
 
 def evicted(core: client.CoreV1Api, name: str) -> bool:
@@ -100,8 +124,9 @@ def orphans(api: client.ApiClient) -> list[str]:
     return found
 
 
-def real_node(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, seconds: int = 45,
-              timeout: float = 600) -> Row:
+def real_node(
+    api: client.ApiClient, kubeconfig: str, work: pathlib.Path, seconds: int = 45, timeout: float = 600
+) -> Row:
     row = Row("real node", 2)
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     fresh_namespace(core, NAMESPACE)
@@ -112,8 +137,11 @@ def real_node(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, second
     start = time.monotonic()
     try:
         # 1. kubelet and containerd restarted under running ranks.
-        retrying(lambda: custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL,
-                                                                real_job("survives", image, seconds)))
+        retrying(
+            lambda: custom.create_namespaced_custom_object(
+                GROUP, VERSION, NAMESPACE, PLURAL, real_job("survives", image, seconds)
+            )
+        )
         wait_until(lambda: observer.phase_of("survives") == "Running", 240, "job survives Running", interval=0.5)
         time.sleep(5)  # the ranks are up (mpirun has started them)
         before = job_pods(core, "survives")
@@ -123,15 +151,22 @@ def real_node(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, second
         wait_until(lambda: finished(custom, "survives"), timeout, "job survives to finish", interval=1)
         done = finished(custom, "survives") or {}
         after = {n: v for n, v in job_pods(core, "survives").items() if n in before}
-        row.notes.append(f"restart: job {done.get('type')} ({done.get('reason')}); pods kept "
-                         f"{sum(after.get(n, ('', 0))[0] == uid for n, (uid, _) in before.items())}/{len(before)},"
-                         f" container restarts {sum(r for _, r in after.values())}")
+        row.notes.append(
+            f"restart: job {done.get('type')} ({done.get('reason')}); pods kept "
+            f"{sum(after.get(n, ('', 0))[0] == uid for n, (uid, _) in before.items())}/{len(before)},"
+            f" container restarts {sum(r for _, r in after.values())}"
+        )
         if done.get("type") != C.SUCCEEDED or after != before:
-            row.findings.append(f"survives: {done.get('type')} {done.get('reason')}: {done.get('message')};"
-                                f" pods before {before}, after {after}")
+            row.findings.append(
+                f"survives: {done.get('type')} {done.get('reason')}: {done.get('message')};"
+                f" pods before {before}, after {after}"
+            )
         # 2. the node lost with ranks on it.
-        retrying(lambda: custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL,
-                                                                real_job("node-lost", image, 600)))
+        retrying(
+            lambda: custom.create_namespaced_custom_object(
+                GROUP, VERSION, NAMESPACE, PLURAL, real_job("node-lost", image, 600)
+            )
+        )
         wait_until(lambda: observer.phase_of("node-lost") == "Running", 240, "job node-lost Running", interval=0.5)
         time.sleep(5)
         lost_at = time.monotonic()
@@ -139,8 +174,10 @@ def real_node(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, second
         row.faults.append(f"{lost_at - start:.0f}s kubelet stopped (node lost)")
         try:
             wait_until(lambda: evicted(core, "node-lost"), 300, "the node's pods evicted", interval=1)
-            row.notes.append(f"node lost: its pods evicted {time.monotonic() - lost_at:.0f} s after the kubelet"
-                             " stopped (node monitor grace period, then the NoExecute taint)")
+            row.notes.append(
+                f"node lost: its pods evicted {time.monotonic() - lost_at:.0f} s after the kubelet"
+                " stopped (node monitor grace period, then the NoExecute taint)"
+            )
         except TimeoutError as exc:
             row.findings.append(f"node-lost: {exc}")
         finally:
@@ -150,11 +187,14 @@ def real_node(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, second
         try:
             wait_until(lambda: finished(custom, "node-lost"), 300, "job node-lost to finish", interval=1)
             done = finished(custom, "node-lost") or {}
-            row.notes.append(f"node back: job {done.get('type')} {time.monotonic() - back:.0f} s after"
-                             f" ({done.get('reason')}: {done.get('message')})")
+            row.notes.append(
+                f"node back: job {done.get('type')} {time.monotonic() - back:.0f} s after"
+                f" ({done.get('reason')}: {done.get('message')})"
+            )
             if done.get("type") != C.FAILED:
-                row.findings.append(f"node-lost: {done.get('type')} {done.get('reason')}, wanted Failed by its"
-                                    " backoffLimit 0")
+                row.findings.append(
+                    f"node-lost: {done.get('type')} {done.get('reason')}, wanted Failed by its backoffLimit 0"
+                )
         except TimeoutError as exc:
             row.findings.append(f"node-lost: {exc}; phases {observer.phases.get('node-lost')}")
         try:

@@ -2,6 +2,7 @@
 does (list, then watch from there; a broken watch, an expired resourceVersion or an API server that is down means
 list again), each state recorded in order. A job's phase (the collection's own reading of its conditions) may only
 move forward: Pending, Created, Running, Succeeded."""
+
 from __future__ import annotations
 
 import threading
@@ -48,15 +49,23 @@ class Observer:
     def _run(self) -> None:
         while not self.stopping.is_set():
             try:
-                listed = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL,
-                                                                   _request_timeout=30)
+                listed = self.custom.list_namespaced_custom_object(
+                    GROUP, VERSION, self.namespace, PLURAL, _request_timeout=30
+                )
                 for obj in listed.get("items", []):
                     self.seen(obj)
                 self.relists += 1
                 stream = watch.Watch().stream(
-                    self.custom.list_namespaced_custom_object, GROUP, VERSION, self.namespace, PLURAL,
-                    resource_version=listed["metadata"]["resourceVersion"], timeout_seconds=60,
-                    allow_watch_bookmarks=False, _request_timeout=90)
+                    self.custom.list_namespaced_custom_object,
+                    GROUP,
+                    VERSION,
+                    self.namespace,
+                    PLURAL,
+                    resource_version=listed["metadata"]["resourceVersion"],
+                    timeout_seconds=60,
+                    allow_watch_bookmarks=False,
+                    _request_timeout=90,
+                )
                 for event in stream:
                     if self.stopping.is_set():
                         return

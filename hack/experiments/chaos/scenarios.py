@@ -2,6 +2,7 @@
 starts, and returns one Row of the table: what was injected, whether everything held, how long the jobs took to
 settle after the last fault, and each finding (a job lost, a child orphaned or duplicated, a phase that went
 backwards, an Event repeated or missing, an operator that crashed)."""
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -62,8 +63,12 @@ def retrying(call: Callable[[], Any], timeout: float = 120) -> Any:
 def fresh_namespace(core: client.CoreV1Api, name: str) -> None:
     try:
         core.delete_namespace(name)
-        wait_until(lambda: not core.list_namespace(field_selector=f"metadata.name={name}").items, 300,
-                 f"the previous namespace {name} to go", interval=0.5)
+        wait_until(
+            lambda: not core.list_namespace(field_selector=f"metadata.name={name}").items,
+            300,
+            f"the previous namespace {name} to go",
+            interval=0.5,
+        )
     except ApiException as exc:
         if exc.status != 404:
             raise
@@ -77,16 +82,27 @@ def delete_leftovers(core: client.CoreV1Api, timeout: float = 600) -> None:
     for ns in core.list_namespace(label_selector=selector).items:
         if not ns.metadata.deletion_timestamp:
             retrying(lambda ns=ns: core.delete_namespace(ns.metadata.name))
-    wait_until(lambda: not core.list_namespace(label_selector=selector).items, timeout,
-               "the namespaces of an earlier chaos run to go", interval=1)
+    wait_until(
+        lambda: not core.list_namespace(label_selector=selector).items,
+        timeout,
+        "the namespaces of an earlier chaos run to go",
+        interval=1,
+    )
 
 
 def namespaces_settled(core: client.CoreV1Api, timeout: float = 600) -> None:
     """Waits until no namespace of the harness is being deleted: a scenario's clean-up (thousands of children for the
     garbage collector) must not weigh on the next one's measurements."""
-    wait_until(lambda: not [ns for ns in core.list_namespace(label_selector=f"{LABEL}=true").items
-                            if ns.metadata.deletion_timestamp], timeout,
-               "the namespaces of the scenarios before to go", interval=1)
+    wait_until(
+        lambda: (
+            not [
+                ns for ns in core.list_namespace(label_selector=f"{LABEL}=true").items if ns.metadata.deletion_timestamp
+            ]
+        ),
+        timeout,
+        "the namespaces of the scenarios before to go",
+        interval=1,
+    )
 
 
 def harness_job(name: str, workers: int) -> dict[str, Any]:
@@ -100,8 +116,16 @@ def create_all(api: client.ApiClient, namespace: str, names: list[str], workers:
 
     def run() -> None:
         with cf.ThreadPoolExecutor(16) as pool:
-            list(pool.map(lambda n: retrying(lambda: custom.create_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, harness_job(n, workers))), names))
+            list(
+                pool.map(
+                    lambda n: retrying(
+                        lambda: custom.create_namespaced_custom_object(
+                            GROUP, VERSION, namespace, PLURAL, harness_job(n, workers)
+                        )
+                    ),
+                    names,
+                )
+            )
 
     return cf.ThreadPoolExecutor(1).submit(run)
 
@@ -109,15 +133,24 @@ def create_all(api: client.ApiClient, namespace: str, names: list[str], workers:
 def tell_launchers(core: client.CoreV1Api, namespace: str) -> None:
     """Every launcher pod ends with success (kwok's stage acts on the changed annotation)."""
     pods = retrying(lambda: core.list_namespaced_pod(namespace, label_selector=f"{C.JOB_ROLE_LABEL}=launcher").items)
-    patch = {"metadata": {"annotations": {OUTCOME_ANNOTATION: "succeed",
-                                          "kwok.mpi.operator/outcome-after": "100ms"}}}
+    patch = {"metadata": {"annotations": {OUTCOME_ANNOTATION: "succeed", "kwok.mpi.operator/outcome-after": "100ms"}}}
     with cf.ThreadPoolExecutor(16) as pool:
         list(pool.map(lambda p: retrying(lambda: core.patch_namespaced_pod(p.metadata.name, namespace, patch)), pods))
 
 
-def kills_at_scale(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, jobs: int = 1000, workers: int = 2,
-                   operator_kills: int = 20, apiserver_restarts: int = 2, etcd_restarts: int = 1,
-                   window: float = 0, timeout: float = 900, seed: int = 1) -> Row:
+def kills_at_scale(
+    api: client.ApiClient,
+    kubeconfig: str,
+    work: pathlib.Path,
+    jobs: int = 1000,
+    workers: int = 2,
+    operator_kills: int = 20,
+    apiserver_restarts: int = 2,
+    etcd_restarts: int = 1,
+    window: float = 0,
+    timeout: float = 900,
+    seed: int = 1,
+) -> Row:
     """Scenario 1: `jobs` MPIJobs created at once while the operator is SIGKILLed `operator_kills` times and the API
     server and etcd are killed and restarted, at random moments of the creation burst (`window` seconds; by default
     one second per 10 jobs, at least 30). Then: every job Running, every launcher told to succeed, every job
@@ -130,9 +163,11 @@ def kills_at_scale(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, j
     operator = Operator(kubeconfig, work, ns)
     operator.start()
     observer = Observer(api, ns).start()
-    faults = ([operator.kill_and_restart] * operator_kills
-              + [functools.partial(restart_component, "kube-apiserver")] * apiserver_restarts
-              + [functools.partial(restart_component, "etcd")] * etcd_restarts)
+    faults = (
+        [operator.kill_and_restart] * operator_kills
+        + [functools.partial(restart_component, "kube-apiserver")] * apiserver_restarts
+        + [functools.partial(restart_component, "etcd")] * etcd_restarts
+    )
     schedule = Schedule(faults, window or max(30.0, jobs / 10), seed=seed).start()
     names = [f"kill-{i:05d}" for i in range(jobs)]
     try:
@@ -151,8 +186,16 @@ def kills_at_scale(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, j
     return row
 
 
-def settle_and_check(api: client.ApiClient, row: Row, observer: Observer, names: list[str], workers: int,
-                     timeout: float, since: float, alive: Callable[[], None] = lambda: None) -> None:
+def settle_and_check(
+    api: client.ApiClient,
+    row: Row,
+    observer: Observer,
+    names: list[str],
+    workers: int,
+    timeout: float,
+    since: float,
+    alive: Callable[[], None] = lambda: None,
+) -> None:
     """Every job of `names` Running (row.settle_s: from `since`), then told to succeed and Succeeded (row.finish_s);
     then what the cluster holds: no job lost, exactly its children, phases only forward, one Event per transition.
     `alive` is called at each look (a harness operator that died by itself is noted and replaced)."""

@@ -3,6 +3,7 @@ manifests of the three APIs (hack/experiments/chaos/mutations.py) is applied. Ea
 the API server naming a field it broke, or accepted and then reconciled: Failed with a ValidationError naming the field,
 or a valid job. The good jobs' create -> Running p95 must stay within 1.5x of the same jobs without the storm (run
 first, in a namespace of its own), and the operator must never crash or stall."""
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -35,18 +36,38 @@ def base_manifests() -> list[dict[str, Any]]:
     """A valid small job of each API, its pods on kwok nodes."""
     container = {"name": "worker", "image": "mpioperator/mpi-pi:openmpi"}
     kubeflow = harness_job("storm", 2)
-    t9k = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "MPIJob", "metadata": {"name": "storm"},
-           "spec": {"worker": {"replicas": 2, "cmd": ["./random_walk", "20"], "extraMPIArgs": ["-N", "1"],
-                               "template": {"spec": {"containers": [dict(container, name="mpi-worker")]}}},
-                    "mca": {"btl": "^openib"}, "runPolicy": {"cleanUpWorkers": True},
-                    "ssh": {"sshdPath": "/usr/sbin/sshd"}, "mpiHome": "/usr/local"}}
-    bdap = {"apiVersion": "batch.test.bdap.com/v1", "kind": "MPIJob", "metadata": {"name": "storm"},
-            "spec": {"numWorkers": 2,
-                     "launcherTemplate": {"spec": {"containers": [dict(container, name="launcher",
-                                                                       command=["/bin/sh", "-c"], args=["true"])],
-                                                   "restartPolicy": "Never"}},
-                     "workerTemplate": {"spec": {"containers": [dict(container, command=["sleep"],
-                                                                     args=["infinity"])]}}}}
+    t9k = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "storm"},
+        "spec": {
+            "worker": {
+                "replicas": 2,
+                "cmd": ["./random_walk", "20"],
+                "extraMPIArgs": ["-N", "1"],
+                "template": {"spec": {"containers": [dict(container, name="mpi-worker")]}},
+            },
+            "mca": {"btl": "^openib"},
+            "runPolicy": {"cleanUpWorkers": True},
+            "ssh": {"sshdPath": "/usr/sbin/sshd"},
+            "mpiHome": "/usr/local",
+        },
+    }
+    bdap = {
+        "apiVersion": "batch.test.bdap.com/v1",
+        "kind": "MPIJob",
+        "metadata": {"name": "storm"},
+        "spec": {
+            "numWorkers": 2,
+            "launcherTemplate": {
+                "spec": {
+                    "containers": [dict(container, name="launcher", command=["/bin/sh", "-c"], args=["true"])],
+                    "restartPolicy": "Never",
+                }
+            },
+            "workerTemplate": {"spec": {"containers": [dict(container, command=["sleep"], args=["infinity"])]}},
+        },
+    }
     return [kubeflow, t9k, bdap]
 
 
@@ -72,8 +93,9 @@ def create(custom: client.CustomObjectsApi, namespace: str, obj: dict, api_versi
     except ValueError as exc:  # NaN or infinity: no client sends it (JSON has no such number); kubectl refuses it
         return -1, f"not JSON: {exc}"
     try:
-        made = retrying(lambda: custom.create_namespaced_custom_object(group, version, namespace, PLURAL, obj),
-                        timeout=120)
+        made = retrying(
+            lambda: custom.create_namespaced_custom_object(group, version, namespace, PLURAL, obj), timeout=120
+        )
     except ApiException as exc:
         return exc.status, exc.body if isinstance(exc.body, str) else str(exc.body)
     except (ValueError, TypeError) as exc:  # the client itself refused it
@@ -112,8 +134,11 @@ class Storm:
             group, version = api_version.split("/")
             for obj in custom.list_namespaced_custom_object(group, version, self.namespace, PLURAL)["items"]:
                 listed[(obj["apiVersion"].split("/")[0], obj["metadata"]["name"])] = obj
-        return {name: listed[key] for name, made in self.accepted.items()
-                if (key := (made["apiVersion"].split("/")[0], made["metadata"]["name"])) in listed}
+        return {
+            name: listed[key]
+            for name, made in self.accepted.items()
+            if (key := (made["apiVersion"].split("/")[0], made["metadata"]["name"])) in listed
+        }
 
     def findings(self, custom: client.CustomObjectsApi) -> tuple[list[str], Counter[str]]:
         """What the API server and the operator made of each manifest: a finding for a rejection that names no field
@@ -156,8 +181,16 @@ def conditions(obj: dict) -> list[dict]:
     return found if isinstance(found, list) else []
 
 
-def good_and_storm(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, namespace: str, good: int,
-                   workers: int, storm: Storm | None, timeout: float) -> tuple[list[float], list[str]]:
+def good_and_storm(
+    api: client.ApiClient,
+    kubeconfig: str,
+    work: pathlib.Path,
+    namespace: str,
+    good: int,
+    workers: int,
+    storm: Storm | None,
+    timeout: float,
+) -> tuple[list[float], list[str]]:
     """One run: the good jobs (interleaved with the storm's manifests, when there is one) created by 16 clients on an
     operator of their own watching `namespace`; each good job's create -> Running, and the findings of the run."""
     custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
@@ -170,25 +203,33 @@ def good_and_storm(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, n
 
     def good_one(name: str) -> None:
         created[name] = time.time()
-        retrying(lambda: custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
-                                                                harness_job(name, workers)))
+        retrying(
+            lambda: custom.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, harness_job(name, workers)
+            )
+        )
 
     tasks: list[Any] = [functools.partial(good_one, n) for n in names]
     if storm is not None:  # a good job after every (storm / good) storm manifests
         stormy = [functools.partial(storm.apply, custom, n) for n in storm.items]
         every = max(1, len(stormy) // max(1, good))
-        tasks = [t for i, g in enumerate(tasks) for t in (*stormy[i * every:(i + 1) * every], g)]
-        tasks += stormy[good * every:]
+        tasks = [t for i, g in enumerate(tasks) for t in (*stormy[i * every : (i + 1) * every], g)]
+        tasks += stormy[good * every :]
     findings: list[str] = []
     try:
         with cf.ThreadPoolExecutor(16) as pool:
             list(pool.map(lambda task: task(), tasks))
         try:
-            wait_until(lambda: (operator.check_alive(), all((n, "Running") in observer.first for n in names))[1],
-                       timeout, f"{good} good jobs Running", interval=0.5)
+            wait_until(
+                lambda: (operator.check_alive(), all((n, "Running") in observer.first for n in names))[1],
+                timeout,
+                f"{good} good jobs Running",
+                interval=0.5,
+            )
             if storm is not None:
-                wait_until(lambda: storm.all_reconciled(custom), timeout, "every accepted storm job reconciled",
-                           interval=2)
+                wait_until(
+                    lambda: storm.all_reconciled(custom), timeout, "every accepted storm job reconciled", interval=2
+                )
         except TimeoutError as exc:
             findings.append(str(exc))
         findings += [f"the operator exited by itself with {code}" for code in operator.exits]
@@ -199,8 +240,16 @@ def good_and_storm(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, n
     return latencies, findings
 
 
-def bad_input_storm(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, good: int = 200, storm: int = 1000,
-                    workers: int = 2, seed: int = 30, timeout: float = 900) -> Row:
+def bad_input_storm(
+    api: client.ApiClient,
+    kubeconfig: str,
+    work: pathlib.Path,
+    good: int = 200,
+    storm: int = 1000,
+    workers: int = 2,
+    seed: int = 30,
+    timeout: float = 900,
+) -> Row:
     """Scenario 5: the good jobs alone, then the same number beside the storm, each on a fresh namespace and operator."""
     row = Row("bad-input storm", good)
     for api_ in REGISTRY.values():
@@ -216,8 +265,10 @@ def bad_input_storm(api: client.ApiClient, kubeconfig: str, work: pathlib.Path, 
     row.findings += storm_findings
     row.notes.append("storm: " + ", ".join(f"{n} {what}" for what, n in sorted(outcome.items())))
     p_calm, p_storm = percentile(calm, 95), percentile(stormy, 95)
-    row.notes.append(f"good jobs create -> Running p95: {p_calm:.1f} s alone, {p_storm:.1f} s in the storm"
-                     f" ({p_storm / p_calm:.2f}x; p50 {percentile(calm, 50):.1f} / {percentile(stormy, 50):.1f} s)")
+    row.notes.append(
+        f"good jobs create -> Running p95: {p_calm:.1f} s alone, {p_storm:.1f} s in the storm"
+        f" ({p_storm / p_calm:.2f}x; p50 {percentile(calm, 50):.1f} / {percentile(stormy, 50):.1f} s)"
+    )
     if len(calm) < good or len(stormy) < good:
         row.findings.append(f"good jobs Running: {len(calm)} alone, {len(stormy)} in the storm, of {good}")
     elif p_storm > LATENCY_LIMIT * p_calm:

@@ -22,6 +22,7 @@ rank must really run; the taint and the cordons are restored however the run end
 Writes build/peer-e2e/<operator>.log (the suite's verbose output) and results.json, prints the spec-by-spec table,
 and exits 1 unless every spec that ran passed on ours. Needs root (the real node) and the venv (make venv).
 """
+
 from __future__ import annotations
 
 import json
@@ -62,8 +63,10 @@ def run(argv: list[str], **kwargs) -> str:
     """Runs argv; its stdout, or a clear failure with the end of its output."""
     proc = subprocess.run(argv, cwd=kwargs.pop("cwd", ROOT), capture_output=True, text=True, check=False, **kwargs)
     if proc.returncode != 0:
-        sys.exit(f"peer-e2e: {' '.join(map(str, argv[:3]))} ... failed ({proc.returncode}):\n"
-                 f"{(proc.stdout + proc.stderr)[-4000:]}")
+        sys.exit(
+            f"peer-e2e: {' '.join(map(str, argv[:3]))} ... failed ({proc.returncode}):\n"
+            f"{(proc.stdout + proc.stderr)[-4000:]}"
+        )
     return proc.stdout
 
 
@@ -131,14 +134,19 @@ def kubeflow_manifest(operator_image: str) -> list[dict]:
 def install(kind: str, cluster: Cluster, tmp: pathlib.Path) -> None:
     if kind == "kubeflow":
         docs = kubeflow_manifest(image("kubeflow-operator"))
-        kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
-                stdin=yaml.safe_dump_all(docs, sort_keys=False))
+        kubectl(
+            "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(docs, sort_keys=False)
+        )
     else:
         ref = image("operator")
         repository, tag = ref.rsplit(":", 1)
-        variables = {"mpi_operator_image_repository": repository, "mpi_operator_image_tag": tag,
-                     "mpi_operator_image_pull_policy": "Never", "mpi_operator_adopt_crd": True,
-                     "mpi_operator_wait_timeout": 180}
+        variables = {
+            "mpi_operator_image_repository": repository,
+            "mpi_operator_image_tag": tag,
+            "mpi_operator_image_pull_policy": "Never",
+            "mpi_operator_adopt_crd": True,
+            "mpi_operator_wait_timeout": 180,
+        }
         playbook("install.yml", variables, tmp)
     wait_until(cluster.deployment_available, 300, f"{kind}'s Deployment {NAMESPACE}/{NAMESPACE} available", interval=1)
 
@@ -173,36 +181,63 @@ def parse(output: str) -> dict[str, dict]:
     results: dict[str, dict] = {}
     starts = list(SPEC.finditer(output))
     for i, spec in enumerate(starts):
-        body = output[spec.end():starts[i + 1].start() if i + 1 < len(starts) else len(output)]
+        body = output[spec.end() : starts[i + 1].start() if i + 1 < len(starts) else len(output)]
         outcome = OUTCOME.search(body)
         if outcome is None:  # the run ended inside this spec (a timeout of the whole suite)
             results[f"{spec[1]} {spec[2]}"] = {"outcome": "failed", "seconds": None}
             continue
         mark, rest = outcome[1], outcome[2]
         seconds = re.search(r"([\d.]+) seconds\]", rest)
-        state = ("skipped" if mark.startswith("S") else
-                 "failed" if ("Failure" in rest or "PANICKED" in rest or "INTERRUPTED" in rest) else "passed")
+        state = (
+            "skipped"
+            if mark.startswith("S")
+            else "failed"
+            if ("Failure" in rest or "PANICKED" in rest or "INTERRUPTED" in rest)
+            else "passed"
+        )
         results[f"{spec[1]} {spec[2]}"] = {"outcome": state, "seconds": float(seconds[1]) if seconds else None}
     return results
 
 
 def run_suite(kind: str, suite: str, images: dict[str, str]) -> dict[str, dict]:
     OUT.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, KUBECONFIG=str(KUBECONFIG), USE_EXISTING_CLUSTER="true", USE_EXISTING_OPERATOR="true",
-               TEST_OPENMPI_IMAGE=images["pi-openmpi"], TEST_INTELMPI_IMAGE=images["pi-intel"],
-               TEST_MPICH_IMAGE=images["pi-mpich"])
+    env = dict(
+        os.environ,
+        KUBECONFIG=str(KUBECONFIG),
+        USE_EXISTING_CLUSTER="true",
+        USE_EXISTING_OPERATOR="true",
+        TEST_OPENMPI_IMAGE=images["pi-openmpi"],
+        TEST_INTELMPI_IMAGE=images["pi-intel"],
+        TEST_MPICH_IMAGE=images["pi-mpich"],
+    )
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as work:  # its rootPath ../.. (kind, helm, manifests) is never used here
         focus = [f"-ginkgo.focus={os.environ['PEER_E2E_FOCUS']}"] if os.environ.get("PEER_E2E_FOCUS") else []
-        proc = subprocess.run([suite, "-test.v", f"-test.timeout={SUITE_TIMEOUT_S}s", "-ginkgo.v", "-ginkgo.noColor",
-                               f"-ginkgo.skip={SKIP}", *focus], cwd=work, env=env, capture_output=True, text=True,
-                              check=False, timeout=SUITE_TIMEOUT_S + 60)
+        proc = subprocess.run(
+            [
+                suite,
+                "-test.v",
+                f"-test.timeout={SUITE_TIMEOUT_S}s",
+                "-ginkgo.v",
+                "-ginkgo.noColor",
+                f"-ginkgo.skip={SKIP}",
+                *focus,
+            ],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=SUITE_TIMEOUT_S + 60,
+        )
     output = proc.stdout + proc.stderr
     (OUT / f"{kind}.log").write_text(output)
     results = parse(output)
     summary = re.search(r"^Ran \d+ of \d+ Specs.*$", output, re.M)
-    log(f"{kind}: exit {proc.returncode} in {time.monotonic() - started:.0f} s; "
-        f"{summary[0] if summary else 'no summary line'} (log: {OUT / f'{kind}.log'})")
+    log(
+        f"{kind}: exit {proc.returncode} in {time.monotonic() - started:.0f} s; "
+        f"{summary[0] if summary else 'no summary line'} (log: {OUT / f'{kind}.log'})"
+    )
     return results
 
 
@@ -248,11 +283,14 @@ def main() -> int:
         finally:
             cluster.restore()
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "results.json").write_text(json.dumps({"version": VERSION, "skip": SKIP, "seconds": seconds,
-                                                  "results": results}, indent=2))
+    (OUT / "results.json").write_text(
+        json.dumps({"version": VERSION, "skip": SKIP, "seconds": seconds, "results": results}, indent=2)
+    )
     print(table(results, kinds))
-    print(f"\nskipped by name (-ginkgo.skip): {SKIP}; seconds per operator: {seconds}; "
-          f"total {time.monotonic() - started:.0f} s")
+    print(
+        f"\nskipped by name (-ginkgo.skip): {SKIP}; seconds per operator: {seconds}; "
+        f"total {time.monotonic() - started:.0f} s"
+    )
     ours = results.get("ours", {})
     failed = [spec for spec, r in ours.items() if r["outcome"] == "failed"]
     if "ours" in kinds and (failed or not [r for r in ours.values() if r["outcome"] == "passed"]):

@@ -40,25 +40,30 @@ def patch(objects: list[dict], image: str, node: str, api_server: str) -> list[d
             # The visibility API is optional; registered, a stopped Kueue would break every client's discovery.
             continue
         if kind == "Deployment":
-            obj["spec"]["template"]["metadata"].setdefault("annotations", {})["mpi.operator/kueue-config"] = config_digest
+            obj["spec"]["template"]["metadata"].setdefault("annotations", {})["mpi.operator/kueue-config"] = (
+                config_digest
+            )
             obj["spec"]["strategy"] = {"type": "Recreate"}  # its host ports: the old pod must go first
             pod = obj["spec"]["template"]["spec"]
             # The real node has no kube-proxy and no registry: Kueue runs in its network namespace (the API server
             # reaches the webhooks at the node's address, --enable-aggregator-routing), from the imported image, and
             # talks to the API server where the host serves it.
-            pod.update(hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet",
-                       nodeSelector={"kubernetes.io/hostname": node},
-                       tolerations=[{"operator": "Exists", "effect": "NoSchedule"}])
+            pod.update(
+                hostNetwork=True,
+                dnsPolicy="ClusterFirstWithHostNet",
+                nodeSelector={"kubernetes.io/hostname": node},
+                tolerations=[{"operator": "Exists", "effect": "NoSchedule"}],
+            )
             for container in pod["containers"]:
                 if container["name"] != "manager":
                     continue
                 container.update(image=image, imagePullPolicy="Never")
                 container["env"] = [e for e in container.get("env", []) if not e["name"].startswith("KUBERNETES_")] + [
                     {"name": "KUBERNETES_SERVICE_HOST", "value": host},
-                    {"name": "KUBERNETES_SERVICE_PORT", "value": port}]
+                    {"name": "KUBERNETES_SERVICE_PORT", "value": port},
+                ]
                 # The real node's two cores are shared with MPI ranks.
-                container["resources"] = {"requests": {"cpu": "100m", "memory": "128Mi"},
-                                          "limits": {"memory": "512Mi"}}
+                container["resources"] = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}
         out.append(obj)
     return out
 

@@ -36,8 +36,10 @@ def worker_objects(objects: list[dict], node_ip: str, ca: bytes) -> list[dict]:
             obj = copy.deepcopy(obj)
             for hook in obj["webhooks"]:
                 path = hook["clientConfig"]["service"]["path"]
-                hook["clientConfig"] = {"url": f"https://{node_ip}:{WEBHOOK_PORT}{path}",
-                                        "caBundle": base64.b64encode(ca).decode()}
+                hook["clientConfig"] = {
+                    "url": f"https://{node_ip}:{WEBHOOK_PORT}{path}",
+                    "caBundle": base64.b64encode(ca).decode(),
+                }
             out.append(obj)
     return out
 
@@ -56,54 +58,95 @@ def manager_objects(objects: list[dict], image: str, node: str, kubeconfig: byte
         # The visibility API server authenticates its callers with the cluster it runs in: not the worker's.
         featureGates={"VisibilityOnDemand": False},
     )
-    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kueue-worker", "namespace": NAMESPACE},
-              "data": {name: base64.b64encode(data).decode() for name, data in {
-                  "kubeconfig": kubeconfig, "tls.crt": (certs / "tls.crt").read_bytes(),
-                  "tls.key": (certs / "tls.key").read_bytes()}.items()}}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "kueue-worker", "namespace": NAMESPACE},
+        "data": {
+            name: base64.b64encode(data).decode()
+            for name, data in {
+                "kubeconfig": kubeconfig,
+                "tls.crt": (certs / "tls.crt").read_bytes(),
+                "tls.key": (certs / "tls.key").read_bytes(),
+            }.items()
+        },
+    }
     items = lambda *names: [{"key": n, "path": n} for n in names]  # noqa: E731
     deployment = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
         "metadata": {"name": "kueue-worker", "namespace": NAMESPACE},
         "spec": {
-            "replicas": 1, "strategy": {"type": "Recreate"},
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": {"app": "kueue-worker"}},
             "template": {
                 # A changed configuration or certificate rolls the pod.
-                "metadata": {"labels": {"app": "kueue-worker"}, "annotations": {"mpi.operator/config": hashlib.sha256(
-                    (yaml.safe_dump(config, sort_keys=True) + secret["data"]["tls.crt"]).encode()).hexdigest()[:16]}},
+                "metadata": {
+                    "labels": {"app": "kueue-worker"},
+                    "annotations": {
+                        "mpi.operator/config": hashlib.sha256(
+                            (yaml.safe_dump(config, sort_keys=True) + secret["data"]["tls.crt"]).encode()
+                        ).hexdigest()[:16]
+                    },
+                },
                 "spec": {
-                    "hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet", "automountServiceAccountToken": False,
+                    "hostNetwork": True,
+                    "dnsPolicy": "ClusterFirstWithHostNet",
+                    "automountServiceAccountToken": False,
                     "nodeSelector": {"kubernetes.io/hostname": node},
                     "tolerations": [{"operator": "Exists", "effect": "NoSchedule"}],
                     "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [{
-                        "name": "manager", "image": image, "imagePullPolicy": "Never",
-                        "command": ["/manager"], "args": [f"--config=/config/{CONFIG_KEY}",
-                                                          "--zap-log-level=2"],
-                        "env": [{"name": "KUBECONFIG", "value": "/kubeconfig/kubeconfig"}],
-                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
-                        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                            "capabilities": {"drop": ["ALL"]}},
-                        "readinessProbe": {"httpGet": {"path": "/readyz", "port": HEALTH_PORT}, "periodSeconds": 2},
-                        "volumeMounts": [
-                            {"name": "config", "mountPath": "/config"},
-                            {"name": "certs", "mountPath": "/certs"},
-                            # A fixed path, without internal certificate management.
-                            {"name": "certs", "mountPath": "/etc/kueue/metrics/certs"},
-                            {"name": "kubeconfig", "mountPath": "/kubeconfig"}],
-                    }],
+                    "containers": [
+                        {
+                            "name": "manager",
+                            "image": image,
+                            "imagePullPolicy": "Never",
+                            "command": ["/manager"],
+                            "args": [f"--config=/config/{CONFIG_KEY}", "--zap-log-level=2"],
+                            "env": [{"name": "KUBECONFIG", "value": "/kubeconfig/kubeconfig"}],
+                            "resources": {
+                                "requests": {"cpu": "100m", "memory": "128Mi"},
+                                "limits": {"memory": "512Mi"},
+                            },
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                            "readinessProbe": {"httpGet": {"path": "/readyz", "port": HEALTH_PORT}, "periodSeconds": 2},
+                            "volumeMounts": [
+                                {"name": "config", "mountPath": "/config"},
+                                {"name": "certs", "mountPath": "/certs"},
+                                # A fixed path, without internal certificate management.
+                                {"name": "certs", "mountPath": "/etc/kueue/metrics/certs"},
+                                {"name": "kubeconfig", "mountPath": "/kubeconfig"},
+                            ],
+                        }
+                    ],
                     "volumes": [
                         {"name": "config", "configMap": {"name": "kueue-worker"}},
-                        {"name": "certs", "secret": {"secretName": "kueue-worker", "items": items("tls.crt", "tls.key")}},
-                        {"name": "kubeconfig", "secret": {"secretName": "kueue-worker", "items": items("kubeconfig")}}],
+                        {
+                            "name": "certs",
+                            "secret": {"secretName": "kueue-worker", "items": items("tls.crt", "tls.key")},
+                        },
+                        {"name": "kubeconfig", "secret": {"secretName": "kueue-worker", "items": items("kubeconfig")}},
+                    ],
                 },
             },
         },
     }
-    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kueue-worker", "namespace": NAMESPACE},
-             "data": {CONFIG_KEY: yaml.safe_dump(config, sort_keys=False)}},
-            secret, deployment]
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "kueue-worker", "namespace": NAMESPACE},
+            "data": {CONFIG_KEY: yaml.safe_dump(config, sort_keys=False)},
+        },
+        secret,
+        deployment,
+    ]
 
 
 def main() -> None:
@@ -113,11 +156,15 @@ def main() -> None:
     args = parser.parse_args()
     objects = [o for o in yaml.safe_load_all(sys.stdin) if o]
     certs = pathlib.Path(args.certs)
-    pathlib.Path(args.worker_out).write_text(yaml.safe_dump_all(
-        worker_objects(objects, args.node_ip, (certs / "ca.crt").read_bytes()), sort_keys=False))
-    pathlib.Path(args.manager_out).write_text(yaml.safe_dump_all(
-        manager_objects(objects, args.image, args.node, pathlib.Path(args.kubeconfig).read_bytes(), certs),
-        sort_keys=False))
+    pathlib.Path(args.worker_out).write_text(
+        yaml.safe_dump_all(worker_objects(objects, args.node_ip, (certs / "ca.crt").read_bytes()), sort_keys=False)
+    )
+    pathlib.Path(args.manager_out).write_text(
+        yaml.safe_dump_all(
+            manager_objects(objects, args.image, args.node, pathlib.Path(args.kubeconfig).read_bytes(), certs),
+            sort_keys=False,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 """Carrying one job's plan out: the Applier creates, merge patches, deletes with a uid precondition, writes the status
 subresource and events, in the plan's order, and turns API errors into the job's JobResult (kube/reconcile.py hands
 it each plan)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -80,8 +81,9 @@ class Applier:
             self.event(a.body or {})
         elif a.action == "delete-mpijob":
             try:
-                self.rest.request("DELETE", self.path,
-                                  {"preconditions": {"uid": a.uid}, "propagationPolicy": "Background"})
+                self.rest.request(
+                    "DELETE", self.path, {"preconditions": {"uid": a.uid}, "propagationPolicy": "Background"}
+                )
             except ApiError as exc:
                 if exc.status != 404:
                     raise
@@ -94,8 +96,14 @@ class Applier:
         if current is not None and not controlled_by(current, self.uid):
             msg = C.MESSAGE_RESOURCE_EXISTS.format(name=a.name, kind=a.kind)
             self.event({"type": "Warning", "reason": C.REASON_RESOURCE_EXISTS, "message": msg})
-            self.result.actions.append({"action": "event", "kind": "Event", "name": C.REASON_RESOURCE_EXISTS,
-                                        "reason": C.REASON_RESOURCE_EXISTS})
+            self.result.actions.append(
+                {
+                    "action": "event",
+                    "kind": "Event",
+                    "name": C.REASON_RESOURCE_EXISTS,
+                    "reason": C.REASON_RESOURCE_EXISTS,
+                }
+            )
             self.result.error, self.result.outcome = msg, Outcome.RETRY
             return False
         self.result.outcome = Outcome.RETRY
@@ -139,11 +147,21 @@ class Applier:
         name = f"{self.name}.{digest}"
         body = {
             "metadata": {"name": name, "namespace": self.namespace},
-            "involvedObject": {"apiVersion": self.obj.get("apiVersion", C.API_VERSION), "kind": C.KIND,
-                               "name": self.name, "namespace": self.namespace, "uid": self.uid},
-            "type": ev["type"], "reason": ev["reason"], "message": ev["message"],
-            "source": {"component": C.EVENT_COMPONENT}, "reportingComponent": C.EVENT_COMPONENT,
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+            "involvedObject": {
+                "apiVersion": self.obj.get("apiVersion", C.API_VERSION),
+                "kind": C.KIND,
+                "name": self.name,
+                "namespace": self.namespace,
+                "uid": self.uid,
+            },
+            "type": ev["type"],
+            "reason": ev["reason"],
+            "message": ev["message"],
+            "source": {"component": C.EVENT_COMPONENT},
+            "reportingComponent": C.EVENT_COMPONENT,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
         }
         path = collection("v1", "Event", self.namespace)
         try:
@@ -155,9 +173,12 @@ class Applier:
             since = self.since.get(ev["reason"])
             if since is not None and str(current.get("lastTimestamp") or "") >= since:
                 return
-            self.rest.request("PATCH", f"{path}/{name}", {"count": int(current.get("count") or 1) + 1,
-                                                          "lastTimestamp": now},
-                              content_type="application/merge-patch+json")
+            self.rest.request(
+                "PATCH",
+                f"{path}/{name}",
+                {"count": int(current.get("count") or 1) + 1, "lastTimestamp": now},
+                content_type="application/merge-patch+json",
+            )
 
 
 def split_after_status(plan: Plan) -> tuple[list[Action], list[Action]]:
@@ -171,7 +192,6 @@ def split_after_status(plan: Plan) -> tuple[list[Action], list[Action]]:
     if at is None:
         return list(actions), []
     reasons = {t.reason for t in plan.transitions}
-    after = list(enumerate(actions))[at + 1:]
+    after = list(enumerate(actions))[at + 1 :]
     first = [i for i, a in after if a.action == "event" and a.reason in reasons]
-    return ([*actions[:at], *(actions[i] for i in first), actions[at]],
-            [a for i, a in after if i not in first])
+    return ([*actions[:at], *(actions[i] for i in first), actions[at]], [a for i, a in after if i not in first])

@@ -5,6 +5,7 @@
 parameters else its $K8S_AUTH_* variable, and where they lead: an Endpoint urllib3 alone can reach (a plain
 kubeconfig or the in-cluster service account), else a kubernetes client ApiClient from the client's own loader.
 """
+
 from __future__ import annotations
 
 import base64
@@ -42,8 +43,12 @@ AUTH_ARG_SPEC: dict[str, dict[str, Any]] = {
 }
 # Each option's environment variables, as kubernetes.core reads them: K8S_AUTH_<OPTION>, then K8S_AUTH_<the kubernetes
 # client's name> where that differs (K8S_AUTH_VERIFY_SSL, K8S_AUTH_SSL_CA_CERT, K8S_AUTH_CERT_FILE, K8S_AUTH_KEY_FILE).
-_CLIENT_NAMES = {"validate_certs": "verify_ssl", "ca_cert": "ssl_ca_cert", "client_cert": "cert_file",
-                 "client_key": "key_file"}
+_CLIENT_NAMES = {
+    "validate_certs": "verify_ssl",
+    "ca_cert": "ssl_ca_cert",
+    "client_cert": "cert_file",
+    "client_key": "key_file",
+}
 
 
 def _env(option: str) -> str | None:
@@ -119,17 +124,29 @@ def auth(params: dict) -> Auth:
     else:
         source = "in-cluster"
     headers = params.get("proxy_headers") or {
-        key: os.environ[f"K8S_AUTH_PROXY_HEADERS_{key.upper()}"] for key in PROXY_HEADERS_SPEC
-        if os.environ.get(f"K8S_AUTH_PROXY_HEADERS_{key.upper()}")}
-    return Auth(kubeconfig, context, host, _param(params, "api_key"), _param(params, "validate_certs"),
-                _param(params, "ca_cert"), source, username=_param(params, "username"),
-                password=_param(params, "password"), client_cert=_param(params, "client_cert"),
-                client_key=_param(params, "client_key"), proxy=_param(params, "proxy"),
-                no_proxy=_param(params, "no_proxy"),
-                proxy_headers={k: v for k, v in headers.items() if v is not None} or None,
-                persist_config=bool(_param(params, "persist_config")),
-                impersonate_user=_param(params, "impersonate_user"),
-                impersonate_groups=tuple(_param(params, "impersonate_groups") or ()))
+        key: os.environ[f"K8S_AUTH_PROXY_HEADERS_{key.upper()}"]
+        for key in PROXY_HEADERS_SPEC
+        if os.environ.get(f"K8S_AUTH_PROXY_HEADERS_{key.upper()}")
+    }
+    return Auth(
+        kubeconfig,
+        context,
+        host,
+        _param(params, "api_key"),
+        _param(params, "validate_certs"),
+        _param(params, "ca_cert"),
+        source,
+        username=_param(params, "username"),
+        password=_param(params, "password"),
+        client_cert=_param(params, "client_cert"),
+        client_key=_param(params, "client_key"),
+        proxy=_param(params, "proxy"),
+        no_proxy=_param(params, "no_proxy"),
+        proxy_headers={k: v for k, v in headers.items() if v is not None} or None,
+        persist_config=bool(_param(params, "persist_config")),
+        impersonate_user=_param(params, "impersonate_user"),
+        impersonate_groups=tuple(_param(params, "impersonate_groups") or ()),
+    )
 
 
 def api_client(params: dict) -> Any:
@@ -143,11 +160,13 @@ def api_client(params: dict) -> Any:
     a = auth(params)
     try:
         if a.source == "kubeconfig" and isinstance(a.kubeconfig, dict):
-            k8s_config.load_kube_config_from_dict(a.kubeconfig, context=a.context, client_configuration=cfg,
-                                                  persist_config=a.persist_config)
+            k8s_config.load_kube_config_from_dict(
+                a.kubeconfig, context=a.context, client_configuration=cfg, persist_config=a.persist_config
+            )
         elif a.source == "kubeconfig":
-            k8s_config.load_kube_config(config_file=a.kubeconfig, context=a.context, client_configuration=cfg,
-                                        persist_config=a.persist_config)
+            k8s_config.load_kube_config(
+                config_file=a.kubeconfig, context=a.context, client_configuration=cfg, persist_config=a.persist_config
+            )
         elif a.source == "in-cluster":
             k8s_config.load_incluster_config(client_configuration=cfg)
     except (ConfigException, OSError) as exc:
@@ -159,8 +178,13 @@ def api_client(params: dict) -> Any:
     if a.verify is not None:
         cfg.verify_ssl = a.verify
     # the kubernetes client's names of the options that override the kubeconfig as they are
-    for attr, value in (("ssl_ca_cert", a.ca_cert), ("cert_file", a.client_cert), ("key_file", a.client_key),
-                        ("proxy", a.proxy), ("no_proxy", a.no_proxy)):
+    for attr, value in (
+        ("ssl_ca_cert", a.ca_cert),
+        ("cert_file", a.client_cert),
+        ("key_file", a.client_key),
+        ("proxy", a.proxy),
+        ("no_proxy", a.no_proxy),
+    ):
         if value:
             setattr(cfg, attr, value)
     if a.proxy_headers:
@@ -189,8 +213,11 @@ def _credentials_source(a: Auth, params: dict) -> str:
     if os.environ.get("KUBECONFIG"):
         return f"$KUBECONFIG, kubeconfig {os.environ['KUBECONFIG']}"
     default = os.path.expanduser("~/.kube/config")
-    return (f"the default kubeconfig {default} (no kubeconfig option, $K8S_AUTH_KUBECONFIG or $KUBECONFIG"
-            + (", nor host" if not a.host else "") + " was given)")
+    return (
+        f"the default kubeconfig {default} (no kubeconfig option, $K8S_AUTH_KUBECONFIG or $KUBECONFIG"
+        + (", nor host" if not a.host else "")
+        + " was given)"
+    )
 
 
 def in_cluster() -> bool:
@@ -209,8 +236,14 @@ def in_cluster() -> bool:
 # files in KUBECONFIG ...) is left to the kubernetes client's own loader.
 
 _SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-_LIGHT_USER_KEYS = {"client-certificate", "client-certificate-data", "client-key", "client-key-data", "token",
-                    "tokenFile"}
+_LIGHT_USER_KEYS = {
+    "client-certificate",
+    "client-certificate-data",
+    "client-key",
+    "client-key-data",
+    "token",
+    "tokenFile",
+}
 _LIGHT_CLUSTER_KEYS = {"server", "certificate-authority", "certificate-authority-data", "insecure-skip-tls-verify"}
 
 
@@ -333,5 +366,8 @@ def _in_cluster_endpoint() -> Endpoint | None:
         return None
     server = os.environ["KUBERNETES_SERVICE_HOST"]
     server = f"[{server}]" if ":" in server else server
-    return Endpoint(host=f"https://{server}:{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}", token=token,
-                    ca_file=f"{_SA_DIR}/ca.crt")
+    return Endpoint(
+        host=f"https://{server}:{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}",
+        token=token,
+        ca_file=f"{_SA_DIR}/ca.crt",
+    )

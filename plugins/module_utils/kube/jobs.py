@@ -5,6 +5,7 @@
 patches, deletion, the bounded wait, the launcher's log tail, the job's events. The decisions (what to apply,
 changed or not, phase) are the core's (module_utils/mpijob/submit.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,10 +36,15 @@ WAIT_ARG_SPEC = {
 
 def _explain(exc: ApiError, what: str) -> str:
     if exc.status == 409 and "conflict" in exc.message.lower():
-        hint = (f" ({PATCH_FIELD_MANAGER} is the workers/suspend option of mpi.operator.mpijob)"
-                if PATCH_FIELD_MANAGER in exc.message else "")
-        return (f"{what}: {exc.message}. Another field manager changed these fields since{hint}: put the live value "
-                f"in the manifest, leave the field out, or set force_conflicts: true to take it back")
+        hint = (
+            f" ({PATCH_FIELD_MANAGER} is the workers/suspend option of mpi.operator.mpijob)"
+            if PATCH_FIELD_MANAGER in exc.message
+            else ""
+        )
+        return (
+            f"{what}: {exc.message}. Another field manager changed these fields since{hint}: put the live value "
+            f"in the manifest, leave the field out, or set force_conflicts: true to take it back"
+        )
     unknown = _UNDECLARED.findall(exc.message)
     if unknown:  # server-side apply's answer to a field the schema lacks, typically a typo
         return f"{what}: the API server rejected the MPIJob: unknown field {', '.join(unknown)}"
@@ -48,8 +54,10 @@ def _explain(exc: ApiError, what: str) -> str:
 
 
 def _not_served(api_version: str) -> str:
-    return (f"the API server does not serve {api_version} MPIJobs: install the CRD (playbook mpi.operator.install, "
-            f"role mpi.operator.crds)")
+    return (
+        f"the API server does not serve {api_version} MPIJobs: install the CRD (playbook mpi.operator.install, "
+        f"role mpi.operator.crds)"
+    )
 
 
 class Jobs:
@@ -83,8 +91,9 @@ class Jobs:
             query["dryRun"] = "All"
         path = mpijob_path(manifest["apiVersion"], meta["namespace"], meta["name"])
         try:
-            return self.rest.request("PATCH", path, json.dumps(manifest), query=query,
-                                     content_type="application/apply-patch+yaml")
+            return self.rest.request(
+                "PATCH", path, json.dumps(manifest), query=query, content_type="application/apply-patch+yaml"
+            )
         except ApiError as exc:
             if exc.status == 404:  # apply creates missing objects: a 404 is the kind, not the object
                 raise JobError(f"applying MPIJob {S.ref(manifest)}: {_not_served(manifest['apiVersion'])}") from exc
@@ -95,8 +104,13 @@ class Jobs:
         meta = job["metadata"]
         path = mpijob_path(job["apiVersion"], meta["namespace"], meta["name"])
         try:
-            return self.rest.request("PATCH", path, patch, content_type="application/merge-patch+json",
-                                     query=self._query(fieldManager=self.patch_field_manager, fieldValidation="Strict"))
+            return self.rest.request(
+                "PATCH",
+                path,
+                patch,
+                content_type="application/merge-patch+json",
+                query=self._query(fieldManager=self.patch_field_manager, fieldValidation="Strict"),
+            )
         except ApiError as exc:
             raise JobError(_explain(exc, f"patching MPIJob {S.ref(job)}")) from exc
 
@@ -120,18 +134,23 @@ class Jobs:
         except ApiError as exc:
             raise JobError(_explain(exc, "listing MPIJobs")) from exc
 
-    def wait(self, job: dict, done: Callable[[dict | None], bool], timeout: float, sleep: float,
-             what: str) -> dict | None:
+    def wait(
+        self, job: dict, done: Callable[[dict | None], bool], timeout: float, sleep: float, what: str
+    ) -> dict | None:
         """Polls the job until `done(job)`; JobError with the last progress line on timeout."""
         meta = job["metadata"]
         deadline = time.monotonic() + timeout
         current: dict | None = job
         while not done(current):
             if time.monotonic() >= deadline:
-                last = (S.summary(current, datetime.now(timezone.utc), self.workload(current))["progress"]
-                        if current else "gone")
-                raise JobError(f"timed out after {timeout:g}s waiting for MPIJob {S.ref(job)} {what}; now: {last}",
-                               result=current)
+                last = (
+                    S.summary(current, datetime.now(timezone.utc), self.workload(current))["progress"]
+                    if current
+                    else "gone"
+                )
+                raise JobError(
+                    f"timed out after {timeout:g}s waiting for MPIJob {S.ref(job)} {what}; now: {last}", result=current
+                )
             time.sleep(min(sleep, max(0.0, deadline - time.monotonic())))
             try:
                 current = self.rest.get(mpijob_path(job["apiVersion"], meta["namespace"], meta["name"]))
@@ -146,14 +165,16 @@ class Jobs:
             return None
         meta = job["metadata"]
         try:
-            found = self.rest.list(collection(C.KUEUE_API_VERSION, "Workload", meta["namespace"]),
-                                   f"{C.KUEUE_JOB_UID_LABEL}={meta['uid']}")
+            found = self.rest.list(
+                collection(C.KUEUE_API_VERSION, "Workload", meta["namespace"]), f"{C.KUEUE_JOB_UID_LABEL}={meta['uid']}"
+            )
         except (ApiError, Unreachable):
             return {}
         return found[0] if found else {}
 
-    def wait_for(self, job: dict, target: str, timeout: float, sleep: float,
-                 report: Callable[[dict, float], None] | None = None) -> dict:
+    def wait_for(
+        self, job: dict, target: str, timeout: float, sleep: float, report: Callable[[dict, float], None] | None = None
+    ) -> dict:
         """Polls the job until it reached `target` (S.reached), calling `report(job, seconds waited)` after each look;
         JobError on timeout (with the last progress line) or when the job is deleted meanwhile. One loop in one
         process: a wait of days costs one job in memory."""
@@ -228,19 +249,27 @@ class Jobs:
         meta = job["metadata"]
         selector = f"involvedObject.kind={C.KIND},involvedObject.name={meta['name']}"
         try:
-            found = self.rest.request("GET", collection("v1", "Event", meta["namespace"]),
-                                      query={"fieldSelector": selector}).get("items") or []
+            found = (
+                self.rest.request(
+                    "GET", collection("v1", "Event", meta["namespace"]), query={"fieldSelector": selector}
+                ).get("items")
+                or []
+            )
         except ApiError:
             return []
         uid = meta.get("uid")
         found = [e for e in found if not uid or (e.get("involvedObject") or {}).get("uid") in (None, "", uid)]
-        events = [{
-            "type": e.get("type"),
-            "reason": e.get("reason"),
-            "message": e.get("message"),
-            "count": e.get("count") or 1,
-            "last_timestamp": e.get("lastTimestamp") or e.get("eventTime") or (e.get("metadata") or {}).get(
-                "creationTimestamp"),
-        } for e in found]
+        events = [
+            {
+                "type": e.get("type"),
+                "reason": e.get("reason"),
+                "message": e.get("message"),
+                "count": e.get("count") or 1,
+                "last_timestamp": e.get("lastTimestamp")
+                or e.get("eventTime")
+                or (e.get("metadata") or {}).get("creationTimestamp"),
+            }
+            for e in found
+        ]
         events.sort(key=lambda e: e["last_timestamp"] or "")
         return events[-limit:]

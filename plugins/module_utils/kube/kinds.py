@@ -2,6 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 # SPDX-License-Identifier: Apache-2.0
 """Where each kind lives on a cluster, from its discovery documents (the k8s_objects and k8s_read modules)."""
+
 from __future__ import annotations
 
 from .. import objects as O
@@ -26,8 +27,9 @@ class Kinds:
         api_version, kind, namespace, name = O.ref(obj)
         found = self.find(api_version, kind)
         if found is None:
-            raise SubmitError(f"{O.label(obj)}: the cluster serves no kind {kind} in {api_version} "
-                              f"(is its CRD installed?)")
+            raise SubmitError(
+                f"{O.label(obj)}: the cluster serves no kind {kind} in {api_version} (is its CRD installed?)"
+            )
         plural, namespaced = found
         if namespaced and not namespace:
             raise SubmitError(f"{O.label(obj)}: metadata.namespace is required for a {kind}")

@@ -3,6 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Every module's entry: run_module parses the arguments, connects, runs the module's body and turns any MPIJobError
 into the task's failure, the same way for every module (the action plugins use task_message for theirs)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

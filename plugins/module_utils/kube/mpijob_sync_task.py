@@ -4,6 +4,7 @@
 """One task of the mpijob_sync module: read the source's files, apply each job (a server-side dry run first, so only
 what would change is written), prune the source's jobs that left the set, wait for the set, and return the plan.
 The decisions are the core's (module_utils/mpijob/sync.py); writes go through Jobs (kube/jobs.py)."""
+
 from __future__ import annotations
 
 import glob
@@ -45,8 +46,9 @@ def source_files(src: list[str], recursive: bool) -> tuple[list[str], list[str]]
         elif os.path.isdir(entry):
             for root, dirs, files in os.walk(entry):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
-                found.extend(os.path.join(root, f) for f in sorted(files)
-                             if f.endswith(EXTENSIONS) and not f.startswith("."))
+                found.extend(
+                    os.path.join(root, f) for f in sorted(files) if f.endswith(EXTENSIONS) and not f.startswith(".")
+                )
         elif os.path.isfile(entry):
             found.append(entry)
         else:
@@ -69,8 +71,14 @@ def read_documents(path: str) -> list | str:
 class Sync:
     """One sync: the set, what it changed, what it pruned, and the task's result."""
 
-    def __init__(self, params: dict, jobs: Jobs, check_mode: bool = False, diff: bool = False,
-                 warn: Callable[[str], None] = lambda _msg: None):
+    def __init__(
+        self,
+        params: dict,
+        jobs: Jobs,
+        check_mode: bool = False,
+        diff: bool = False,
+        warn: Callable[[str], None] = lambda _msg: None,
+    ):
         self.p, self.jobs, self.check_mode, self.diff, self.warn = params, jobs, check_mode, diff, warn
         self.plan: dict = {k: [] for k in ("created", "updated", "pruned", "unchanged", "kept", "conflicts", "invalid")}
         self.diffs: list[dict] = []
@@ -123,8 +131,14 @@ class Sync:
         self.plan["created" if before is None else "updated"].append(name)
         self.applied.append(after)
         if self.diff:
-            self.diffs.append({"before_header": f"MPIJob {name}", "after_header": f"MPIJob {name} ({doc.where})",
-                               "before": S.comparable(before) or {}, "after": S.comparable(after) or {}})
+            self.diffs.append(
+                {
+                    "before_header": f"MPIJob {name}",
+                    "after_header": f"MPIJob {name} ({doc.where})",
+                    "before": S.comparable(before) or {},
+                    "after": S.comparable(after) or {},
+                }
+            )
 
     def live(self, source: str) -> tuple[list[dict], str]:
         """The source's jobs of every API the server serves (in `namespace` only when it is given)."""
@@ -156,8 +170,14 @@ class Sync:
                 continue
             self.plan["pruned"].append(name)
             if self.diff:
-                self.diffs.append({"before_header": f"MPIJob {name}", "after_header": f"MPIJob {name} (pruned)",
-                                   "before": S.comparable(job) or {}, "after": {}})
+                self.diffs.append(
+                    {
+                        "before_header": f"MPIJob {name}",
+                        "after_header": f"MPIJob {name} (pruned)",
+                        "before": S.comparable(job) or {},
+                        "after": {},
+                    }
+                )
 
     def wait(self) -> None:
         """Waits until every applied job reached wait_for (each polled in turn, one deadline for the set)."""
@@ -181,8 +201,10 @@ class Sync:
             if never:
                 raise JobError("; ".join(never), **self.result_so_far())
             if time.monotonic() >= deadline:
-                raise JobError(f"timed out after {self.p['wait_timeout']}s waiting for the set to be {target}; now: "
-                               f"{line}", **self.result_so_far())
+                raise JobError(
+                    f"timed out after {self.p['wait_timeout']}s waiting for the set to be {target}; now: {line}",
+                    **self.result_so_far(),
+                )
             time.sleep(min(self.p["wait_sleep"], max(0.0, deadline - time.monotonic())))
 
     def result_so_far(self) -> dict:
@@ -203,10 +225,14 @@ class Sync:
         if self.diff and self.diffs:
             out["diff"] = self.diffs
         failures = [f["message"] for f in self.plan["invalid"]] + [
-            f"{c['file']}: {c['message']}" for c in self.plan["conflicts"]]
+            f"{c['file']}: {c['message']}" for c in self.plan["conflicts"]
+        ]
         if self.p["wait"] and self.p["fail_on_job_failure"] and not self.check_mode:
-            failures += [f"MPIJob {j['namespace']}/{j['name']} failed: {j['reason']}: {j['message']}"
-                         for j in jobs if j["phase"] == C.FAILED]
+            failures += [
+                f"MPIJob {j['namespace']}/{j['name']} failed: {j['reason']}: {j['message']}"
+                for j in jobs
+                if j["phase"] == C.FAILED
+            ]
         if failures:
             raise JobError(f"sync {self.p['source']}: {out['summary']}; failed:\n" + "\n".join(failures), **out)
         return out

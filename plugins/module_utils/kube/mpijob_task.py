@@ -4,6 +4,7 @@
 """One task of the mpijob module: which job (definition, src or the short form), what to do with it (apply, scale or
 suspend, delete), the wait, and what the task returns. No AnsibleModule: the parameters, check and diff mode and a
 warning callback are given, so it is unit-tested with a stand-in for Jobs."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -44,8 +45,10 @@ def given_definition(params: dict) -> dict | None:
     """The manifest of definition (a dict, or YAML text as a lookup or the action plugin's template gives it) or
     src; None for the short form."""
     if params["template"] is not None:
-        raise SubmitError("template: rendered by the mpi.operator.mpijob action plugin, which did not run (the "
-                          "module was called some other way): render it yourself and pass definition")
+        raise SubmitError(
+            "template: rendered by the mpi.operator.mpijob action plugin, which did not run (the "
+            "module was called some other way): render it yourself and pass definition"
+        )
     definition = params["definition"]
     if isinstance(definition, str):
         if YAML_IMPORT_ERROR is not None:
@@ -77,8 +80,14 @@ def force_conflicts(params: dict) -> bool:
 class Run:
     """One task: the job it is about, what was done, what to return."""
 
-    def __init__(self, params: dict, jobs: Jobs, check_mode: bool = False, diff: bool = False,
-                 warn: Callable[[str], None] = lambda _msg: None):
+    def __init__(
+        self,
+        params: dict,
+        jobs: Jobs,
+        check_mode: bool = False,
+        diff: bool = False,
+        warn: Callable[[str], None] = lambda _msg: None,
+    ):
         self.params, self.jobs, self.check_mode, self.diff, self.warn = params, jobs, check_mode, diff, warn
         self.before: dict | None = None
         self.after: dict | None = None
@@ -134,12 +143,16 @@ class Run:
         if not p["name"]:
             raise SubmitError("name: required (or give definition, src, or the short form image and command)")
         if p["workers"] is None and p["suspend"] is None:
-            raise SubmitError("nothing to do: give definition, src, the short form (image, command), workers or suspend")
+            raise SubmitError(
+                "nothing to do: give definition, src, the short form (image, command), workers or suspend"
+            )
         namespace = p["namespace"] or "default"
         self.before = self.jobs.get(namespace, p["name"], named_api_version(p))
         if self.before is None:
-            raise SubmitError(f"MPIJob {namespace}/{p['name']} does not exist: to create it, give definition, src "
-                              "or the short form (image, command)")
+            raise SubmitError(
+                f"MPIJob {namespace}/{p['name']} does not exist: to create it, give definition, src "
+                "or the short form (image, command)"
+            )
         patch = S.job_patch(self.before, p["workers"], p["suspend"])
         if patch is None:
             self.after = self.before
@@ -161,8 +174,13 @@ class Run:
         self.method = "deleted"
         self.jobs.delete(self.before)
         if p["wait"] and not self.check_mode:
-            self.jobs.wait(self.before, lambda job: job is None, p["wait_timeout"], p["wait_sleep"],
-                           "and its children to be deleted")
+            self.jobs.wait(
+                self.before,
+                lambda job: job is None,
+                p["wait_timeout"],
+                p["wait_sleep"],
+                "and its children to be deleted",
+            )
         if not self.check_mode:
             self.after = None
 

@@ -3,6 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Reading a batch: each namespace's MPIJobs and their children with one LIST per kind (label selectors on the
 job names), the PriorityClass values PodGroups need, and the World the core plans from."""
+
 from __future__ import annotations
 
 import re
@@ -55,6 +56,7 @@ def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options)
     """(MPIJobs by key, their children) for the jobs `keys` of one namespace: a GET per job and one LIST per kind of
     child for all of them, selected by the jobs' names (the children of every API are the same kinds), all at once: a
     batch waits for its slowest read, not for their sum."""
+
     def got(key: Key) -> dict[Key, dict]:
         obj = rest.get(mpijob_path(key.api_version, namespace, key.name))
         return {} if obj is None else {key: obj}
@@ -66,13 +68,17 @@ def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options)
     job_reads: dict[str, Callable[[], Any]] = {f"mpijob {key}": partial(got, key) for key in keys}
     reads = dict(job_reads)
     if labelled:
-        reads.update({
-            "services": partial(rest.list, collection("v1", "Service", namespace), app),
-            "config_maps": partial(rest.list, collection("v1", "ConfigMap", namespace), app),
-            "secrets": partial(rest.list, collection("v1", "Secret", namespace), app),
-            "jobs": partial(rest.list, collection("batch/v1", "Job", namespace), app),
-            "pods": partial(rest.list, collection("v1", "Pod", namespace), f"{C.JOB_NAME_LABEL} in {_in(labelled)}"),
-        })
+        reads.update(
+            {
+                "services": partial(rest.list, collection("v1", "Service", namespace), app),
+                "config_maps": partial(rest.list, collection("v1", "ConfigMap", namespace), app),
+                "secrets": partial(rest.list, collection("v1", "Secret", namespace), app),
+                "jobs": partial(rest.list, collection("batch/v1", "Job", namespace), app),
+                "pods": partial(
+                    rest.list, collection("v1", "Pod", namespace), f"{C.JOB_NAME_LABEL} in {_in(labelled)}"
+                ),
+            }
+        )
         if opts.gang_scheduling:
             api = C.VOLCANO_PODGROUP_API if opts.volcano else C.PLUGINS_PODGROUP_API
             reads["pod_groups"] = partial(rest.list, collection(api, "PodGroup", namespace))
@@ -89,8 +95,11 @@ def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options)
     for pod in done["pods"]:
         kids.pods_by_job.setdefault(pod["metadata"]["labels"][C.JOB_NAME_LABEL], []).append(pod)
     if any(api_for(obj).launcher_rbac for obj in mpijobs.values()):
-        for api_version, kind in (("v1", "ServiceAccount"), (C.RBAC_API_VERSION, "Role"),
-                                  (C.RBAC_API_VERSION, "RoleBinding")):
+        for api_version, kind in (
+            ("v1", "ServiceAccount"),
+            (C.RBAC_API_VERSION, "Role"),
+            (C.RBAC_API_VERSION, "RoleBinding"),
+        ):
             kids.launcher_rbac[kind] = _by_name(rest.list(collection(api_version, kind, namespace), app))
     return mpijobs, kids
 
@@ -98,6 +107,7 @@ def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options)
 def _all_at_once(reads: dict[str, Callable[[], Any]]) -> dict[str, Any]:
     """Each read's value by name, the reads made concurrently (READS at most); the first error (ApiError,
     Unreachable) is raised."""
+
     def bounded(read: Callable[[], Any]) -> Any:
         with _reads:
             return read()
@@ -116,8 +126,11 @@ def world_of(obj: dict, kids: Namespaced, priorities: dict[str, int]) -> World:
         secret=kids.secrets.get(name + C.SSH_SUFFIX),
         launcher=kids.jobs.get(name + C.LAUNCHER_SUFFIX),
         pod_group=kids.pod_groups.get(name),
-        launcher_rbac={kind: found[name + C.LAUNCHER_SUFFIX] for kind, found in kids.launcher_rbac.items()
-                       if name + C.LAUNCHER_SUFFIX in found},
+        launcher_rbac={
+            kind: found[name + C.LAUNCHER_SUFFIX]
+            for kind, found in kids.launcher_rbac.items()
+            if name + C.LAUNCHER_SUFFIX in found
+        },
         pods=kids.pods_by_job.get(name, []),
         priorities=priorities,
     )

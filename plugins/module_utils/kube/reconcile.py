@@ -3,6 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The operator's step over a batch (what mpi.operator.mpijob_reconcile runs): read the batch's world (read.py), ask
 the core for each job's plan, carry each plan out (apply.py), and return each job's JobResult."""
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -19,8 +20,9 @@ from .rest import Rest
 from .sshkeys import _placeholder_keys, generate_ssh_keys
 
 
-def reconcile_batch(rest: Rest, jobs: list[dict], opts: K.Options, check_mode: bool = False,
-                    threads: int = 8) -> list[JobResult]:
+def reconcile_batch(
+    rest: Rest, jobs: list[dict], opts: K.Options, check_mode: bool = False, threads: int = 8
+) -> list[JobResult]:
     """Reconciles every job of the batch (each `{namespace, name, api_version?}`, the apiVersion only for an API other
     than kubeflow.org; one batch may mix them); one job's failure never stops the others."""
     unique: dict[Key, JobResult] = {}

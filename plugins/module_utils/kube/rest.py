@@ -3,6 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """JSON over a transport (no model (de)serialisation, any kind, any content type), where each kind lives, and
 `connect`: the one way the modules, the action plugins and the operator get a client from connection options."""
+
 from __future__ import annotations
 
 import json
@@ -46,9 +47,16 @@ class Rest:
         self.calls = 0
         self._lock = threading.Lock()
 
-    def raw(self, method: str, path: str, body: Any = None, query: dict | None = None,
-            content_type: str = "application/json", accept: str = "application/json",
-            timeout: float | None = None) -> tuple[int, str, bytes]:
+    def raw(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict | None = None,
+        content_type: str = "application/json",
+        accept: str = "application/json",
+        timeout: float | None = None,
+    ) -> tuple[int, str, bytes]:
         """(status, reason, body bytes); raises Unreachable when the API server does not answer."""
         with self._lock:
             self.calls += 1
@@ -63,8 +71,15 @@ class Rest:
             self.calls += 1
         return self.transport.open("GET", path, query, {"Accept": "application/json"}, None, timeout)
 
-    def request(self, method: str, path: str, body: Any = None, query: dict | None = None,
-                content_type: str = "application/json", timeout: float | None = None) -> dict:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict | None = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> dict:
         status, reason, data = self.raw(method, path, body, query, content_type, timeout=timeout)
         try:
             payload = json.loads(data) if data else {}
@@ -95,10 +110,24 @@ class Rest:
 
 # ---- where each kind lives --------------------------------------------------------------------------------------
 
-_PLURALS = {"Service": "services", "ConfigMap": "configmaps", "Secret": "secrets", "Pod": "pods", "Event": "events",
-            "Job": "jobs", "MPIJob": C.PLURAL, "PodGroup": "podgroups", "ServiceAccount": "serviceaccounts",
-            "Role": "roles", "RoleBinding": "rolebindings", "Lease": "leases", "PriorityClass": "priorityclasses",
-            "Deployment": "deployments", "Node": "nodes", "Workload": "workloads"}
+_PLURALS = {
+    "Service": "services",
+    "ConfigMap": "configmaps",
+    "Secret": "secrets",
+    "Pod": "pods",
+    "Event": "events",
+    "Job": "jobs",
+    "MPIJob": C.PLURAL,
+    "PodGroup": "podgroups",
+    "ServiceAccount": "serviceaccounts",
+    "Role": "roles",
+    "RoleBinding": "rolebindings",
+    "Lease": "leases",
+    "PriorityClass": "priorityclasses",
+    "Deployment": "deployments",
+    "Node": "nodes",
+    "Workload": "workloads",
+}
 
 
 def group_path(api_version: str) -> str:

@@ -3,6 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """HTTP to the API server, two ways with one interface (`send` reads the body, `open` streams it): urllib3 alone
 for an Endpoint, or a kubernetes client ApiClient. A failure to connect raises Unreachable."""
+
 from __future__ import annotations
 
 import json
@@ -37,25 +38,42 @@ class Urllib3Transport:
             ctx.load_cert_chain(ep.cert_file, ep.key_file)
         # a refused connection is tried once more; a request the server took and never answered is not sent again
         retries = urllib3.Retry(total=1, connect=1, read=0, status=0, redirect=0)
-        self.pool = urllib3.PoolManager(maxsize=16, ssl_context=ctx, retries=retries,
-                                        cert_reqs="CERT_REQUIRED" if ep.verify else "CERT_NONE")
+        self.pool = urllib3.PoolManager(
+            maxsize=16, ssl_context=ctx, retries=retries, cert_reqs="CERT_REQUIRED" if ep.verify else "CERT_NONE"
+        )
 
-    def open(self, method: str, path: str, query: dict | None, headers: dict, body: Any, timeout: float | tuple[float, float],
-             preload: bool = False) -> Any:
+    def open(
+        self,
+        method: str,
+        path: str,
+        query: dict | None,
+        headers: dict,
+        body: Any,
+        timeout: float | tuple[float, float],
+        preload: bool = False,
+    ) -> Any:
         """The response, its body not read unless `preload` (a watch streams it; release_conn() when done).
         `timeout`: seconds, or (connect, read) as a watch needs them."""
         url = self.host + path + (("?" + urlencode(query)) if query else "")
         data, timeout = _encoded(body), _timeout(self._urllib3, timeout)
         try:
-            return self.pool.request(method, url, body=data, headers=_header_dict(self.headers, headers),
-                                     timeout=timeout, preload_content=preload)
+            return self.pool.request(
+                method,
+                url,
+                body=data,
+                headers=_header_dict(self.headers, headers),
+                timeout=timeout,
+                preload_content=preload,
+            )
         except self._urllib3.exceptions.HTTPError as exc:
             late = "timed out" in str(exc).lower()
-            raise Unreachable(f"{method} {path}: " + (f"no answer within request_timeout ({timeout} s): " if late else "")
-                              + str(exc)) from exc
+            raise Unreachable(
+                f"{method} {path}: " + (f"no answer within request_timeout ({timeout} s): " if late else "") + str(exc)
+            ) from exc
 
-    def send(self, method: str, path: str, query: dict | None, headers: dict, body: Any,
-             timeout: float | tuple[float, float]) -> tuple[int, str, bytes]:
+    def send(
+        self, method: str, path: str, query: dict | None, headers: dict, body: Any, timeout: float | tuple[float, float]
+    ) -> tuple[int, str, bytes]:
         resp = self.open(method, path, query, headers, body, timeout, preload=True)
         return resp.status, resp.reason or "", resp.data
 
@@ -100,24 +118,33 @@ class ApiClientTransport:
         self.client = client
         self.headers = headers or []
 
-    def open(self, method: str, path: str, query: dict | None, headers: dict, body: Any, timeout: float | tuple[float, float]) -> Any:
+    def open(
+        self, method: str, path: str, query: dict | None, headers: dict, body: Any, timeout: float | tuple[float, float]
+    ) -> Any:
         """The urllib3 response, its body not read yet (the client never preloads)."""
         try:
             if not hasattr(self.client, "param_serialize"):
                 return self._open_before_36(method, path, query, headers, body, timeout)
-            params = self.client.param_serialize(method=method, resource_path=path,
-                                                 query_params=list((query or {}).items()), header_params=headers,
-                                                 body=body, auth_settings=["BearerToken"])
+            params = self.client.param_serialize(
+                method=method,
+                resource_path=path,
+                query_params=list((query or {}).items()),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+            )
             if self.headers:  # after serialisation: a repeated header (Impersonate-Group) needs urllib3's own dict
                 params = (params[0], params[1], _header_dict(params[2], self.headers), *params[3:])
             return self.client.call_api(*params, _request_timeout=timeout).response
         except self._urllib3.exceptions.HTTPError as exc:
             late = "timed out" in str(exc).lower()
-            raise Unreachable(f"{method} {path}: " + (f"no answer within request_timeout ({timeout} s): " if late else "")
-                              + str(exc)) from exc
+            raise Unreachable(
+                f"{method} {path}: " + (f"no answer within request_timeout ({timeout} s): " if late else "") + str(exc)
+            ) from exc
 
-    def _open_before_36(self, method: str, path: str, query: dict | None, headers: dict, body: Any,
-                        timeout: float | tuple[float, float]) -> Any:
+    def _open_before_36(
+        self, method: str, path: str, query: dict | None, headers: dict, body: Any, timeout: float | tuple[float, float]
+    ) -> Any:
         """The same through kubernetes < 36 (the newest on Python 3.9), whose ApiClient has no param_serialize and
         whose call_api raises on every status >= 300: the request goes to its REST client's pool (certificates, proxy
         and retries as the loader configured them), with the headers its auth settings give (a token refreshed by
@@ -129,10 +156,12 @@ class ApiClientTransport:
         url = self.client.configuration.host + path + (("?" + urlencode(queries)) if queries else "")
         data, timeout = _encoded(body), _timeout(self._urllib3, timeout)
         return self.client.rest_client.pool_manager.request(
-            method, url, body=data, headers=_header_dict(hdrs, self.headers), timeout=timeout, preload_content=False)
+            method, url, body=data, headers=_header_dict(hdrs, self.headers), timeout=timeout, preload_content=False
+        )
 
-    def send(self, method: str, path: str, query: dict | None, headers: dict, body: Any,
-             timeout: float | tuple[float, float]) -> tuple[int, str, bytes]:
+    def send(
+        self, method: str, path: str, query: dict | None, headers: dict, body: Any, timeout: float | tuple[float, float]
+    ) -> tuple[int, str, bytes]:
         resp = self.open(method, path, query, headers, body, timeout)
         try:
             return resp.status, resp.reason or "", resp.read()

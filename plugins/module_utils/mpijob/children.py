@@ -7,6 +7,7 @@ Differences from Kubeflow (docs/differences.md): PRRTE variables next to the ORT
 `host:slots` lines in discover_hosts.sh, and the worker DNS search path honours the cluster domain. The gang
 scheduler's PodGroup is podgroup.py's, as Kubeflow keeps it apart in podgroup.go.
 """
+
 from __future__ import annotations
 
 import base64
@@ -41,6 +42,7 @@ class Options:
 
 # ---- names -------------------------------------------------------------------------------------------------------
 
+
 def launcher_name(job: MPIJob) -> str:
     return job.name + C.LAUNCHER_SUFFIX
 
@@ -60,7 +62,7 @@ def secret_name(job: MPIJob) -> str:
 def worker_index(job: MPIJob, pod_name: str) -> int | None:
     """The index in `<job>-worker-<i>`, or None for any other name."""
     prefix = f"{job.name}{C.WORKER_SUFFIX}-"
-    tail = pod_name[len(prefix):] if pod_name.startswith(prefix) else ""
+    tail = pod_name[len(prefix) :] if pod_name.startswith(prefix) else ""
     return int(tail) if tail.isdigit() and str(int(tail)) == tail else None
 
 
@@ -70,6 +72,7 @@ def fqdn(job: MPIJob, hostname: str, opts: Options) -> str:
 
 
 # ---- labels and references ---------------------------------------------------------------------------------------
+
 
 def owner_reference(job: MPIJob) -> dict:
     return {
@@ -101,6 +104,7 @@ def _meta(job: MPIJob, name: str) -> dict:
 
 
 # ---- Service, ConfigMap, Secret ------------------------------------------------------------------------------------
+
 
 def service(job: MPIJob) -> dict:
     """Headless Service `<job>` in front of the launcher and the workers."""
@@ -152,25 +156,27 @@ def kubexec(job: MPIJob, opts: Options) -> str:
         name = _main_container(job, {"containers": containers}).get("name")
         container = f" --container {shlex.quote(name)}" if isinstance(name, str) and name else ""
     # ssh's options that take a value (OpenSSH's getopt string), given apart (-p 22) or joined (-p22).
-    return ("#!/bin/sh\n"
-            "while [ $# -gt 0 ]; do\n"
-            "  case $1 in\n"
-            "    -[BbcDEeFIiJLlmOoPpRSWw]) shift 2 ;;\n"
-            "    --) shift; break ;;\n"
-            "    -*) shift ;;\n"
-            "    *) break ;;\n"
-            "  esac\n"
-            "done\n"
-            "host=${1%%.*}\n"
-            "shift\n"
-            f'exec {kubectl} exec "$host"{container} -- /bin/sh -c "$*"\n')
+    return (
+        "#!/bin/sh\n"
+        "while [ $# -gt 0 ]; do\n"
+        "  case $1 in\n"
+        "    -[BbcDEeFIiJLlmOoPpRSWw]) shift 2 ;;\n"
+        "    --) shift; break ;;\n"
+        "    -*) shift ;;\n"
+        "    *) break ;;\n"
+        "  esac\n"
+        "done\n"
+        "host=${1%%.*}\n"
+        "shift\n"
+        f'exec {kubectl} exec "$host"{container} -- /bin/sh -c "$*"\n'
+    )
 
 
 def _digits_below(n: int) -> int:
     """The digits of 0, 1, ..., n-1 written out, together."""
     total, width, start = 0, 1, 0
     while start < n:
-        end = min(n, 10 ** width)
+        end = min(n, 10**width)
         total += (end - start) * width
         start, width = end, width + 1
     return total
@@ -207,13 +213,20 @@ def launcher_rbac(job: MPIJob) -> list[dict]:
     its namespace, nothing else."""
     name = launcher_name(job)
     ref = {"kind": "ServiceAccount", "name": name, "namespace": job.namespace}
-    rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-             {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}]
+    rules = [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]},
+    ]
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(job, name)},
         {"apiVersion": C.RBAC_API_VERSION, "kind": "Role", "metadata": _meta(job, name), "rules": rules},
-        {"apiVersion": C.RBAC_API_VERSION, "kind": "RoleBinding", "metadata": _meta(job, name),
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}, "subjects": [ref]},
+        {
+            "apiVersion": C.RBAC_API_VERSION,
+            "kind": "RoleBinding",
+            "metadata": _meta(job, name),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [ref],
+        },
     ]
 
 
@@ -232,6 +245,7 @@ def ssh_secret(job: MPIJob, private_key_pem: bytes, public_key: bytes) -> dict:
 
 
 # ---- pods ------------------------------------------------------------------------------------------------------------
+
 
 def _main_container(job: MPIJob, pod_spec: dict) -> dict:
     """The MPI container: the one `spec.mainContainer` names (legacy v1 field), else the first."""
@@ -258,7 +272,9 @@ def _setup_ssh(job: MPIJob, pod_spec: dict) -> None:
     if job.ssh_auth_mount_path == C.ROOT_SSH_PATH:
         secret["defaultMode"] = 0o600  # elsewhere the Kubernetes default 0644 applies, as in Kubeflow
     _append(pod_spec, "volumes", [{"name": C.SSH_VOLUME, "secret": secret}])
-    _append(_main_container(job, pod_spec), "volumeMounts", [{"name": C.SSH_VOLUME, "mountPath": job.ssh_auth_mount_path}])
+    _append(
+        _main_container(job, pod_spec), "volumeMounts", [{"name": C.SSH_VOLUME, "mountPath": job.ssh_auth_mount_path}]
+    )
 
 
 def _pod_template(job: MPIJob, replica: ReplicaSpec, role: str, hostname: str, opts: Options) -> tuple[dict, dict]:
@@ -361,8 +377,10 @@ def launcher_pod_template(job: MPIJob, opts: Options) -> dict:
         meta["labels"][C.REPLICA_INDEX_LABEL] = "0"
     container = _main_container(job, spec)
     _append(container, "env", launcher_env(job))
-    items = [{"key": C.HOSTFILE, "path": C.HOSTFILE, "mode": 0o444},
-             {"key": C.DISCOVER_HOSTS, "path": C.DISCOVER_HOSTS, "mode": 0o555}]
+    items = [
+        {"key": C.HOSTFILE, "path": C.HOSTFILE, "mode": 0o444},
+        {"key": C.DISCOVER_HOSTS, "path": C.DISCOVER_HOSTS, "mode": 0o555},
+    ]
     if job.launch_agent == C.LAUNCH_KUBEXEC:
         _use_kubexec(job, spec, container, items, opts)
     _mount_config(job, spec, container, items)
@@ -380,20 +398,39 @@ def _use_kubexec(job: MPIJob, spec: dict, container: dict, items: list[dict], op
     when there is one."""
     items.append(_kubexec_item())
     # The launcher's `ssh` is kubexec.sh too: /usr/local/bin comes before /usr/bin on every distribution's PATH.
-    _append(container, "volumeMounts", [{"name": C.CONFIG_VOLUME, "mountPath": C.KUBEXEC_SSH_PATH,
-                                         "subPath": C.KUBEXEC, "readOnly": True}])
+    _append(
+        container,
+        "volumeMounts",
+        [{"name": C.CONFIG_VOLUME, "mountPath": C.KUBEXEC_SSH_PATH, "subPath": C.KUBEXEC, "readOnly": True}],
+    )
     # No tree spawn: a worker has neither kubectl nor the right to exec, so the launcher starts every daemon.
-    _append(container, "env", [{"name": "OMPI_MCA_plm_rsh_agent", "value": C.KUBEXEC_PATH},
-                               {"name": "OMPI_MCA_plm_rsh_no_tree_spawn", "value": "1"},
-                               {"name": "PRTE_MCA_plm_ssh_agent", "value": C.KUBEXEC_PATH},
-                               {"name": "PRTE_MCA_plm_ssh_no_tree_spawn", "value": "1"}])
+    _append(
+        container,
+        "env",
+        [
+            {"name": "OMPI_MCA_plm_rsh_agent", "value": C.KUBEXEC_PATH},
+            {"name": "OMPI_MCA_plm_rsh_no_tree_spawn", "value": "1"},
+            {"name": "PRTE_MCA_plm_ssh_agent", "value": C.KUBEXEC_PATH},
+            {"name": "PRTE_MCA_plm_ssh_no_tree_spawn", "value": "1"},
+        ],
+    )
     spec["serviceAccountName"] = launcher_name(job)
     spec["automountServiceAccountToken"] = True
     if opts.kubectl_delivery_image:
         _append(spec, "volumes", [{"name": C.KUBECTL_VOLUME, "emptyDir": {}}])
         mount = {"name": C.KUBECTL_VOLUME, "mountPath": C.KUBECTL_DIR}
-        _append(spec, "initContainers", [{"name": C.KUBECTL_DELIVERY_CONTAINER, "image": opts.kubectl_delivery_image,
-                                          "args": [C.KUBECTL_DIR], "volumeMounts": [mount]}])
+        _append(
+            spec,
+            "initContainers",
+            [
+                {
+                    "name": C.KUBECTL_DELIVERY_CONTAINER,
+                    "image": opts.kubectl_delivery_image,
+                    "args": [C.KUBECTL_DIR],
+                    "volumeMounts": [mount],
+                }
+            ],
+        )
         _append(container, "volumeMounts", [mount])
 
 

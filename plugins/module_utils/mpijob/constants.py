@@ -5,6 +5,7 @@
 
 Tools around the Kubeflow operator (Kueue, dashboards, `kubectl logs -l ...`) rely on these exact strings.
 """
+
 from __future__ import annotations
 
 GROUP = "kubeflow.org"

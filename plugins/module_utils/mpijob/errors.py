@@ -6,6 +6,7 @@
 The modules turn any of them into the task's failure in one place (module_utils/kube/module.py run_module), and the
 action plugins into AnsibleActionFail, with `msg` as the task's msg and `result` as the task's other fields.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -5,6 +5,7 @@
 was observed (World), and the plan with the status that results (Plan). The planner (planner.py) decides a plan; the
 shell reads a World (kube/read.py) and carries a plan out (kube/apply.py).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -91,7 +92,8 @@ def api_error_outcome(action: str, status: int) -> Outcome:
 
 def controlled_by(obj: dict, uid: str) -> bool:
     return any(
-        ref.get("controller") and ref.get("uid") == uid for ref in (obj.get("metadata") or {}).get("ownerReferences") or []
+        ref.get("controller") and ref.get("uid") == uid
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []
     )
 
 

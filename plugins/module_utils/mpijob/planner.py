@@ -8,6 +8,7 @@ then creations), launcher Job, launcher suspension, cleanup, status, events. A c
 by something else stops the plan with an ErrResourceExists event: it is never taken over. What a plan is (Action,
 World, Plan) is plan.py's; the builders of each child are children.py's and podgroup.py's.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -49,13 +50,24 @@ def _name(obj: dict) -> str:
 
 
 def _event(ev: S.Event) -> Action:
-    return Action("event", "Event", ev.reason, reason=ev.reason, body={"type": ev.type, "reason": ev.reason,
-                                                                       "message": S.truncate(ev.message)})
+    return Action(
+        "event",
+        "Event",
+        ev.reason,
+        reason=ev.reason,
+        body={"type": ev.type, "reason": ev.reason, "message": S.truncate(ev.message)},
+    )
 
 
 def _delete(obj: dict, kind: str, reason: str, api_version: str = "") -> Action:
-    return Action("delete", kind, _name(obj), reason=reason, uid=obj["metadata"].get("uid", ""),
-                  api_version=api_version or obj.get("apiVersion", ""))
+    return Action(
+        "delete",
+        kind,
+        _name(obj),
+        reason=reason,
+        uid=obj["metadata"].get("uid", ""),
+        api_version=api_version or obj.get("apiVersion", ""),
+    )
 
 
 def _create(obj: dict, reason: str = "") -> Action:
@@ -89,9 +101,17 @@ def _check_config_size(api: Api, job: MPIJob, opts: K.Options) -> None:
     CRD's int32)."""
     size = K.config_bytes(job, opts)
     if size > C.CONFIG_MAP_MAX_BYTES:
-        raise InvalidMPIJob([FieldError(".".join(api.workers_path), (
-            f"{job.worker_replicas} workers do not fit: their hostfile and discover_hosts.sh take {size} bytes in the "
-            f"ConfigMap {K.config_name(job)}, which holds at most {C.CONFIG_MAP_MAX_BYTES}"))])
+        raise InvalidMPIJob(
+            [
+                FieldError(
+                    ".".join(api.workers_path),
+                    (
+                        f"{job.worker_replicas} workers do not fit: their hostfile and discover_hosts.sh take {size} bytes in the "
+                        f"ConfigMap {K.config_name(job)}, which holds at most {C.CONFIG_MAP_MAX_BYTES}"
+                    ),
+                )
+            ]
+        )
 
 
 def _invalid(api: Api, obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> Plan:
@@ -99,10 +119,19 @@ def _invalid(api: Api, obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> 
     events: list[S.Event] = []
     message = S.truncate("Found validation errors: " + "; ".join(str(e) for e in exc.errors))
     status = api.invalid_status(old, message, now_s, events)
-    actions = [Action("status", C.KIND, str(meta.get("name", "")), reason=C.REASON_VALIDATION, body=status)] \
-        if status != old else []
-    return Plan(actions + [_event(e) for e in events], status, error=message, outcome=Outcome.ERROR,
-                transitions=S.transitions(old, status), done=api.finished(status))
+    actions = (
+        [Action("status", C.KIND, str(meta.get("name", "")), reason=C.REASON_VALIDATION, body=status)]
+        if status != old
+        else []
+    )
+    return Plan(
+        actions + [_event(e) for e in events],
+        status,
+        error=message,
+        outcome=Outcome.ERROR,
+        transitions=S.transitions(old, status),
+        done=api.finished(status),
+    )
 
 
 def rejected(obj: dict, kind: str, name: str, message: str, now: datetime) -> Plan:
@@ -136,8 +165,9 @@ def child_field_error(api: Api, kind: str, launcher: bool, name: str, message: s
 
 
 class _Planner:
-    def __init__(self, api: Api, job: MPIJob, obj: dict, world: World, opts: K.Options, now: datetime,
-                 ssh_keys: SSHKeys):
+    def __init__(
+        self, api: Api, job: MPIJob, obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys
+    ):
         self.api = api
         self.job, self.obj, self.world, self.opts, self.now, self.ssh_keys = job, obj, world, opts, now, ssh_keys
         self.now_s = S.rfc3339(now)
@@ -146,7 +176,8 @@ class _Planner:
         self.events: list[S.Event] = []
         uid = job.uid
         self.worker_pods = [
-            p for p in world.pods
+            p
+            for p in world.pods
             if (p["metadata"].get("labels") or {}).get(C.JOB_ROLE_LABEL) == C.ROLE_WORKER and controlled_by(p, uid)
         ]
         self.hosts: tuple[str, dict | None] | None = None  # discover_hosts.sh as wanted, the ConfigMap as seen
@@ -162,8 +193,14 @@ class _Planner:
     # ---- helpers ----
     def foreign(self) -> Action | None:
         w = self.world
-        for kind, obj in (("Service", w.service), ("ConfigMap", w.config_map), ("Secret", w.secret),
-                          ("Job", w.launcher), ("PodGroup", w.pod_group), *w.launcher_rbac.items()):
+        for kind, obj in (
+            ("Service", w.service),
+            ("ConfigMap", w.config_map),
+            ("Secret", w.secret),
+            ("Job", w.launcher),
+            ("PodGroup", w.pod_group),
+            *w.launcher_rbac.items(),
+        ):
             if obj is not None and not controlled_by(obj, self.job.uid):
                 msg = C.MESSAGE_RESOURCE_EXISTS.format(name=_name(obj), kind=kind)
                 return _event(S.Event("Warning", C.REASON_RESOURCE_EXISTS, msg))
@@ -180,8 +217,13 @@ class _Planner:
             at = len(self.actions) if status_at is None else status_at
             self.actions.insert(at, Action("status", C.KIND, self.job.name, body=status))
         self.actions.extend(_event(e) for e in self.events)
-        return Plan(self.actions, status, requeue_after=requeue, transitions=S.transitions(self.old_status, status),
-                    done=self.api.finished(status))
+        return Plan(
+            self.actions,
+            status,
+            requeue_after=requeue,
+            transitions=S.transitions(self.old_status, status),
+            done=self.api.finished(status),
+        )
 
     # ---- the sync ----
     def run(self) -> Plan:
@@ -190,8 +232,9 @@ class _Planner:
         conflict = self.foreign()
         if conflict is not None:
             msg = conflict.body["message"] if conflict.body else ""
-            return Plan([conflict], self.old_status, error=msg, outcome=Outcome.RETRY,
-                        done=self.api.finished(self.old_status))
+            return Plan(
+                [conflict], self.old_status, error=msg, outcome=Outcome.RETRY, done=self.api.finished(self.old_status)
+            )
         job, w = self.job, self.world
         launcher = w.launcher
         done = launcher is not None and S.launcher_finished(launcher)
@@ -207,8 +250,10 @@ class _Planner:
             all_ready = workers_ready(live_workers)
             if job.launch_agent == C.LAUNCH_KUBEXEC:
                 self.sync_launcher_rbac()
-            if launcher is None and not self.launcher_paused() and (
-                job.launcher_creation_policy == C.AT_STARTUP or all_ready
+            if (
+                launcher is None
+                and not self.launcher_paused()
+                and (job.launcher_creation_policy == C.AT_STARTUP or all_ready)
             ):
                 launcher = self.create_launcher()
         launcher_pods, deleting = self.launcher_pods, []
@@ -240,21 +285,35 @@ class _Planner:
         if bool((have.get("spec") or {}).get("publishNotReadyAddresses")) != want["spec"]["publishNotReadyAddresses"]:
             patch["publishNotReadyAddresses"] = want["spec"]["publishNotReadyAddresses"]
         if patch:
-            self.actions.append(Action("patch", "Service", self.job.name, reason="drift", body={"spec": patch},
-                                       api_version="v1"))
+            self.actions.append(
+                Action("patch", "Service", self.job.name, reason="drift", body={"spec": patch}, api_version="v1")
+            )
 
     def sync_config_map(self, by_index: dict[int, dict]) -> None:
-        running = [] if self.job.suspended else [
-            _name(p) for i, p in by_index.items()
-            if i < self.job.worker_replicas and S.pod_phase(p) == "Running" and not terminating(p)
-        ]
+        running = (
+            []
+            if self.job.suspended
+            else [
+                _name(p)
+                for i, p in by_index.items()
+                if i < self.job.worker_replicas and S.pod_phase(p) == "Running" and not terminating(p)
+            ]
+        )
         want, have = K.config_map(self.job, running, self.opts), self.world.config_map
         if have is None:
             self.actions.append(_create(want))
         elif (have.get("data") or {}) != want["data"]:
             reason = "hostfile" if (have.get("data") or {}).get(C.HOSTFILE) != want["data"][C.HOSTFILE] else "hosts"
-            self.actions.append(Action("patch", "ConfigMap", _name(want), reason=reason,
-                                       body={"data": replace_map(have.get("data"), want["data"])}, api_version="v1"))
+            self.actions.append(
+                Action(
+                    "patch",
+                    "ConfigMap",
+                    _name(want),
+                    reason=reason,
+                    body={"data": replace_map(have.get("data"), want["data"])},
+                    api_version="v1",
+                )
+            )
         self.hosts = (want["data"][C.DISCOVER_HOSTS], have)  # for notice_hosts, when a scale-down needs it
 
     def notice_hosts(self, discover: str, have: dict | None) -> float | None:
@@ -272,8 +331,16 @@ class _Planner:
             told, _sep, when = (_annotations(pod).get(C.DISCOVER_HOSTS_ANNOTATION) or "").partition("@")
             at = S.parse_time(when) if told == digest else None
             if at is None:
-                self.actions.append(Action("patch", "Pod", _name(pod), reason="hosts", api_version="v1", body={
-                    "metadata": {"annotations": {C.DISCOVER_HOSTS_ANNOTATION: f"{digest}@{self.now_s}"}}}))
+                self.actions.append(
+                    Action(
+                        "patch",
+                        "Pod",
+                        _name(pod),
+                        reason="hosts",
+                        api_version="v1",
+                        body={"metadata": {"annotations": {C.DISCOVER_HOSTS_ANNOTATION: f"{digest}@{self.now_s}"}}},
+                    )
+                )
                 return None
             ages.append((self.now - at).total_seconds())
         return min(ages)
@@ -286,8 +353,16 @@ class _Planner:
         if have is None:
             self.actions.append(_create(want))
         else:
-            self.actions.append(Action("patch", "Secret", _name(want), reason="keys",
-                                       body={"data": replace_map(have.get("data"), want["data"])}, api_version="v1"))
+            self.actions.append(
+                Action(
+                    "patch",
+                    "Secret",
+                    _name(want),
+                    reason="keys",
+                    body={"data": replace_map(have.get("data"), want["data"])},
+                    api_version="v1",
+                )
+            )
 
     def sync_launcher_rbac(self) -> None:
         """The launcher's ServiceAccount, Role and RoleBinding, created before it (a pod naming a missing
@@ -304,8 +379,9 @@ class _Planner:
         if have is None:
             self.actions.append(_create(want))
         elif (patch := PG.patch(have, want)) is not None:
-            self.actions.append(Action("patch", "PodGroup", self.job.name, reason="drift", body=patch,
-                                       api_version=want["apiVersion"]))
+            self.actions.append(
+                Action("patch", "PodGroup", self.job.name, reason="drift", body=patch, api_version=want["apiVersion"])
+            )
 
     def sync_workers(self, by_index: dict[int, dict]) -> list[dict]:
         """Scale to the Worker replicas: highest indices go first; missing ones are created. Returns the workers
@@ -350,8 +426,13 @@ class _Planner:
         body = K.launcher_pod(self.job, self.opts) if self.job.launcher_pod else K.launcher_job(self.job, self.opts)
         self.actions.append(_create(body))
         if self.job.launcher.template_restart_policy:
-            self.events.append(S.Event("Warning", C.REASON_RESTART_POLICY,
-                                       "Restart policy in pod template overridden by restart policy in replica spec"))
+            self.events.append(
+                S.Event(
+                    "Warning",
+                    C.REASON_RESTART_POLICY,
+                    "Restart policy in pod template overridden by restart policy in replica spec",
+                )
+            )
         return {**body, "status": {}}
 
     def sync_launcher_suspension(self, launcher: dict, done: bool, workers_ready: bool) -> None:
@@ -363,8 +444,17 @@ class _Planner:
                 return  # resume holds the launcher until the workers are Ready (kubeflow/mpi-operator#615)
             if (launcher.get("status") or {}).get("startTime"):
                 # Kubernetes refuses template changes of a Job that has a startTime.
-                self.actions.append(Action("patch", "Job", name, reason="resume", subresource="status",
-                                           body={"status": {"startTime": None}}, api_version="batch/v1"))
+                self.actions.append(
+                    Action(
+                        "patch",
+                        "Job",
+                        name,
+                        reason="resume",
+                        subresource="status",
+                        body={"status": {"startTime": None}},
+                        api_version="batch/v1",
+                    )
+                )
             want = K.scheduling_directives(job, self.opts)
             tmpl = spec.get("template") or {}
             tspec = tmpl.get("spec") or {}
@@ -378,11 +468,20 @@ class _Planner:
                     "schedulingGates": want["schedulingGates"],
                 },
             }
-            self.actions.append(Action("patch", "Job", name, reason="resume", api_version="batch/v1",
-                                       body={"spec": {"suspend": False, "template": template}}))
+            self.actions.append(
+                Action(
+                    "patch",
+                    "Job",
+                    name,
+                    reason="resume",
+                    api_version="batch/v1",
+                    body={"spec": {"suspend": False, "template": template}},
+                )
+            )
         elif job.suspended and not spec.get("suspend") and not done:
-            self.actions.append(Action("patch", "Job", name, reason="suspend", api_version="batch/v1",
-                                       body={"spec": {"suspend": True}}))
+            self.actions.append(
+                Action("patch", "Job", name, reason="suspend", api_version="batch/v1", body={"spec": {"suspend": True}})
+            )
 
     def launcher_paused(self) -> bool:
         """A suspended job of an API whose pause removes every replica (T9k): no launcher Job, not a suspended one,
@@ -394,8 +493,9 @@ class _Planner:
         launcher = self.world.launcher
         if launcher is not None and controlled_by(launcher, self.job.uid) and not terminating(launcher):
             # Background: a Job's pods go with it (a launcher_pod's view is the Pod itself)
-            self.actions.append(_delete(launcher, launcher.get("kind") or "Job", reason,
-                                        launcher.get("apiVersion") or "batch/v1"))
+            self.actions.append(
+                _delete(launcher, launcher.get("kind") or "Job", reason, launcher.get("apiVersion") or "batch/v1")
+            )
 
     def delete_all_workers(self) -> None:
         reason = "pause" if self.launcher_paused() else "suspend"
@@ -427,8 +527,11 @@ class _Planner:
         policy = job.run_policy.clean_pod_policy
         why = "runPolicy.cleanUpWorkers" if policy == C.CLEAN_WORKERS else f"cleanPodPolicy={policy}"
         if policy in (C.CLEAN_ALL, C.CLEAN_RUNNING, C.CLEAN_WORKERS):
+
             def doomed(pod: dict) -> bool:
-                return not terminating(pod) and (policy != C.CLEAN_RUNNING or S.pod_phase(pod) in ("Running", "Pending"))
+                return not terminating(pod) and (
+                    policy != C.CLEAN_RUNNING or S.pod_phase(pod) in ("Running", "Pending")
+                )
 
             for pod in sorted(self.worker_pods, key=_name):
                 if doomed(pod) and not any(a.action == "delete" and a.name == _name(pod) for a in self.actions):
@@ -440,8 +543,16 @@ class _Planner:
             elif launcher is not None and not S.launcher_finished(launcher):
                 # An evicted job's launcher still runs: suspending its Job stops its pods for good.
                 if not (launcher.get("spec") or {}).get("suspend") and controlled_by(launcher, job.uid):
-                    self.actions.append(Action("patch", "Job", _name(launcher), reason=why,
-                                               api_version="batch/v1", body={"spec": {"suspend": True}}))
+                    self.actions.append(
+                        Action(
+                            "patch",
+                            "Job",
+                            _name(launcher),
+                            reason=why,
+                            api_version="batch/v1",
+                            body={"spec": {"suspend": True}},
+                        )
+                    )
             else:
                 # Kubeflow never removes the launcher's pods (kubeflow/mpi-operator#643).
                 for pod in self.launcher_pods:
@@ -452,21 +563,32 @@ class _Planner:
         completed = S.parse_time(status.get("completionTime"))
         expiry = None if ttl is None or completed is None else completed + timedelta(seconds=ttl)
         if expiry is None or self.now < expiry:
-            later = self.opts.cleanup_later and len(self.actions) > cleanup_from and not self.api.settled(
-                self.old_status)
+            later = (
+                self.opts.cleanup_later and len(self.actions) > cleanup_from and not self.api.settled(self.old_status)
+            )
             if later:
                 del self.actions[cleanup_from:]  # planned again, from what is then left, by the next pass
-            plan = self.result(status, requeue=None if expiry is None else (expiry - self.now).total_seconds(),
-                               status_at=cleanup_from)
+            plan = self.result(
+                status, requeue=None if expiry is None else (expiry - self.now).total_seconds(), status_at=cleanup_from
+            )
             plan.cleanup_pending = later
             return plan
         # Kubeflow only hands the TTL to the launcher Job (kubeflow/mpi-operator#644): remove the MPIJob itself.
         plan = self.result(status)
         plan.actions = [a for a in plan.actions if a.action == "event"]  # its children go with it (ownerRefs)
         plan.transitions = ()  # its status is not written
-        plan.actions.append(_event(S.Event("Normal", C.REASON_TTL, f"MPIJob {job.namespace}/{job.name} finished more "
-                                           f"than {ttl}s ago (ttlSecondsAfterFinished): deleting it")))
-        plan.actions.append(Action("delete-mpijob", C.KIND, job.name, reason=C.REASON_TTL, uid=job.uid,
-                                   api_version=C.API_VERSION))
+        plan.actions.append(
+            _event(
+                S.Event(
+                    "Normal",
+                    C.REASON_TTL,
+                    f"MPIJob {job.namespace}/{job.name} finished more "
+                    f"than {ttl}s ago (ttlSecondsAfterFinished): deleting it",
+                )
+            )
+        )
+        plan.actions.append(
+            Action("delete-mpijob", C.KIND, job.name, reason=C.REASON_TTL, uid=job.uid, api_version=C.API_VERSION)
+        )
         plan.outcome = Outcome.DELETED
         return plan

@@ -9,6 +9,7 @@ A difference from Kubeflow (docs/differences.md): the PodGroup of a WaitForWorke
 launcher (no gang deadlock). The pods join the gang in children.py (their scheduler name, and the group's label or
 annotation).
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -119,7 +120,9 @@ def pod_group(job: MPIJob, opts: Options, priorities: dict[str, int] | None = No
 
 def _same_quantities(a: dict | None, b: dict | None) -> bool:
     try:
-        return {k: parse_quantity(v) for k, v in (a or {}).items()} == {k: parse_quantity(v) for k, v in (b or {}).items()}
+        return {k: parse_quantity(v) for k, v in (a or {}).items()} == {
+            k: parse_quantity(v) for k, v in (b or {}).items()
+        }
     except ValueError:
         return False
 

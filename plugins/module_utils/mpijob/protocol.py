@@ -24,6 +24,7 @@ transport, both of its ends, is module_utils/warm.py.
 
 Both ends import this module: the module as module_utils, the loop from the collection its runs use.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -115,11 +116,19 @@ class JobResult:
 
     def as_dict(self) -> dict[str, Any]:
         out = {
-            "namespace": self.namespace, "name": self.name, "uid": self.uid, "actions": self.actions,
-            "status": self.status, "finished": self.finished,
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+            "actions": self.actions,
+            "status": self.status,
+            "finished": self.finished,
             "transitions": [{"type": t.type, "status": t.status, "reason": t.reason} for t in self.transitions],
-            "error": self.error, "retry": self.retry, "requeue_after": self.requeue_after, "deleted": self.deleted,
-            "cleanup_pending": self.cleanup_pending, "outcome": self.outcome.value,
+            "error": self.error,
+            "retry": self.retry,
+            "requeue_after": self.requeue_after,
+            "deleted": self.deleted,
+            "cleanup_pending": self.cleanup_pending,
+            "outcome": self.outcome.value,
         }
         if self.api_version:
             out["api_version"] = self.api_version
@@ -136,8 +145,11 @@ class JobResult:
             actions=list(entry.get("actions") or []),
             status=entry.get("status"),
             finished=bool(entry.get("finished")),
-            transitions=[Transition(str(t.get("type", "")), str(t.get("status", "")), str(t.get("reason", "")))
-                         for t in entry.get("transitions") or [] if isinstance(t, dict)],
+            transitions=[
+                Transition(str(t.get("type", "")), str(t.get("status", "")), str(t.get("reason", "")))
+                for t in entry.get("transitions") or []
+                if isinstance(t, dict)
+            ],
             error=entry.get("error"),
             outcome=Outcome.parse(entry.get("outcome", Outcome.OK.value)),
             requeue_after=float(after) if after is not None else None,

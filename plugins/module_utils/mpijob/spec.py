@@ -5,6 +5,7 @@
 API's parse reads untrusted JSON with: Reader (one FieldError per bad field, named by its path in the user's API),
 metadata, the hostname rule and the pod template check. Each API's parse is in its module under apis/.
 """
+
 from __future__ import annotations
 
 import re

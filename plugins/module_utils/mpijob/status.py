@@ -9,6 +9,7 @@ changes, the changed condition moves to the end, Running and Restarting exclude 
 turn Running off (T9k keeps its own order: apis/t9k_status.py). Each API's own status stage is in its modules under apis/.
 The clock is an argument.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ def truncate(message: str) -> str:
 
 # ---- conditions ------------------------------------------------------------------------------------------------------
 
+
 def get_condition(status: dict, ctype: str) -> dict | None:
     for cond in status.get("conditions") or []:
         if cond.get("type") == ctype:
@@ -73,7 +75,9 @@ def set_condition(status: dict, ctype: str, value: str, reason: str, message: st
     current = get_condition(status, ctype)
     if current is not None and current.get("status") == value and current.get("reason") == reason:
         return False
-    transition = current.get("lastTransitionTime", now) if current is not None and current.get("status") == value else now
+    transition = (
+        current.get("lastTransitionTime", now) if current is not None and current.get("status") == value else now
+    )
     kept = []
     for cond in status.get("conditions") or []:
         other = cond.get("type")
@@ -82,14 +86,16 @@ def set_condition(status: dict, ctype: str, value: str, reason: str, message: st
         if ctype in (C.SUCCEEDED, C.FAILED) and other in (C.RUNNING, C.FAILED):
             cond = {**cond, "status": "False"}
         kept.append(cond)
-    kept.append({
-        "type": ctype,
-        "status": value,
-        "reason": reason,
-        "message": message,
-        "lastUpdateTime": now,
-        "lastTransitionTime": transition,
-    })
+    kept.append(
+        {
+            "type": ctype,
+            "status": value,
+            "reason": reason,
+            "message": message,
+            "lastUpdateTime": now,
+            "lastTransitionTime": transition,
+        }
+    )
     status["conditions"] = kept
     return True
 
@@ -98,8 +104,11 @@ def transitions(old: dict, new: dict) -> tuple[Transition, ...]:
     """The conditions of `new` that `old` lacks or has with another status, in `new`'s order (a message or reason
     change alone is not a transition: set_condition keeps lastTransitionTime for it)."""
     was = {c.get("type"): c.get("status") for c in old.get("conditions") or []}
-    return tuple(Transition(str(c.get("type")), str(c.get("status")), str(c.get("reason") or ""))
-                 for c in new.get("conditions") or [] if was.get(c.get("type")) != c.get("status"))
+    return tuple(
+        Transition(str(c.get("type")), str(c.get("status")), str(c.get("reason") or ""))
+        for c in new.get("conditions") or []
+        if was.get(c.get("type")) != c.get("status")
+    )
 
 
 def remove_condition(status: dict, ctype: str, reason: str) -> bool:
@@ -112,13 +121,15 @@ def remove_condition(status: dict, ctype: str, reason: str) -> bool:
 
 # ---- pods and jobs -------------------------------------------------------------------------------------------------
 
+
 def pod_phase(pod: dict) -> str:
     return (pod.get("status") or {}).get("phase") or ""
 
 
 def is_ready(pod: dict) -> bool:
     return any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or []
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
     )
 
 
@@ -145,8 +156,14 @@ def launcher_pod_as_job(pod: dict) -> dict:
             status["completionTime"] = ended["finishedAt"]
     elif st.get("phase") == "Failed":
         detail = f"launcher container exited with code {ended.get('exitCode')}" if ended else "launcher pod failed"
-        status["conditions"].append({"type": "Failed", "status": "True", "reason": st.get("reason") or "PodFailed",
-                                     "message": st.get("message") or detail})
+        status["conditions"].append(
+            {
+                "type": "Failed",
+                "status": "True",
+                "reason": st.get("reason") or "PodFailed",
+                "message": st.get("message") or detail,
+            }
+        )
         status["failed"] = 1
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod.get("metadata") or {}, "status": status}
 
@@ -163,6 +180,7 @@ def failure_detail(pod: dict) -> str:
 
 
 # ---- the status of a live job ----------------------------------------------------------------------------------------
+
 
 @dataclass
 class Observed:

@@ -5,6 +5,7 @@
 definition to apply (with `workers`/`suspend` laid over it), the patch for an existing job, the summary of a
 job's status (phase, workers running), and the messages users read (progress line, failure with log tail).
 """
+
 from __future__ import annotations
 
 import copy
@@ -24,8 +25,17 @@ FINISHED = (C.SUCCEEDED, C.FAILED)
 # Waiting for Suspended is over at any API's word for it (T9k's is Paused).
 SUSPENDED = suspended_phases()
 WAIT_TARGETS = {C.SUCCEEDED: FINISHED, C.RUNNING: (C.RUNNING, *FINISHED), C.SUSPENDED: SUSPENDED}
-SHORT_FORM_KEYS = ("image", "command", "slots_per_worker", "resources", "launcher_resources", "mpi_implementation",
-                   "labels", "env", "clean_pod_policy")
+SHORT_FORM_KEYS = (
+    "image",
+    "command",
+    "slots_per_worker",
+    "resources",
+    "launcher_resources",
+    "mpi_implementation",
+    "labels",
+    "env",
+    "clean_pod_policy",
+)
 # Options that are labels of the job, with a manifest as with the short form.
 LABEL_OPTIONS = (("queue_name", C.KUEUE_QUEUE_LABEL), ("priority_class", C.KUEUE_PRIORITY_LABEL))
 LAUNCHER_CONTAINER = "mpi-launcher"
@@ -35,6 +45,7 @@ _VOLATILE_META = ("managedFields", "resourceVersion", "generation", "creationTim
 
 
 # ---- which job, from which input -------------------------------------------------------------------------------------
+
 
 def short_form_manifest(params: dict) -> dict:
     """The kubeflow.org/v2beta1 MPIJob of the short form (`name`, `image`, `command`, `workers`, ...)."""
@@ -132,8 +143,10 @@ def desired_manifest(params: dict, definition: dict | None) -> dict | None:
             meta["name"] = params["name"]  # e.g. one manifest run under several names
         if params.get("namespace") and meta.get("namespace") and params["namespace"] != meta["namespace"]:
             # as kubectl apply -n: a job is not moved to another namespace behind the manifest's back
-            raise SubmitError(f"namespace: {params['namespace']!r} differs from metadata.namespace "
-                              f"{meta['namespace']!r} of the definition")
+            raise SubmitError(
+                f"namespace: {params['namespace']!r} differs from metadata.namespace "
+                f"{meta['namespace']!r} of the definition"
+            )
         meta["namespace"] = meta.get("namespace") or params.get("namespace") or "default"
         api = api_for(manifest)
         if params.get("workers") is not None:
@@ -144,8 +157,10 @@ def desired_manifest(params: dict, definition: dict | None) -> dict | None:
         manifest = short_form_manifest(params)
     else:
         if any(params.get(pair[0]) for pair in LABEL_OPTIONS):
-            raise SubmitError("queue_name and priority_class label a job as it is submitted: give definition, src or "
-                              "the short form with them")
+            raise SubmitError(
+                "queue_name and priority_class label a job as it is submitted: give definition, src or "
+                "the short form with them"
+            )
         return None
     _label_options(params, manifest["metadata"])
     validate(manifest)
@@ -257,6 +272,7 @@ def ref(job: dict) -> str:
 
 # ---- changed or not --------------------------------------------------------------------------------------------------
 
+
 def comparable(obj: dict | None) -> dict | None:
     """The object without what the server changes on every write (managedFields, resourceVersion, status)."""
     if obj is None:
@@ -274,6 +290,7 @@ def differs(before: dict | None, after: dict | None) -> bool:
 
 
 # ---- status summary --------------------------------------------------------------------------------------------------
+
 
 def job_phase(job: dict) -> str:
     """The job's phase as the operator writes it to status.phase (the printer column), by the job's own API."""
@@ -349,9 +366,12 @@ def unreachable(job: dict, wait_for: str) -> str | None:
 
 # ---- launcher log ----------------------------------------------------------------------------------------------------
 
+
 def newest_launcher_pod(pods: list[dict]) -> dict | None:
     """The launcher pod whose log tells how the job went: the newest one (earlier ones were retries)."""
-    launchers = [p for p in pods if (p.get("metadata") or {}).get("labels", {}).get(C.JOB_ROLE_LABEL) == C.ROLE_LAUNCHER]
+    launchers = [
+        p for p in pods if (p.get("metadata") or {}).get("labels", {}).get(C.JOB_ROLE_LABEL) == C.ROLE_LAUNCHER
+    ]
     if not launchers:
         return None
     return max(launchers, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))

@@ -9,6 +9,7 @@ Nothing is lost by a sync: a job is pruned only when it carries the source's lab
 declared by a document that failed to read (its identity is then unknown: pruning stops altogether), and has
 finished, unless the task allows pruning unfinished jobs. An empty set prunes nothing unless allowed.
 """
+
 from __future__ import annotations
 
 import copy
@@ -32,8 +33,10 @@ ORDER = (INVALID, CONFLICT, CREATED, UPDATED, UNCHANGED)
 def check_source(source: Any) -> str:
     """The source name, which is a label value: 63 characters at most, alphanumerics, '-', '_', '.' inside."""
     if not isinstance(source, str) or not _LABEL_VALUE.match(source):
-        raise SubmitError(f"source: {source!r} is not a valid label value (1-63 characters: letters, digits, '-', "
-                          "'_' and '.', beginning and ending with a letter or digit)")
+        raise SubmitError(
+            f"source: {source!r} is not a valid label value (1-63 characters: letters, digits, '-', "
+            "'_' and '.', beginning and ending with a letter or digit)"
+        )
     return source
 
 
@@ -90,8 +93,9 @@ def desired_doc(file: str, index: int, obj: Any, source: str, namespace: str | N
     the field named."""
     doc = Doc(file, index)
     if not isinstance(obj, dict):
-        return _refuse(doc, f"{doc.where}: a document must be a mapping (a Kubernetes object), got "
-                            f"{type(obj).__name__}")
+        return _refuse(
+            doc, f"{doc.where}: a document must be a mapping (a Kubernetes object), got {type(obj).__name__}"
+        )
     kind, api_version = obj.get("kind"), obj.get("apiVersion")
     if kind != C.KIND:
         return _refuse(doc, f"{doc.where}: kind: only MPIJobs are synced, got {kind!r}")
@@ -103,8 +107,9 @@ def desired_doc(file: str, index: int, obj: Any, source: str, namespace: str | N
     manifest = copy.deepcopy(obj)
     meta = manifest["metadata"]
     if namespace and meta.get("namespace") and meta["namespace"] != namespace:
-        return _refuse(doc, f"{doc.where}: metadata.namespace: {meta['namespace']!r} is outside the sync's namespace "
-                            f"{namespace!r}")
+        return _refuse(
+            doc, f"{doc.where}: metadata.namespace: {meta['namespace']!r} is outside the sync's namespace {namespace!r}"
+        )
     meta["namespace"] = meta.get("namespace") or namespace or "default"
     doc.key = key(manifest)  # from here on the job is known: it is never pruned, valid or not
     api = by_group(group_of(api_version))
@@ -116,8 +121,11 @@ def desired_doc(file: str, index: int, obj: Any, source: str, namespace: str | N
         return _refuse(doc, f"{doc.where}: metadata.labels: must be a mapping")
     labels = meta["labels"] = dict(labels or {})
     if labels.get(SOURCE_LABEL, source) != source:
-        return _refuse(doc, f"{doc.where}: metadata.labels.{SOURCE_LABEL}: {labels[SOURCE_LABEL]!r} is another "
-                            f"source than this sync's {source!r}")
+        return _refuse(
+            doc,
+            f"{doc.where}: metadata.labels.{SOURCE_LABEL}: {labels[SOURCE_LABEL]!r} is another "
+            f"source than this sync's {source!r}",
+        )
     labels[SOURCE_LABEL] = source
     try:
         S.validate(manifest)
@@ -142,7 +150,9 @@ def desired_set(files: list[tuple[str, list[Any] | str]], source: str, namespace
             result.unreadable.append(file)
             result.docs.append(Doc(file, 0, result=INVALID, message=f"{file}: {docs}"))
             continue
-        result.docs.extend(desired_doc(file, i, obj, source, namespace) for i, obj in enumerate(docs) if obj is not None)
+        result.docs.extend(
+            desired_doc(file, i, obj, source, namespace) for i, obj in enumerate(docs) if obj is not None
+        )
     seen: dict[tuple[str, str, str], list[Doc]] = {}
     for doc in result.docs:
         if doc.key is not None:
@@ -163,8 +173,9 @@ class Prune:
     blocked: str = ""  # why nothing is pruned at all
 
 
-def prune_plan(live: list[dict], desired: DesiredSet, source: str, unfinished: bool, allow_empty: bool,
-               listing_error: str = "") -> Prune:
+def prune_plan(
+    live: list[dict], desired: DesiredSet, source: str, unfinished: bool, allow_empty: bool, listing_error: str = ""
+) -> Prune:
     """Which of the source's live jobs leave the set: finished ones are pruned, unfinished ones only when `unfinished`;
     a job without the source's label is never a candidate. Nothing is pruned when a file could not be read, when the
     jobs could not be listed, or when the set is empty (unless `allow_empty`)."""
@@ -176,11 +187,15 @@ def prune_plan(live: list[dict], desired: DesiredSet, source: str, unfinished: b
     if listing_error:
         plan.blocked = f"nothing pruned: the source's jobs could not be listed: {listing_error}"
     elif desired.unreadable:
-        plan.blocked = (f"nothing pruned: {', '.join(desired.unreadable)} could not be read, so which jobs the source "
-                        "still declares is unknown")
+        plan.blocked = (
+            f"nothing pruned: {', '.join(desired.unreadable)} could not be read, so which jobs the source "
+            "still declares is unknown"
+        )
     elif not desired.declared() and not allow_empty:
-        plan.blocked = (f"nothing pruned: the source declares no MPIJob at all, which would prune all {len(gone)} of "
-                        "its jobs; set allow_empty: true if that is meant")
+        plan.blocked = (
+            f"nothing pruned: the source declares no MPIJob at all, which would prune all {len(gone)} of "
+            "its jobs; set allow_empty: true if that is meant"
+        )
     if plan.blocked:
         plan.kept = [(j, plan.blocked) for j in gone]
         return plan
@@ -209,8 +224,15 @@ def file_results(docs: list[Doc]) -> list[dict]:
 
 def plan_line(plan: dict) -> str:
     """One line for the plan: 'create 1, update 1, prune 1, unchanged 2, kept 1, conflict 0, invalid 1'."""
-    counts = [("create", "created"), ("update", "updated"), ("prune", "pruned"), ("unchanged", "unchanged"),
-              ("kept", "kept"), ("conflict", "conflicts"), ("invalid", "invalid")]
+    counts = [
+        ("create", "created"),
+        ("update", "updated"),
+        ("prune", "pruned"),
+        ("unchanged", "unchanged"),
+        ("kept", "kept"),
+        ("conflict", "conflicts"),
+        ("invalid", "invalid"),
+    ]
     return ", ".join(f"{word} {len(plan[k])}" for word, k in counts)
 
 

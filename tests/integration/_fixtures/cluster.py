@@ -40,7 +40,9 @@ def _reachable(kubeconfig: str | None) -> bool:
 def _start_local_cluster() -> str:
     proc = subprocess.run(["bash", str(_UP)], capture_output=True, text=True, timeout=3600, check=False)
     if proc.returncode != 0:
-        pytest.fail(f"hack/worlds/cluster/up.sh failed ({proc.returncode}):\n{proc.stderr[-4000:]}{proc.stdout[-2000:]}")
+        pytest.fail(
+            f"hack/worlds/cluster/up.sh failed ({proc.returncode}):\n{proc.stderr[-4000:]}{proc.stdout[-2000:]}"
+        )
     last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     path = last.removeprefix("kubeconfig: ").strip()
     if not path or not os.path.isfile(path):

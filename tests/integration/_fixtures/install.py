@@ -56,9 +56,13 @@ def playbook(kubeconfig: str, tmp_path: pathlib.Path) -> Callable[..., PlaybookR
     install variables (overridden by extra_vars)."""
 
     def run(name: str, *args: str, extra_vars: dict[str, Any] | None = None) -> PlaybookRun:
-        return run_playbook(ROOT / "playbooks" / name, ansible_env(kubeconfig), *args,
-                            variables={**local_cluster_vars(kubeconfig), **(extra_vars or {})},
-                            vars_file=tmp_path / f"vars-{len(list(tmp_path.glob('vars-*')))}.json")
+        return run_playbook(
+            ROOT / "playbooks" / name,
+            ansible_env(kubeconfig),
+            *args,
+            variables={**local_cluster_vars(kubeconfig), **(extra_vars or {})},
+            vars_file=tmp_path / f"vars-{len(list(tmp_path.glob('vars-*')))}.json",
+        )
 
     return run
 
@@ -80,8 +84,12 @@ def uninstalled(
     def installed() -> bool:
         """Anything of this install (other installs on the cluster, e.g. make demo's, are none of its business)."""
         found = kubectl(
-            "get", "clusterroles,clusterrolebindings", "-o", "name",
-            "-l", f"app.kubernetes.io/managed-by=mpi.operator,mpi.operator/operator-namespace={INSTALL_NAMESPACE}",
+            "get",
+            "clusterroles,clusterrolebindings",
+            "-o",
+            "name",
+            "-l",
+            f"app.kubernetes.io/managed-by=mpi.operator,mpi.operator/operator-namespace={INSTALL_NAMESPACE}",
         )
         ns = kubectl("get", "namespace", INSTALL_NAMESPACE, "-o", "name")
         return found.returncode != 0 or bool(found.stdout.strip()) or ns.returncode == 0

@@ -1,6 +1,7 @@
 """Fixtures of the operator loop: the MPIJob CRD installed, and the operator started as a real subprocess
 (hack/lib/operator.py's OperatorProcess: `python -m mpijob_operator`) against the test cluster; its log is
 printed when a test fails."""
+
 from __future__ import annotations
 
 import pathlib
@@ -21,14 +22,16 @@ def operator_crd(api_client: Any) -> None:
 
 
 @pytest.fixture
-def operator_factory(kubeconfig: str, operator_crd: None, tmp_path: pathlib.Path,
-                     request: pytest.FixtureRequest) -> Iterator[Callable[..., OperatorProcess]]:
+def operator_factory(
+    kubeconfig: str, operator_crd: None, tmp_path: pathlib.Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., OperatorProcess]]:
     """Starts operators (`make_operator("--namespace", ns)`); stops them after the test and shows their logs
     when it failed."""
     started: list[OperatorProcess] = []
 
-    def make(*args: str, name: str = "operator", ready: bool | float = True, root: pathlib.Path = ROOT
-             ) -> OperatorProcess:
+    def make(
+        *args: str, name: str = "operator", ready: bool | float = True, root: pathlib.Path = ROOT
+    ) -> OperatorProcess:
         """`ready`: wait until it is ready (for that many seconds, if a number); `root`: the source tree it runs from."""
         op = OperatorProcess(kubeconfig, tmp_path, list(args), name=name, root=root).start()
         started.append(op)

@@ -1,6 +1,7 @@
 """Fixtures of the mpijob_reconcile module tests: the module run as a user (or the operator) runs it, through
 `ansible` ad hoc, against the test cluster with the collection's CRD installed; `loop` runs it until a job gets
 somewhere; the manifests of tests/integration/manifests placed on kwok nodes (or nowhere)."""
+
 from __future__ import annotations
 
 import copy
@@ -31,19 +32,23 @@ class ModuleRun:
         return next(j for j in self.jobs if j["name"] == name)
 
 
-def run_reconcile(kubeconfig: str, jobs: list[dict[str, str]], *, check: bool = False,
-                  **params: Any) -> ModuleRun:
+def run_reconcile(kubeconfig: str, jobs: list[dict[str, str]], *, check: bool = False, **params: Any) -> ModuleRun:
     """One `ansible localhost -m mpi.operator.mpijob_reconcile` run against `kubeconfig`; returns the module's
     result."""
     started = time.monotonic()
-    result = run_module("mpi.operator.mpijob_reconcile", {"jobs": jobs, "kubeconfig": kubeconfig, **params},
-                        ansible_env(kubeconfig), *(["--check"] if check else []))
+    result = run_module(
+        "mpi.operator.mpijob_reconcile",
+        {"jobs": jobs, "kubeconfig": kubeconfig, **params},
+        ansible_env(kubeconfig),
+        *(["--check"] if check else []),
+    )
     return ModuleRun(result, time.monotonic() - started)
 
 
 @pytest.fixture
 def reconcile(kubeconfig: str, operator_crd: None) -> Callable[..., ModuleRun]:
     """Runs the module on the test cluster (CRD from roles/crds/files installed by the operator_crd fixture)."""
+
     def run(jobs: list[dict[str, str]], **kwargs: Any) -> ModuleRun:
         return run_reconcile(kubeconfig, jobs, **kwargs)
 
@@ -69,7 +74,9 @@ def create_as_written(api_client: Any, namespace: str, body: dict) -> dict:
     from kubernetes import client
 
     group, version = body["apiVersion"].split("/")
-    return client.CustomObjectsApi(api_client).create_namespaced_custom_object(group, version, namespace, "mpijobs", body)
+    return client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+        group, version, namespace, "mpijobs", body
+    )
 
 
 def load(name: str) -> dict:
@@ -86,6 +93,7 @@ def _on_kwok(body: dict, placement: dict = KWOK) -> dict:
 @pytest.fixture
 def loop(reconcile, api_client):
     """Runs the module on one job, as the operator would, until pred(job, run) holds; returns the job."""
+
     def until(namespace: str, name: str, pred, timeout: float = 120) -> dict:
         last: dict = {}
 
@@ -99,6 +107,7 @@ def loop(reconcile, api_client):
             return wait_until(step, timeout, interval=0.5, what=f"{namespace}/{name}")
         except TimeoutError as exc:
             raise TimeoutError(f"{exc}; last run: {getattr(last, 'result', last)}") from None
+
     return until
 
 
@@ -115,12 +124,28 @@ def _podgroup_api(api_client: Any, group: str, version: str) -> None:
         if exc.status != 404:
             raise
         crd = {
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"kind": "PodGroup", "plural": "podgroups", "singular": "podgroup", "listKind": "PodGroupList"},
-                     "versions": [{"name": version, "served": True, "storage": True,
-                                   "schema": {"openAPIV3Schema": {"type": "object",
-                                                                  "x-kubernetes-preserve-unknown-fields": True}}}]}}
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {
+                "group": group,
+                "scope": "Namespaced",
+                "names": {
+                    "kind": "PodGroup",
+                    "plural": "podgroups",
+                    "singular": "podgroup",
+                    "listKind": "PodGroupList",
+                },
+                "versions": [
+                    {
+                        "name": version,
+                        "served": True,
+                        "storage": True,
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                    }
+                ],
+            },
+        }
         try:
             ext.create_custom_resource_definition(crd)
         except ApiException as err:
@@ -162,8 +187,9 @@ def kubeflow_operator(kubeconfig: str, operator_crd: None, tmp_path: Any):
     procs: list[KubeflowProcess] = []
 
     def start(namespace: str, *args: str) -> subprocess.Popen:
-        peer = KubeflowProcess(binary, kubeconfig, namespace, ["--threadiness", "1", *args],
-                               tmp_path / f"kubeflow-{namespace}.log").start()
+        peer = KubeflowProcess(
+            binary, kubeconfig, namespace, ["--threadiness", "1", *args], tmp_path / f"kubeflow-{namespace}.log"
+        ).start()
         procs.append(peer)
         assert peer.proc is not None
         return peer.proc

@@ -1,5 +1,6 @@
 """Fixtures of the submission modules and playbook: run a playbook the way users do (ansible-playbook, through
 ansible-runner for its per-task events) against the test cluster, and read each task's result."""
+
 from __future__ import annotations
 
 import pathlib
@@ -24,8 +25,12 @@ def ansible_play(kubeconfig: str, tmp_path: pathlib.Path) -> Callable[..., Submi
         nonlocal count
         count += 1
         path = tmp_path / f"play-{count}.yml"
-        path.write_text(yaml.safe_dump([{"name": "case", "hosts": "localhost", "connection": "local",
-                                         "gather_facts": False, "tasks": tasks}], sort_keys=False))
+        path.write_text(
+            yaml.safe_dump(
+                [{"name": "case", "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": tasks}],
+                sort_keys=False,
+            )
+        )
         flags = " ".join(f for f, on in (("--check", check), ("--diff", diff)) if on)
         return run_playbook_events(path, kubeconfig, tmp_path / f"runner-{count}", extravars, flags)
 
@@ -40,8 +45,13 @@ def submit_playbook(kubeconfig: str, tmp_path: pathlib.Path) -> Callable[..., Su
     def run(check: bool = False, **extravars: Any) -> SubmitRun:
         nonlocal count
         count += 1
-        return run_playbook_events(ROOT / "playbooks/submit.yml", kubeconfig, tmp_path / f"submit-{count}",
-                            extravars, "--check" if check else "")
+        return run_playbook_events(
+            ROOT / "playbooks/submit.yml",
+            kubeconfig,
+            tmp_path / f"submit-{count}",
+            extravars,
+            "--check" if check else "",
+        )
 
     return run
 
@@ -61,8 +71,19 @@ def mark_succeeded(api_client: Any, namespace: str, name: str) -> None:
     from kubernetes import client
 
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    done = {"type": "Succeeded", "status": "True", "reason": "MPIJobSucceeded", "message": "done",
-            "lastTransitionTime": now, "lastUpdateTime": now}
+    done = {
+        "type": "Succeeded",
+        "status": "True",
+        "reason": "MPIJobSucceeded",
+        "message": "done",
+        "lastTransitionTime": now,
+        "lastUpdateTime": now,
+    }
     client.CustomObjectsApi(api_client).patch_namespaced_custom_object_status(
-        "kubeflow.org", "v2beta1", namespace, "mpijobs", name,
-        {"status": {"conditions": [done], "completionTime": now, "phase": "Succeeded"}})
+        "kubeflow.org",
+        "v2beta1",
+        namespace,
+        "mpijobs",
+        name,
+        {"status": {"conditions": [done], "completionTime": now, "phase": "Succeeded"}},
+    )

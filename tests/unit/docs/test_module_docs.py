@@ -1,6 +1,7 @@
 """Every module's documentation, as ansible-doc shows it (doc fragments merged by ansible-core's own add_fragments),
 agrees with the argument spec the code validates, option by option; the EXAMPLES use only real options; RETURN
 parses. One test for every module (mpijob_wait's spec lives in its action plugin)."""
+
 from __future__ import annotations
 
 import importlib
@@ -12,8 +13,7 @@ from ansible.utils.plugin_docs import add_fragments
 from tests.support.paths import ROOT
 
 COLLECTION = "ansible_collections.mpi.operator"
-MODULES = sorted(p.stem for p in (ROOT / "plugins/modules").glob("*.py")
-                 if not p.name.startswith("_"))
+MODULES = sorted(p.stem for p in (ROOT / "plugins/modules").glob("*.py") if not p.name.startswith("_"))
 
 
 class _Fragments:
@@ -44,7 +44,16 @@ def argument_spec(name: str, module) -> dict:
 
 
 def test_every_module_is_here() -> None:
-    assert MODULES == ["k8s_objects", "k8s_read", "mpijob", "mpijob_info", "mpijob_reconcile", "mpijob_sync", "mpijob_wait", "operator_rollout"]
+    assert MODULES == [
+        "k8s_objects",
+        "k8s_read",
+        "mpijob",
+        "mpijob_info",
+        "mpijob_reconcile",
+        "mpijob_sync",
+        "mpijob_wait",
+        "operator_rollout",
+    ]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,6 +1,7 @@
 """hack/experiments/bench/bench.py's side-by-side table (hack/experiments/bench/report.py, `BENCH_PEERS=kubeflow make
 bench`): what it prints for a peer that did not get there, or could not run, and how it tells a cluster-wide operator
 from a namespace-scoped one."""
+
 from __future__ import annotations
 
 import math
@@ -17,24 +18,42 @@ def result(name, single, running, succeeded, cpu, rss_mib, wall=100.0):
     jobs = JOBS
     keys = [("ns", f"job-{i}") for i in range(jobs)]
     return Result(
-        name, ["--flag"], Single(single, single),
-        Bulk(keys=keys, created_all=1.0, wall=wall, to_children=running, to_pods_up=running, to_running=running,
-                   react=[], runs=math.nan, starts=math.nan, reconciles=math.nan, mean_batch=math.nan,
-                   cpu={"operator incl. runner subprocesses": cpu, "machine total (all cores)": 10 * cpu}),
+        name,
+        ["--flag"],
+        Single(single, single),
+        Bulk(
+            keys=keys,
+            created_all=1.0,
+            wall=wall,
+            to_children=running,
+            to_pods_up=running,
+            to_running=running,
+            react=[],
+            runs=math.nan,
+            starts=math.nan,
+            reconciles=math.nan,
+            mean_batch=math.nan,
+            cpu={"operator incl. runner subprocesses": cpu, "machine total (all cores)": 10 * cpu},
+        ),
         Finish(wall=wall, to_succeeded=succeeded, cpu={"operator incl. runner subprocesses": cpu / 2}),
-        rss_peak_tree=rss_mib * 1024, jobs=jobs, workers=WORKERS)
+        rss_peak_tree=rss_mib * 1024,
+        jobs=jobs,
+        workers=WORKERS,
+    )
 
 
 def test_table_ratios_a_peer_that_did_not_get_there_and_one_that_could_not_run(capsys):
     n = JOBS
     ours = result("mpi.operator", 1.0, [10.0] * n, [4.0] * n, 20.0, 400)
     # the peer: twice as fast to start one job, but most of the burst never Running within its 300 s
-    peer = result("Kubeflow", 0.5, [5.0] * (n // 10) + [math.inf] * (n - n // 10), [2.0] * n, 5.0, 100,
-                  wall=300.0)
+    peer = result("Kubeflow", 0.5, [5.0] * (n // 10) + [math.inf] * (n - n // 10), [2.0] * n, 5.0, 100, wall=300.0)
     missing = Result("Kubeflow tuned", note="not run: no Go toolchain to build the Kubeflow MPI Operator")
     compare([ours, peer, missing])
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
-            for line in capsys.readouterr().out.splitlines() if line.startswith("| ")}
+    rows = {
+        line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("| ")
+    }
     assert rows["single job, idle: create -> Running p50"][:2] == ["1.00 s", "0.50 s"]
     assert rows["single job, idle: create -> Running p50"][3] == "0.50"  # Kubeflow / ours
     assert rows[f"{n} x {WORKERS}: create -> Running p95"][:2] == ["10.0 s", "> 300 s"]
@@ -46,13 +65,16 @@ def test_table_ratios_a_peer_that_did_not_get_there_and_one_that_could_not_run(c
     assert rows["peak RSS incl. children"][4] == ""
 
 
-@pytest.mark.parametrize(("args", "scoped"), [
-    (["python3", "-m", "mpijob_operator", "--namespace", "team-a"], True),
-    (["python3", "-m", "mpijob_operator", "--namespace=team-a"], True),
-    (["mpi-operator", "-namespace", "team-a"], True),
-    (["python3", "-m", "mpijob_operator", "--no-leader-elect"], False),
-    (["mpi-operator", "--namespace="], False),  # an empty namespace is every namespace
-])
+@pytest.mark.parametrize(
+    ("args", "scoped"),
+    [
+        (["python3", "-m", "mpijob_operator", "--namespace", "team-a"], True),
+        (["python3", "-m", "mpijob_operator", "--namespace=team-a"], True),
+        (["mpi-operator", "-namespace", "team-a"], True),
+        (["python3", "-m", "mpijob_operator", "--no-leader-elect"], False),
+        (["mpi-operator", "--namespace="], False),  # an empty namespace is every namespace
+    ],
+)
 def test_namespace_scoped(args, scoped):
     assert namespace_scoped(args) is scoped
 

@@ -1,6 +1,7 @@
 """`make bench-scale`'s pure part (hack/experiments/bench/scale.py): the sizes it accepts, each size's wait, the table
 of every size with a peer's ratios, a size that ran out of time (where it stopped) and one that failed, and the results
 document and plot lines that come out of it (valid JSON: a latency not reached is null, plotted as a lower bound)."""
+
 from __future__ import annotations
 
 import json
@@ -28,14 +29,38 @@ def result(name, jobs, running, succeeded, cpu, rss_mib, wall=100.0, workers=1):
     keys = [("ns", f"job-{i}") for i in range(jobs)]
     components = {"operator incl. runner subprocesses": cpu, "kube-apiserver": 10.0, "etcd": 2.0}
     return Result(
-        name, ["--flag"], None,
-        Bulk(keys=keys, created_all=1.0, wall=wall, to_children=running, to_pods_up=running, to_running=running,
-             react=[], runs=math.nan, starts=math.nan, reconciles=math.nan, mean_batch=math.nan, cpu=components,
-             requests={"POST pods": 2.0 * jobs, "GET mpijobs": 3.0 * jobs}),
-        Finish(wall=wall, window=wall, to_succeeded=succeeded, to_launcher_done=[s / 2 for s in succeeded],
-               react=[s / 2 for s in succeeded if math.isfinite(s)], to_cleaned=succeeded,
-               cpu={**components, "operator incl. runner subprocesses": cpu / 2}, requests={"DELETE pods": 1.0 * jobs}),
-        rss_peak_tree=rss_mib * 1024, jobs=jobs, workers=workers)
+        name,
+        ["--flag"],
+        None,
+        Bulk(
+            keys=keys,
+            created_all=1.0,
+            wall=wall,
+            to_children=running,
+            to_pods_up=running,
+            to_running=running,
+            react=[],
+            runs=math.nan,
+            starts=math.nan,
+            reconciles=math.nan,
+            mean_batch=math.nan,
+            cpu=components,
+            requests={"POST pods": 2.0 * jobs, "GET mpijobs": 3.0 * jobs},
+        ),
+        Finish(
+            wall=wall,
+            window=wall,
+            to_succeeded=succeeded,
+            to_launcher_done=[s / 2 for s in succeeded],
+            react=[s / 2 for s in succeeded if math.isfinite(s)],
+            to_cleaned=succeeded,
+            cpu={**components, "operator incl. runner subprocesses": cpu / 2},
+            requests={"DELETE pods": 1.0 * jobs},
+        ),
+        rss_peak_tree=rss_mib * 1024,
+        jobs=jobs,
+        workers=workers,
+    )
 
 
 def rows(lines):
@@ -57,14 +82,31 @@ def test_the_wait_grows_with_the_pods():
 
 
 def runs():
-    small = Run(Size(10, 1), 300, [result("mpi.operator", 10, [2.0] * 10, [1.0] * 10, 0.5, 200),
-                                   result("Kubeflow tuned", 10, [4.0] * 10, [1.0] * 10, 0.25, 100)])
+    small = Run(
+        Size(10, 1),
+        300,
+        [
+            result("mpi.operator", 10, [2.0] * 10, [1.0] * 10, 0.5, 200),
+            result("Kubeflow tuned", 10, [4.0] * 10, [1.0] * 10, 0.25, 100),
+        ],
+    )
     # at 40 jobs the peer got 30 Running within its 300 s and then none Succeeded
-    big = Run(Size(40, 1), 300, [result("mpi.operator", 40, [5.0] * 40, [2.0] * 40, 2.0, 210),
-                                 result("Kubeflow tuned", 40, [6.0] * 30 + [math.inf] * 10, [math.inf] * 40, 4.0, 300,
-                                        wall=300.0)])
-    failed = Run(Size(20, 4), 300, [result("mpi.operator", 20, [3.0] * 20, [1.0] * 20, 1.0, 220, workers=4),
-                                    Result("Kubeflow tuned", note="failed: TimeoutError: ready", jobs=20, workers=4)])
+    big = Run(
+        Size(40, 1),
+        300,
+        [
+            result("mpi.operator", 40, [5.0] * 40, [2.0] * 40, 2.0, 210),
+            result("Kubeflow tuned", 40, [6.0] * 30 + [math.inf] * 10, [math.inf] * 40, 4.0, 300, wall=300.0),
+        ],
+    )
+    failed = Run(
+        Size(20, 4),
+        300,
+        [
+            result("mpi.operator", 20, [3.0] * 20, [1.0] * 20, 1.0, 220, workers=4),
+            Result("Kubeflow tuned", note="failed: TimeoutError: ready", jobs=20, workers=4),
+        ],
+    )
     return [small, big, failed]
 
 
@@ -95,13 +137,19 @@ def test_the_document_is_json_and_its_plot_lines_mark_a_timeout_as_a_lower_bound
     assert peer_big == {"value": None, "shown": "> 300 s", "not_reached_within": 300.0}
     # every client's API requests by verb and resource, in each window: what the cluster's time went on
     assert doc["sizes"][0]["operators"][0]["requests"] == {
-        "to_running": {"POST pods": 20.0, "GET mpijobs": 30.0}, "told_to_cleaned_up": {"DELETE pods": 10.0}}
+        "to_running": {"POST pods": 20.0, "GET mpijobs": 30.0},
+        "told_to_cleaned_up": {"DELETE pods": 10.0},
+    }
     assert doc["sizes"][2]["operators"][1]["requests"] == {"to_running": {}, "told_to_cleaned_up": {}}
     lines = {(ln.panel, ln.label): ln.points for ln in plot_lines(doc)}
     assert lines[("latency p95 (s)", "Kubeflow tuned, create -> Running, 1 worker/job")] == [
-        (10, 4.0, False), (40, 300.0, True)]
+        (10, 4.0, False),
+        (40, 300.0, True),
+    ]
     assert lines[("operator CPU per job (ms)", "mpi.operator, to Running, 1 worker/job")] == [
-        (10, 50.0, False), (40, 50.0, False)]
+        (10, 50.0, False),
+        (40, 50.0, False),
+    ]
     assert lines[("peak RSS incl. children (MiB)", "mpi.operator, peak RSS, 4 workers/job")] == [(20, 220.0, False)]
     # the peer that failed at 20 x 4 has no points there
     assert ("peak RSS incl. children (MiB)", "Kubeflow tuned, peak RSS, 4 workers/job") not in lines
@@ -115,17 +163,23 @@ def test_a_cpu_profile_is_summed_by_sampled_process_and_by_function_whichever_li
     op = 'process 10:"python -m mpijob_operator --namespace x"'
     ansible = 'process 11:"python3.11 /venv/bin/ansible -i hosts -m mpi.operator.mpijob_reconcile -a {}"'
     mod = 'process 12:"python /tmp/ansible_mpijob_reconcile_payload.zip/AnsiballZ_mpijob_reconcile.py"'
-    collapsed = "\n".join([
-        f"{op};{ansible};_wait_on_pending_results (strategy/__init__.py:796) 2",
-        f"{op};main (__main__.py:10);loop (controller.py:5) 6",
-        f"{op};{mod};handle (reconcile.py:3);loads (json/__init__.py:346);decode (decoder.py:337) 3",
-        f"{op};{mod};handle (reconcile.py:4);handle (reconcile.py:9) 1",
-        "not a stack line",
-    ])
+    collapsed = "\n".join(
+        [
+            f"{op};{ansible};_wait_on_pending_results (strategy/__init__.py:796) 2",
+            f"{op};main (__main__.py:10);loop (controller.py:5) 6",
+            f"{op};{mod};handle (reconcile.py:3);loads (json/__init__.py:346);decode (decoder.py:337) 3",
+            f"{op};{mod};handle (reconcile.py:4);handle (reconcile.py:9) 1",
+            "not a stack line",
+        ]
+    )
     s = summarise(collapsed)
     assert s.samples == 12
     assert s.by_process == {"operator": 0.5, "module": 0.333, "ansible": 0.167}
     assert dict(s.inclusive)["handle (reconcile.py)"] == 0.333  # recursion: once per stack
-    assert dict(s.own) == {"loop (controller.py)": 0.5, "decode (decoder.py)": 0.25, "handle (reconcile.py)": 0.083,
-                           "_wait_on_pending_results (__init__.py)": 0.167}
+    assert dict(s.own) == {
+        "loop (controller.py)": 0.5,
+        "decode (decoder.py)": 0.25,
+        "handle (reconcile.py)": 0.083,
+        "_wait_on_pending_results (__init__.py)": 0.167,
+    }
     assert summarise("").samples == 0

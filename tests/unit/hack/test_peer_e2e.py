@@ -1,5 +1,6 @@
 """hack/experiments/peer_e2e/peer_e2e.py's reading of the Kubeflow e2e suite's output (Ginkgo v1, -ginkgo.v), on
 excerpts of real runs."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -75,12 +76,18 @@ panic: test timed out after 1h0m0s
 
 def test_each_spec_once_by_its_full_text_with_its_outcome_and_seconds() -> None:
     assert peer_e2e.parse(OUTPUT) == {
-        "MPIJob with OpenMPI implementation when has malformed command should fail":
-            {"outcome": "passed", "seconds": 6.058},
-        "MPIJob with OpenMPI implementation when running as root when running with host network should succeed":
-            {"outcome": "passed", "seconds": None},
-        "MPIJob with custom cluster-domain when running as root should succeed":
-            {"outcome": "failed", "seconds": 206.809},
+        "MPIJob with OpenMPI implementation when has malformed command should fail": {
+            "outcome": "passed",
+            "seconds": 6.058,
+        },
+        "MPIJob with OpenMPI implementation when running as root when running with host network should succeed": {
+            "outcome": "passed",
+            "seconds": None,
+        },
+        "MPIJob with custom cluster-domain when running as root should succeed": {
+            "outcome": "failed",
+            "seconds": 206.809,
+        },
         "MPIJob with MPICH Implementation when running as root should succeed": {"outcome": "failed", "seconds": None},
     }
 
@@ -111,4 +118,8 @@ github.com/kubeflow/mpi-operator@v0.8.2/test/e2e/mpi_job_test.go:41
 ------------------------------
 """
     assert peer_e2e.parse(output) == {
-        "MPIJob with OpenMPI implementation when running as root should succeed": {"outcome": "passed", "seconds": 5.144}}
+        "MPIJob with OpenMPI implementation when running as root should succeed": {
+            "outcome": "passed",
+            "seconds": 5.144,
+        }
+    }

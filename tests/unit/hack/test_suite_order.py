@@ -1,6 +1,7 @@
 """The order tests/conftest.py gives the suite's tests: the xdist groups longest first, the groups whose build is still
 going (hack/make/test.sh's MPI_TEST_BUILDING) after two thirds of the ungrouped tests (in a group where only some tests
 wait for a build, those at the group's end), the image-archive tests last."""
+
 from __future__ import annotations
 
 import dataclasses

@@ -2,6 +2,7 @@
 
 The light path saves each module run the kubernetes client's import; everything it does not understand must go to
 the kubernetes client's loader (None here), never be half-read."""
+
 from __future__ import annotations
 
 import base64
@@ -23,12 +24,21 @@ def write(tmp_path: pathlib.Path, user: dict, cluster: dict | None = None, name:
         "apiVersion": "v1",
         "kind": "Config",
         "current-context": "main",
-        "contexts": [{"name": "main", "context": {"cluster": "c", "user": "u"}},
-                     {"name": "other", "context": {"cluster": "c2", "user": "u"}}],
-        "clusters": [{"name": "c", "cluster": cluster or {"server": "https://127.0.0.1:6443/",
-                                                          "certificate-authority-data": base64.b64encode(
-                                                              PEM.encode()).decode()}},
-                     {"name": "c2", "cluster": {"server": "https://other:443", "insecure-skip-tls-verify": True}}],
+        "contexts": [
+            {"name": "main", "context": {"cluster": "c", "user": "u"}},
+            {"name": "other", "context": {"cluster": "c2", "user": "u"}},
+        ],
+        "clusters": [
+            {
+                "name": "c",
+                "cluster": cluster
+                or {
+                    "server": "https://127.0.0.1:6443/",
+                    "certificate-authority-data": base64.b64encode(PEM.encode()).decode(),
+                },
+            },
+            {"name": "c2", "cluster": {"server": "https://other:443", "insecure-skip-tls-verify": True}},
+        ],
         "users": [{"name": "u", "user": user}],
     }
     path = tmp_path / name
@@ -45,8 +55,13 @@ def no_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_client_certificate_data_becomes_private_files(tmp_path: pathlib.Path) -> None:
-    path = write(tmp_path, {"client-certificate-data": base64.b64encode(b"CERT").decode(),
-                            "client-key-data": base64.b64encode(b"KEY").decode()})
+    path = write(
+        tmp_path,
+        {
+            "client-certificate-data": base64.b64encode(b"CERT").decode(),
+            "client-key-data": base64.b64encode(b"KEY").decode(),
+        },
+    )
     ep = kube_auth.light_endpoint({"kubeconfig": path})
     assert ep is not None
     assert ep.host == "https://127.0.0.1:6443" and ep.verify and ep.ca_data == PEM and ep.token is None
@@ -68,16 +83,30 @@ def test_context_selects_cluster_and_insecure_skip_tls_verify(tmp_path: pathlib.
 
 def test_parameters_override_the_kubeconfig(tmp_path: pathlib.Path) -> None:
     path = write(tmp_path, {"client-certificate": "c.crt", "client-key": "c.key"})
-    ep = kube_auth.light_endpoint({"kubeconfig": path, "host": "https://api.example:443/", "api_key": "tok",
-                              "validate_certs": False, "ca_cert": "/etc/ca.pem"})
+    ep = kube_auth.light_endpoint(
+        {
+            "kubeconfig": path,
+            "host": "https://api.example:443/",
+            "api_key": "tok",
+            "validate_certs": False,
+            "ca_cert": "/etc/ca.pem",
+        }
+    )
     assert ep is not None
-    assert (ep.host, ep.token, ep.verify, ep.ca_file, ep.ca_data) == ("https://api.example:443", "tok", False,
-                                                                      "/etc/ca.pem", None)
+    assert (ep.host, ep.token, ep.verify, ep.ca_file, ep.ca_data) == (
+        "https://api.example:443",
+        "tok",
+        False,
+        "/etc/ca.pem",
+        None,
+    )
     assert ep.cert_file is None and ep.key_file is None  # a token replaces the client certificate
 
 
 def test_client_certificate_paths_are_relative_to_the_kubeconfig(tmp_path: pathlib.Path) -> None:
-    ep = kube_auth.light_endpoint({"kubeconfig": write(tmp_path, {"client-certificate": "c.crt", "client-key": "c.key"})})
+    ep = kube_auth.light_endpoint(
+        {"kubeconfig": write(tmp_path, {"client-certificate": "c.crt", "client-key": "c.key"})}
+    )
     assert ep is not None and ep.cert_file == str(tmp_path / "c.crt") and ep.key_file == str(tmp_path / "c.key")
 
 
@@ -87,11 +116,14 @@ def test_environment_kubeconfig_is_used(tmp_path: pathlib.Path, monkeypatch: pyt
     assert ep is not None and ep.token == "from-env"
 
 
-@pytest.mark.parametrize("user", [
-    {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "get-token"}},
-    {"auth-provider": {"name": "oidc"}},
-    {"username": "admin", "password": "pw"},
-])
+@pytest.mark.parametrize(
+    "user",
+    [
+        {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "get-token"}},
+        {"auth-provider": {"name": "oidc"}},
+        {"username": "admin", "password": "pw"},
+    ],
+)
 def test_other_credentials_go_to_the_kubernetes_loader(tmp_path: pathlib.Path, user: dict) -> None:
     assert kube_auth.light_endpoint({"kubeconfig": write(tmp_path, user)}) is None
 
@@ -118,8 +150,9 @@ class Recorder:
     def __init__(self) -> None:
         self.sent: list[tuple] = []
 
-    def send(self, method: str, path: str, query: dict | None, headers: dict, body: object,
-             timeout: float) -> tuple[int, str, bytes]:
+    def send(
+        self, method: str, path: str, query: dict | None, headers: dict, body: object, timeout: float
+    ) -> tuple[int, str, bytes]:
         self.sent.append((method, path, query, headers, body, timeout))
         return 200, "OK", b'{"kind": "Status"}'
 
@@ -151,17 +184,32 @@ def test_rest_counts_calls_and_passes_query_and_timeout() -> None:
 
 # ---- kubernetes.core's connection options and environment variables ----------------------------------------------
 
+
 def test_every_option_reads_kubernetes_cores_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var, value in {"K8S_AUTH_HOST": "https://api:6443", "K8S_AUTH_SSL_CA_CERT": "/ca.pem",
-                       "K8S_AUTH_CERT_FILE": "/c.crt", "K8S_AUTH_KEY_FILE": "/c.key", "K8S_AUTH_VERIFY_SSL": "no",
-                       "K8S_AUTH_USERNAME": "u", "K8S_AUTH_PASSWORD": "p", "K8S_AUTH_PROXY": "http://proxy:3128",
-                       "K8S_AUTH_NO_PROXY": "10.0.0.0/8", "K8S_AUTH_PROXY_HEADERS_USER_AGENT": "ua/1",
-                       "K8S_AUTH_PERSIST_CONFIG": "true", "K8S_AUTH_IMPERSONATE_USER": "jane",
-                       "K8S_AUTH_IMPERSONATE_GROUPS": "g1,g2"}.items():
+    for var, value in {
+        "K8S_AUTH_HOST": "https://api:6443",
+        "K8S_AUTH_SSL_CA_CERT": "/ca.pem",
+        "K8S_AUTH_CERT_FILE": "/c.crt",
+        "K8S_AUTH_KEY_FILE": "/c.key",
+        "K8S_AUTH_VERIFY_SSL": "no",
+        "K8S_AUTH_USERNAME": "u",
+        "K8S_AUTH_PASSWORD": "p",
+        "K8S_AUTH_PROXY": "http://proxy:3128",
+        "K8S_AUTH_NO_PROXY": "10.0.0.0/8",
+        "K8S_AUTH_PROXY_HEADERS_USER_AGENT": "ua/1",
+        "K8S_AUTH_PERSIST_CONFIG": "true",
+        "K8S_AUTH_IMPERSONATE_USER": "jane",
+        "K8S_AUTH_IMPERSONATE_GROUPS": "g1,g2",
+    }.items():
         monkeypatch.setenv(var, value)
     a = kube_auth.auth({})
-    assert (a.host, a.ca_cert, a.client_cert, a.client_key, a.verify) == ("https://api:6443", "/ca.pem", "/c.crt",
-                                                                          "/c.key", False)
+    assert (a.host, a.ca_cert, a.client_cert, a.client_key, a.verify) == (
+        "https://api:6443",
+        "/ca.pem",
+        "/c.crt",
+        "/c.key",
+        False,
+    )
     assert (a.username, a.password, a.proxy, a.no_proxy) == ("u", "p", "http://proxy:3128", "10.0.0.0/8")
     assert a.proxy_headers == {"user_agent": "ua/1"} and a.persist_config is True
     assert (a.impersonate_user, a.impersonate_groups) == ("jane", ("g1", "g2"))
@@ -173,10 +221,21 @@ def test_every_option_reads_kubernetes_cores_environment_variables(monkeypatch: 
 
 
 def test_impersonation_and_basic_auth_become_headers() -> None:
-    a = kube_auth.auth({"host": "https://h", "impersonate_user": "jane", "impersonate_groups": ["a", "b"],
-                   "username": "u", "password": "p"})
-    assert a.headers() == [("Impersonate-User", "jane"), ("Impersonate-Group", "a"), ("Impersonate-Group", "b"),
-                           ("Authorization", "Basic " + base64.b64encode(b"u:p").decode())]
+    a = kube_auth.auth(
+        {
+            "host": "https://h",
+            "impersonate_user": "jane",
+            "impersonate_groups": ["a", "b"],
+            "username": "u",
+            "password": "p",
+        }
+    )
+    assert a.headers() == [
+        ("Impersonate-User", "jane"),
+        ("Impersonate-Group", "a"),
+        ("Impersonate-Group", "b"),
+        ("Authorization", "Basic " + base64.b64encode(b"u:p").decode()),
+    ]
     assert kube_auth.auth({"host": "https://h", "api_key": "t", "username": "u", "password": "p"}).headers() == []
 
 
@@ -200,8 +259,12 @@ def test_urllib3_transport_sends_one_header_line_per_impersonated_group() -> Non
     server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        params = {"host": f"http://127.0.0.1:{server.server_port}", "api_key": "tok", "impersonate_user": "jane",
-                  "impersonate_groups": ["a", "b"]}
+        params = {
+            "host": f"http://127.0.0.1:{server.server_port}",
+            "api_key": "tok",
+            "impersonate_user": "jane",
+            "impersonate_groups": ["a", "b"],
+        }
         ep = kube_auth.light_endpoint(params)
         kube_rest.Rest(kube_transport.Urllib3Transport(ep, kube_auth.auth(params).headers())).request("GET", "/api")
     finally:
@@ -225,16 +288,28 @@ def test_a_kubeconfig_of_another_type_is_an_error_naming_the_option(bad: object)
 
 
 def test_client_certificate_options_replace_the_kubeconfig_user(tmp_path: pathlib.Path) -> None:
-    ep = kube_auth.light_endpoint({"kubeconfig": write(tmp_path, {"token": "t"}), "client_cert": "/c.crt",
-                              "client_key": "/c.key", "api_key": None})
+    ep = kube_auth.light_endpoint(
+        {
+            "kubeconfig": write(tmp_path, {"token": "t"}),
+            "client_cert": "/c.crt",
+            "client_key": "/c.key",
+            "api_key": None,
+        }
+    )
     assert (ep.cert_file, ep.key_file) == ("/c.crt", "/c.key")
-    ep = kube_auth.light_endpoint({"host": "https://h", "client_cert": "/c.crt", "client_key": "/c.key", "ca_cert": "/ca"})
+    ep = kube_auth.light_endpoint(
+        {"host": "https://h", "client_cert": "/c.crt", "client_key": "/c.key", "ca_cert": "/ca"}
+    )
     assert (ep.host, ep.cert_file, ep.key_file, ep.ca_file, ep.token) == ("https://h", "/c.crt", "/c.key", "/ca", None)
 
 
 def test_a_proxy_goes_to_the_kubernetes_client_with_every_proxy_option(tmp_path: pathlib.Path) -> None:
-    params = {"kubeconfig": write(tmp_path, {"token": "t"}), "proxy": "http://proxy:3128", "no_proxy": "localhost",
-              "proxy_headers": {"proxy_basic_auth": "u:p", "user_agent": "ua/1", "basic_auth": None}}
+    params = {
+        "kubeconfig": write(tmp_path, {"token": "t"}),
+        "proxy": "http://proxy:3128",
+        "no_proxy": "localhost",
+        "proxy_headers": {"proxy_basic_auth": "u:p", "user_agent": "ua/1", "basic_auth": None},
+    }
     assert kube_auth.light_endpoint(params) is None
     cfg = kube_auth.api_client(params).configuration
     assert (cfg.proxy, cfg.no_proxy) == ("http://proxy:3128", "localhost")
@@ -244,10 +319,22 @@ def test_a_proxy_goes_to_the_kubernetes_client_with_every_proxy_option(tmp_path:
 
 def test_the_kubernetes_client_path_takes_a_dict_and_the_certificate_options(tmp_path: pathlib.Path) -> None:
     doc = yaml.safe_load(pathlib.Path(write(tmp_path, {"token": "t"})).read_text())
-    cfg = kube_auth.api_client({"kubeconfig": doc, "client_cert": "/c.crt", "client_key": "/c.key",
-                           "ca_cert": "/ca.pem", "validate_certs": False}).configuration
+    cfg = kube_auth.api_client(
+        {
+            "kubeconfig": doc,
+            "client_cert": "/c.crt",
+            "client_key": "/c.key",
+            "ca_cert": "/ca.pem",
+            "validate_certs": False,
+        }
+    ).configuration
     assert (cfg.host, cfg.cert_file, cfg.key_file, cfg.ssl_ca_cert, cfg.verify_ssl) == (
-        "https://127.0.0.1:6443", "/c.crt", "/c.key", "/ca.pem", False)
+        "https://127.0.0.1:6443",
+        "/c.crt",
+        "/c.key",
+        "/ca.pem",
+        False,
+    )
 
 
 def test_credentials_that_cannot_be_loaded_are_named_with_their_path(
@@ -282,8 +369,10 @@ def test_a_server_that_accepts_and_never_answers_fails_within_request_timeout_sa
         # two kubeconfig files go to the kubernetes client's loader (ApiClientTransport)
         first = write(tmp_path, {"token": "t"}, {"server": host, "insecure-skip-tls-verify": True}, "a")
         both = f"{first}:{write(tmp_path, {'token': 't'}, name='b')}"
-        for params, transport in (({"host": host, "validate_certs": False}, "Urllib3Transport"),
-                                  ({"kubeconfig": both}, "ApiClientTransport")):
+        for params, transport in (
+            ({"host": host, "validate_certs": False}, "Urllib3Transport"),
+            ({"kubeconfig": both}, "ApiClientTransport"),
+        ):
             rest = kube_rest.connect({**params, "request_timeout": 1.5})
             assert type(rest.transport).__name__ == transport
             started = time.monotonic()

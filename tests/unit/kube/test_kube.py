@@ -1,5 +1,6 @@
 """The parts of the shell that need no API server: SSH keys, API paths, the reconcile module's argument spec
 (tests/unit/docs checks every module's documentation against its spec)."""
+
 from __future__ import annotations
 
 from cryptography.hazmat.primitives import serialization
@@ -14,8 +15,10 @@ def test_ssh_keys_are_ecdsa_p521_like_kubeflows() -> None:
     assert public.startswith(b"ecdsa-sha2-nistp521 ") and public.endswith(b"\n")
     key = serialization.load_pem_private_key(private, password=None)
     assert key.curve.name == "secp521r1"
-    assert key.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                         serialization.PublicFormat.OpenSSH) == public.strip()
+    assert (
+        key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        == public.strip()
+    )
     assert sshkeys.generate_ssh_keys()[0] != private
 
 
@@ -27,9 +30,11 @@ def test_paths() -> None:
     assert rest.mpijob_path("batch.test.bdap.com/v1") == "/apis/batch.test.bdap.com/v1/mpijobs"  # every namespace
     assert rest.collection("batch/v1", "Job", "") == "/apis/batch/v1/jobs"
     assert rest.item("scheduling.k8s.io/v1", "PriorityClass", "", "high") == (
-        "/apis/scheduling.k8s.io/v1/priorityclasses/high")  # cluster-scoped
+        "/apis/scheduling.k8s.io/v1/priorityclasses/high"
+    )  # cluster-scoped
     assert rest.collection("scheduling.volcano.sh/v1beta1", "PodGroup", "ns") == (
-        "/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups")
+        "/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups"
+    )
 
 
 def test_module_argument_spec_is_the_contract() -> None:

@@ -1,6 +1,7 @@
 """One mpijob task (module_utils/kube/mpijob_task.py Run) without AnsibleModule or an API server: what it asks of Jobs,
 what it returns, and how its failures carry the partial result. Jobs is replaced by a stand-in that keeps jobs in a dict
 (the API calls themselves are tested against the real API server in tests/integration/test_mpijob_module.py)."""
+
 from __future__ import annotations
 
 import copy
@@ -12,11 +13,31 @@ from ansible_collections.mpi.operator.plugins.module_utils.kube.mpijob_task impo
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import Conflict, JobError, SubmitError
 
 PARAMS = {
-    "state": "present", "name": None, "namespace": None, "definition": None, "src": None, "template": None,
-    "image": None, "command": None, "workers": None, "slots_per_worker": None, "resources": None,
-    "launcher_resources": None, "mpi_implementation": None, "env": None, "labels": None, "clean_pod_policy": None,
-    "suspend": None, "force_conflicts": False, "force": None, "wait": False, "wait_for": None, "wait_timeout": 600,
-    "wait_sleep": 2, "fail_on_job_failure": True, "log_lines": 20,
+    "state": "present",
+    "name": None,
+    "namespace": None,
+    "definition": None,
+    "src": None,
+    "template": None,
+    "image": None,
+    "command": None,
+    "workers": None,
+    "slots_per_worker": None,
+    "resources": None,
+    "launcher_resources": None,
+    "mpi_implementation": None,
+    "env": None,
+    "labels": None,
+    "clean_pod_policy": None,
+    "suspend": None,
+    "force_conflicts": False,
+    "force": None,
+    "wait": False,
+    "wait_for": None,
+    "wait_timeout": 600,
+    "wait_sleep": 2,
+    "fail_on_job_failure": True,
+    "log_lines": 20,
 }
 SHORT = {"name": "pi", "image": "mpi:1", "command": "mpirun hostname", "workers": 2}
 
@@ -26,8 +47,12 @@ def params(**given: object) -> dict:
 
 
 def failed(job: dict) -> dict:
-    return {**job, "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "MPIJobFailed",
-                                              "message": "launcher failed"}]}}
+    return {
+        **job,
+        "status": {
+            "conditions": [{"type": "Failed", "status": "True", "reason": "MPIJobFailed", "message": "launcher failed"}]
+        },
+    }
 
 
 class Jobs:
@@ -106,8 +131,10 @@ def test_workers_alone_patch_only_the_worker_replicas() -> None:
     Run(params(**SHORT), jobs)()
     jobs.calls.clear()
     out = Run(params(name="pi", workers=3), jobs)()
-    assert out["method"] == "patched" and jobs.calls == ["get", "patch {'spec': {'mpiReplicaSpecs': {'Worker': "
-                                                                "{'replicas': 3}}}}"]
+    assert out["method"] == "patched" and jobs.calls == [
+        "get",
+        "patch {'spec': {'mpiReplicaSpecs': {'Worker': {'replicas': 3}}}}",
+    ]
     assert out["result"]["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 3
 
 
@@ -134,8 +161,9 @@ def test_a_failed_job_waited_for_fails_the_task_with_the_launcher_log_and_the_wh
     jobs = Jobs(finish=failed)
     with pytest.raises(JobError) as caught:
         Run(params(**SHORT, wait=True), jobs)()
-    assert str(caught.value).startswith("MPIJob default/pi failed: MPIJobFailed: launcher failed\n"
-                                        "launcher pod pi-launcher-x: Error, exit code 3\n")
+    assert str(caught.value).startswith(
+        "MPIJob default/pi failed: MPIJobFailed: launcher failed\nlauncher pod pi-launcher-x: Error, exit code 3\n"
+    )
     assert caught.value.result["summary"]["phase"] == "Failed" and caught.value.result["launcher_log"] == ["boom"]
     out = Run(params(**SHORT, wait=True, fail_on_job_failure=False), Jobs(finish=failed))()
     assert out["summary"]["phase"] == "Failed"
@@ -190,6 +218,7 @@ def test_run_module_turns_every_error_into_the_tasks_failure_in_one_form(capsys:
 
 # ---- mpijob options shared with kubernetes.core.k8s (docs/kubernetes-core.md) ------------------------------------
 
+
 def _mpijob_module():
     import importlib
 
@@ -201,8 +230,10 @@ def _params(**given):
 
 
 def test_definition_as_yaml_text_takes_its_one_mpijob():
-    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: kubeflow.org/v2beta1\nkind: MPIJob\n" \
-           "metadata: {name: pi}\n"
+    text = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: kubeflow.org/v2beta1\nkind: MPIJob\n"
+        "metadata: {name: pi}\n"
+    )
     assert task.given_definition(_params(definition=text))["metadata"]["name"] == "pi"
     with pytest.raises(SubmitError, match=r"^definition must hold exactly one MPIJob, found 2$"):
         task.given_definition(_params(definition=text + "---\nkind: MPIJob\nmetadata: {name: b}\n"))

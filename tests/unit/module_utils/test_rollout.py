@@ -1,5 +1,6 @@
 """The install's diagnosis of an operator pod that cannot start (plugins/module_utils/rollout.py), fed objects shaped
 as the API server returns them."""
+
 from __future__ import annotations
 
 from ansible_collections.mpi.operator.plugins.module_utils import rollout as R
@@ -8,23 +9,43 @@ NOW = R.parse_time("2026-01-01T00:01:00Z")
 
 
 def deployment(available=0, updated=1, replicas=1, generation=2, observed=2, conditions=()):
-    return {"metadata": {"name": "mpi-operator", "generation": generation},
-            "spec": {"replicas": 1},
-            "status": {"observedGeneration": observed, "updatedReplicas": updated, "availableReplicas": available,
-                       "replicas": replicas, "conditions": list(conditions)}}
+    return {
+        "metadata": {"name": "mpi-operator", "generation": generation},
+        "spec": {"replicas": 1},
+        "status": {
+            "observedGeneration": observed,
+            "updatedReplicas": updated,
+            "availableReplicas": available,
+            "replicas": replicas,
+            "conditions": list(conditions),
+        },
+    }
 
 
-def pod(name="mpi-operator-abc", waiting=None, restarts=0, last=None, scheduled=None, ready=False, deleting=False,
-        created="2026-01-01T00:00:00Z"):
+def pod(
+    name="mpi-operator-abc",
+    waiting=None,
+    restarts=0,
+    last=None,
+    scheduled=None,
+    ready=False,
+    deleting=False,
+    created="2026-01-01T00:00:00Z",
+):
     status: dict = {"conditions": []}
     if scheduled is not None:
         status["conditions"].append(scheduled)
     else:
-        status["containerStatuses"] = [{
-            "name": "mpi-operator", "image": "localhost/mpi-operator:0.1.0", "ready": ready, "restartCount": restarts,
-            "state": {"waiting": waiting} if waiting else {"running": {}},
-            "lastState": {"terminated": last} if last else {},
-        }]
+        status["containerStatuses"] = [
+            {
+                "name": "mpi-operator",
+                "image": "localhost/mpi-operator:0.1.0",
+                "ready": ready,
+                "restartCount": restarts,
+                "state": {"waiting": waiting} if waiting else {"running": {}},
+                "lastState": {"terminated": last} if last else {},
+            }
+        ]
     meta = {"name": name, "creationTimestamp": created}
     if deleting:
         meta["deletionTimestamp"] = "2026-01-01T00:00:30Z"
@@ -32,8 +53,14 @@ def pod(name="mpi-operator-abc", waiting=None, restarts=0, last=None, scheduled=
 
 
 def event(pod_name, reason, message, type_="Warning", count=1):
-    return {"involvedObject": {"kind": "Pod", "name": pod_name}, "reason": reason, "message": message, "type": type_,
-            "count": count, "lastTimestamp": "2026-01-01T00:00:50Z"}
+    return {
+        "involvedObject": {"kind": "Pod", "name": pod_name},
+        "reason": reason,
+        "message": message,
+        "type": type_,
+        "count": count,
+        "lastTimestamp": "2026-01-01T00:00:50Z",
+    }
 
 
 def test_rolled_out_is_ready_and_a_new_generation_is_not():
@@ -46,8 +73,12 @@ def test_rolled_out_is_ready_and_a_new_generation_is_not():
 
 def test_a_bad_image_fails_at_once_with_events_and_advice():
     p = pod(waiting={"reason": "ErrImagePull", "message": 'failed to pull "localhost/mpi-operator:0.1.0": not found'})
-    v = R.verdict(deployment(), [p], [event("mpi-operator-abc", "Failed", "Failed to pull image", count=3),
-                                       event("other", "Failed", "not ours")], NOW)
+    v = R.verdict(
+        deployment(),
+        [p],
+        [event("mpi-operator-abc", "Failed", "Failed to pull image", count=3), event("other", "Failed", "not ours")],
+        NOW,
+    )
     assert v.state == "failed" and "cannot get its image localhost/mpi-operator:0.1.0 (ErrImagePull" in v.summary
     assert v.events == ["Warning Failed (x3): Failed to pull image"]
     msg = v.message()
@@ -57,8 +88,11 @@ def test_a_bad_image_fails_at_once_with_events_and_advice():
 
 
 def test_a_crash_loop_shows_the_previous_containers_log():
-    p = pod(waiting={"reason": "CrashLoopBackOff", "message": "back-off 10s restarting failed container"}, restarts=1,
-            last={"exitCode": 1, "reason": "Error"})
+    p = pod(
+        waiting={"reason": "CrashLoopBackOff", "message": "back-off 10s restarting failed container"},
+        restarts=1,
+        last={"exitCode": 1, "reason": "Error"},
+    )
     v = R.verdict(deployment(), [p], [], NOW)
     assert v.state == "failed" and v.previous_log and v.container == "mpi-operator"
     assert "keeps exiting (exit code 1, Error; restarted 1 times, CrashLoopBackOff)" in v.summary
@@ -75,9 +109,13 @@ def test_restarts_without_readiness_are_a_crash_loop_before_the_kubelet_says_so(
 
 
 def test_unschedulable_after_a_grace_and_not_while_an_autoscaler_adds_a_node():
-    cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-            "message": "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.",
-            "lastTransitionTime": "2026-01-01T00:00:55Z"}
+    cond = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.",
+        "lastTransitionTime": "2026-01-01T00:00:55Z",
+    }
     p = pod(scheduled=cond)
     assert R.verdict(deployment(), [p], [], NOW).state == "waiting"  # 5 s: the scheduler may still find a node
     cond["lastTransitionTime"] = "2026-01-01T00:00:40Z"
@@ -94,8 +132,12 @@ def test_a_terminating_pod_of_the_old_revision_is_not_diagnosed():
 
 
 def test_replica_failure_and_progress_deadline():
-    quota = {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
-             "message": 'pods "mpi-operator-x" is forbidden: exceeded quota'}
+    quota = {
+        "type": "ReplicaFailure",
+        "status": "True",
+        "reason": "FailedCreate",
+        "message": 'pods "mpi-operator-x" is forbidden: exceeded quota',
+    }
     v = R.verdict(deployment(conditions=[quota]), [], [], NOW)
     assert v.state == "failed" and "exceeded quota" in v.summary
     deadline = {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "m"}
@@ -104,8 +146,9 @@ def test_replica_failure_and_progress_deadline():
 
 def test_timeout_names_the_unready_pod_and_its_events():
     p = pod(name="slow", restarts=0)
-    p["status"]["conditions"].append({"type": "Ready", "status": "False",
-                                      "message": "containers with unready status: [mpi-operator]"})
+    p["status"]["conditions"].append(
+        {"type": "Ready", "status": "False", "message": "containers with unready status: [mpi-operator]"}
+    )
     v = R.timed_out(deployment(), [p], [event("slow", "Unhealthy", "Readiness probe failed: HTTP 503")], 300)
     assert v.state == "failed" and v.pod == "slow" and v.container == "mpi-operator"
     assert v.summary.startswith("not ready after 300s (0 of 1 replicas available); pod slow: containers with unready")

@@ -1,5 +1,6 @@
 """The batch.test.bdap.com README's MPIJob through its life (created, workers ready, running, succeeded): the bdap API's
 tests and the API documentation tests both walk it."""
+
 from __future__ import annotations
 
 import copy
@@ -38,15 +39,21 @@ def ready_workers(world: P.World) -> P.World:
 
 def launcher(world: P.World, phase: str, exit_code: int | None = None) -> P.World:
     """The world with the launcher pod <job>-launcher (which the plan created) in `phase`."""
+
     def moved(pod: dict) -> dict:
         if pod["metadata"]["name"] != f"{NAME}-launcher":
             return pod
         pod = set_phase(pod, phase)
         pod["metadata"]["uid"] = "uid-launcher-pod"
         if exit_code is not None:
-            pod["status"]["containerStatuses"] = [{"name": "horovod-master", "state": {"terminated": {
-                "exitCode": exit_code, "finishedAt": "2026-01-01T00:05:00Z"}}}]
+            pod["status"]["containerStatuses"] = [
+                {
+                    "name": "horovod-master",
+                    "state": {"terminated": {"exitCode": exit_code, "finishedAt": "2026-01-01T00:05:00Z"}},
+                }
+            ]
         return pod
+
     world = copy.deepcopy(world)
     world.pods = [moved(p) for p in world.pods]
     return world

@@ -1,4 +1,5 @@
 """Shared test helpers: MPIJob manifests, a clock, golden YAML files."""
+
 from __future__ import annotations
 
 import copy
@@ -37,8 +38,13 @@ def manifest(name: str = "pi", workers: int | None = 2, **spec) -> dict:
             "mpiReplicaSpecs": {
                 "Launcher": {
                     "replicas": 1,
-                    "template": {"spec": {"containers": [
-                        {"name": "launcher", "image": "mpi-pi", "command": ["mpirun", "-n", "2", "/home/pi"]}]}},
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"name": "launcher", "image": "mpi-pi", "command": ["mpirun", "-n", "2", "/home/pi"]}
+                            ]
+                        }
+                    },
                 },
             },
         },
@@ -91,8 +97,13 @@ def world_after(world: P.World, plan: P.Plan) -> P.World:
     """The world once a plan's creates, patches and deletes took effect (a stand-in for the API server's storage,
     enough to check that a second plan is empty)."""
     w = copy.deepcopy(world)
-    slots = {"Service": "service", "ConfigMap": "config_map", "Secret": "secret", "Job": "launcher",
-             "PodGroup": "pod_group"}
+    slots = {
+        "Service": "service",
+        "ConfigMap": "config_map",
+        "Secret": "secret",
+        "Job": "launcher",
+        "PodGroup": "pod_group",
+    }
     for a in plan.actions:
         if a.kind == "Pod":
             if a.action == "create":
@@ -164,10 +175,19 @@ def settle(obj: dict, opts: K.Options | None = None, now=None, world: P.World | 
 
 
 def launcher_pod(world: P.World, phase: str, name: str = "pi-launcher-abcde") -> dict:
-    return set_phase({"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": name, "creationTimestamp": "2026-01-01T00:00:10Z",
-        "labels": {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/job-role": "launcher"},
-        "ownerReferences": [{"controller": True, "uid": world.launcher["metadata"]["uid"]}]}}, phase)
+    return set_phase(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "creationTimestamp": "2026-01-01T00:00:10Z",
+                "labels": {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/job-role": "launcher"},
+                "ownerReferences": [{"controller": True, "uid": world.launcher["metadata"]["uid"]}],
+            },
+        },
+        phase,
+    )
 
 
 def run_all(world: P.World, launcher_phase: str = "Running") -> P.World:
@@ -178,8 +198,11 @@ def run_all(world: P.World, launcher_phase: str = "Running") -> P.World:
 
 def finish_launcher(world: P.World, ctype: str = "Complete", reason: str = "") -> P.World:
     world.launcher = copy.deepcopy(world.launcher)
-    world.launcher["status"] = {"conditions": [{"type": ctype, "status": "True", "reason": reason}],
-                                "completionTime": "2026-01-01T00:05:00Z", "failed": 1 if ctype == "Failed" else 0}
+    world.launcher["status"] = {
+        "conditions": [{"type": ctype, "status": "True", "reason": reason}],
+        "completionTime": "2026-01-01T00:05:00Z",
+        "failed": 1 if ctype == "Failed" else 0,
+    }
     return world
 
 

@@ -1,4 +1,5 @@
 """Helpers for the T9k (batch.tensorstack.dev/v1beta1) tests: its documentation's own examples, a world with real pods."""
+
 from __future__ import annotations
 
 import copy
@@ -26,7 +27,7 @@ def _merge(base, over):
     if isinstance(base, dict) and isinstance(over, dict):
         return {**base, **{k: _merge(base.get(k), v) for k, v in over.items()}}
     if isinstance(base, list) and isinstance(over, list):
-        return [_merge(base[i] if i < len(base) else None, v) for i, v in enumerate(over)] + base[len(over):]
+        return [_merge(base[i] if i < len(base) else None, v) for i, v in enumerate(over)] + base[len(over) :]
     return copy.deepcopy(over) if over is not None else copy.deepcopy(base)
 
 
@@ -69,10 +70,20 @@ def settle(obj: dict, world: P.World | None = None, now=None) -> P.World:
 
 def launcher_pod(world: P.World, phase: str) -> dict:
     name = world.mpijob["metadata"]["name"]
-    return set_phase({"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": f"{name}-launcher-abcde", "uid": "uid-launcher-pod", "creationTimestamp": "2026-01-01T00:00:10Z",
-        "labels": {"training.kubeflow.org/job-name": name, "training.kubeflow.org/job-role": "launcher"},
-        "ownerReferences": [{"controller": True, "uid": world.launcher["metadata"]["uid"]}]}}, phase)
+    return set_phase(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{name}-launcher-abcde",
+                "uid": "uid-launcher-pod",
+                "creationTimestamp": "2026-01-01T00:00:10Z",
+                "labels": {"training.kubeflow.org/job-name": name, "training.kubeflow.org/job-role": "launcher"},
+                "ownerReferences": [{"controller": True, "uid": world.launcher["metadata"]["uid"]}],
+            },
+        },
+        phase,
+    )
 
 
 def workers_ready(world: P.World, phase: str = "Running") -> P.World:

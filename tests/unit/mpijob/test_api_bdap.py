@@ -1,5 +1,6 @@
 """batch.test.bdap.com/v1 through the shared core: its README's example manifest, copied as is, reconciled from
 creation to success, with golden children and status; every field of its CRD has a test here (FIELDS)."""
+
 from __future__ import annotations
 
 import copy
@@ -30,9 +31,22 @@ def test_readme_example_children_and_status_match_golden() -> None:
     """What each step creates and the status it writes, for the README's example as written."""
     docs = []
     for step, p, _ in lifecycle():
-        docs.append({"step": step, "actions": [
-            {"action": a.action, "kind": a.kind, "name": a.name, **({"body": a.body} if a.action == "create" else {})}
-            for a in p.actions if a.action != "event"], "status": p.status})
+        docs.append(
+            {
+                "step": step,
+                "actions": [
+                    {
+                        "action": a.action,
+                        "kind": a.kind,
+                        "name": a.name,
+                        **({"body": a.body} if a.action == "create" else {}),
+                    }
+                    for a in p.actions
+                    if a.action != "event"
+                ],
+                "status": p.status,
+            }
+        )
     assert_golden("bdap_simple_train_cpu", docs)
 
 
@@ -47,8 +61,9 @@ def test_launcher_waits_until_every_worker_is_ready() -> None:
 
 
 def test_status_phases_and_launcher_name() -> None:
-    phases = [(step, p.status["phase"], p.status.get("readyWorkers"), p.status.get("launcher"))
-              for step, p, _ in lifecycle()]
+    phases = [
+        (step, p.status["phase"], p.status.get("readyWorkers"), p.status.get("launcher")) for step, p, _ in lifecycle()
+    ]
     assert phases == [
         ("created", "Pending", 0, None),
         ("workers-ready", "Pending", 5, None),
@@ -58,7 +73,10 @@ def test_status_phases_and_launcher_name() -> None:
     final = lifecycle()[-1][1].status
     assert final["completionTime"] == "2026-01-01T00:05:00Z" and final["startTime"] == "2026-01-01T00:00:00Z"
     assert [(c["type"], c["status"]) for c in final["conditions"]] == [
-        ("Created", "True"), ("Running", "False"), ("Succeeded", "True")]
+        ("Created", "True"),
+        ("Running", "False"),
+        ("Succeeded", "True"),
+    ]
     assert set(final) <= {"phase", "readyWorkers", "launcher", "selector", "conditions", "startTime", "completionTime"}
 
 
@@ -66,8 +84,11 @@ def test_status_selector_selects_the_workers_alone() -> None:
     """status.selector is the scale subresource's labelSelectorPath (an HPA or `kubectl get --subresource=scale`)."""
     _, p, world = lifecycle()[2]
     selector = dict(term.split("=") for term in p.status["selector"].split(","))
-    chosen = sorted(pod["metadata"]["name"] for pod in world.pods
-                    if selector.items() <= (pod["metadata"].get("labels") or {}).items())
+    chosen = sorted(
+        pod["metadata"]["name"]
+        for pod in world.pods
+        if selector.items() <= (pod["metadata"].get("labels") or {}).items()
+    )
     assert chosen == [f"{NAME}-worker-{i}" for i in range(5)]
     assert f"{NAME}-launcher" in [pod["metadata"]["name"] for pod in world.pods]
 
@@ -101,6 +122,7 @@ def launcher_env(actions: list[P.Action]) -> dict:
 
 # ---- one test per spec field (FIELDS) --------------------------------------------------------------------------
 
+
 def test_num_workers() -> None:
     p = plan(example())
     assert [a.name for a in p.actions if a.kind == "Pod"] == [f"{NAME}-worker-{i}" for i in range(5)]
@@ -121,7 +143,10 @@ def test_launcher_template() -> None:
     body = next(a.body for a in p.actions if a.name == f"{NAME}-launcher")
     assert (body["kind"], body["metadata"]["name"]) == ("Pod", f"{NAME}-launcher")
     pod = body["spec"]
-    assert pod["containers"][0]["name"] == "horovod-master" and pod["containers"][0]["image"] == "farawaya/horovod-torch-cpu"
+    assert (
+        pod["containers"][0]["name"] == "horovod-master"
+        and pod["containers"][0]["image"] == "farawaya/horovod-torch-cpu"
+    )
     assert pod["containers"][0]["command"] == ["/bin/sh", "-c"]
     assert pod["restartPolicy"] == "Never"  # as the README writes it: one try, as the original's bare pod
 
@@ -129,8 +154,13 @@ def test_launcher_template() -> None:
 def test_worker_template() -> None:
     pod = next(a.body for a in plan(example()).actions if a.kind == "Pod")
     container = pod["spec"]["containers"][0]
-    assert container["name"] == "horovod-worker" and container["readinessProbe"]["exec"]["command"] == ["cat", "/ready.txt"]
-    assert pod["spec"]["restartPolicy"] == "OnFailure"  # unset in the README: a Pod's Always, as close as a job's pod gets
+    assert container["name"] == "horovod-worker" and container["readinessProbe"]["exec"]["command"] == [
+        "cat",
+        "/ready.txt",
+    ]
+    assert (
+        pod["spec"]["restartPolicy"] == "OnFailure"
+    )  # unset in the README: a Pod's Always, as close as a job's pod gets
     test_editing_the_worker_template_rolls_the_workers_one_by_one()
 
 
@@ -154,8 +184,9 @@ def test_editing_the_worker_template_rolls_the_workers_one_by_one() -> None:
     assert created[0]["spec"]["containers"][0]["image"] == "horovod-torch-cpu:local"
     world = world_after(world, p)
     assert deletes(plan(world.mpijob, world, now=at(62))) == []  # the new worker-0 is not Ready yet
-    world.pods = [set_phase(q, "Running", ready=True) if q["metadata"]["name"] == f"{NAME}-worker-0" else q
-                  for q in world.pods]
+    world.pods = [
+        set_phase(q, "Running", ready=True) if q["metadata"]["name"] == f"{NAME}-worker-0" else q for q in world.pods
+    ]
     assert deletes(plan(world.mpijob, world, now=at(63))) == [f"{NAME}-worker-1"]
 
 
@@ -175,6 +206,7 @@ def test_every_field_is_covered() -> None:
 
 # ---- errors name this API's fields --------------------------------------------------------------------------------
 
+
 def _errors(mutate) -> list[str]:
     obj = example()
     mutate(obj["spec"])
@@ -183,17 +215,24 @@ def _errors(mutate) -> list[str]:
     return [str(e) for e in info.value.errors]
 
 
-@pytest.mark.parametrize(("mutate", "expected"), [
-    (lambda s: s.pop("numWorkers"), "spec.numWorkers: required"),
-    (lambda s: s.update(numWorkers=0), "spec.numWorkers: must be >= 1"),
-    (lambda s: s.update(numWorkers="5"), "spec.numWorkers: must be an integer, got '5'"),
-    (lambda s: s.pop("launcherTemplate"), "spec.launcherTemplate: required"),
-    (lambda s: s.pop("workerTemplate"), "spec.workerTemplate: required"),
-    (lambda s: s["workerTemplate"]["spec"].update(containers=[]),
-     "spec.workerTemplate.spec.containers: must define at least one container"),
-    (lambda s: s["launcherTemplate"]["spec"]["containers"][0].update(env={}),
-     "spec.launcherTemplate.spec.containers[0].env: must be a list"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda s: s.pop("numWorkers"), "spec.numWorkers: required"),
+        (lambda s: s.update(numWorkers=0), "spec.numWorkers: must be >= 1"),
+        (lambda s: s.update(numWorkers="5"), "spec.numWorkers: must be an integer, got '5'"),
+        (lambda s: s.pop("launcherTemplate"), "spec.launcherTemplate: required"),
+        (lambda s: s.pop("workerTemplate"), "spec.workerTemplate: required"),
+        (
+            lambda s: s["workerTemplate"]["spec"].update(containers=[]),
+            "spec.workerTemplate.spec.containers: must define at least one container",
+        ),
+        (
+            lambda s: s["launcherTemplate"]["spec"]["containers"][0].update(env={}),
+            "spec.launcherTemplate.spec.containers[0].env: must be a list",
+        ),
+    ],
+)
 def test_errors_name_this_apis_fields(mutate, expected: str) -> None:
     assert expected in _errors(mutate)
 
@@ -240,10 +279,13 @@ def test_reconcile_never_crashes_on_malformed_bdap_objects(opts: K.Options) -> N
         result = plan(obj, opts=opts)
         assert result.status is not None
         assert result.status.get("phase") in ("Pending", "Running", "Succeeded", "Failed") or path[0] in (
-            "apiVersion", "kind")
+            "apiVersion",
+            "kind",
+        )
 
 
 # ---- the kubectl exec transport (the original's kubexec.sh): workers need no sshd ------------------------------------
+
 
 def launcher_spec(opts: K.Options | None = None) -> dict:
     """The launcher pod the plan creates once the workers are Ready."""
@@ -257,10 +299,15 @@ def test_the_launcher_starts_mpi_with_kubectl_exec_under_its_own_service_account
     first = plan(example())
     created = [(a.kind, a.name) for a in first.actions if a.action == "create"]
     assert [k for k in created if k[0] in ("ServiceAccount", "Role", "RoleBinding")] == [
-        ("ServiceAccount", f"{NAME}-launcher"), ("Role", f"{NAME}-launcher"), ("RoleBinding", f"{NAME}-launcher")]
+        ("ServiceAccount", f"{NAME}-launcher"),
+        ("Role", f"{NAME}-launcher"),
+        ("RoleBinding", f"{NAME}-launcher"),
+    ]
     role = next(a.body for a in first.actions if a.kind == "Role")
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-                             {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]},
+    ]
     script = next(a.body for a in first.actions if a.kind == "ConfigMap")["data"]["kubexec.sh"]
     assert 'exec kubectl exec "$host" --container horovod-worker -- /bin/sh -c "$*"' in script
     assert "host=${1%%.*}" in script  # the hostfile's FQDN cut to the pod name

@@ -5,6 +5,7 @@ there.
 The check below is the subset of the API server's structural validation a manifest meets first (unknown fields,
 types, required, enums, minimum, patterns); the CEL rules are exercised on a real API server (tests/integration).
 """
+
 from __future__ import annotations
 
 import functools
@@ -82,30 +83,55 @@ def fields(schema: dict[str, Any], path: str = "") -> set[str]:
 # field).
 BDAP_FIELDS = {".spec.numWorkers", ".spec.launcherTemplate", ".spec.workerTemplate"}
 T9K_FIELDS = {
-    ".spec.worker.replicas", ".spec.worker.extraMPIArgs", ".spec.worker.cmd", ".spec.worker.template",
-    ".spec.mca", ".spec.runPolicy.cleanUpWorkers", ".spec.ssh.sshdPath", ".spec.mpiHome",
-    ".spec.scheduler.t9kScheduler.queue", ".spec.scheduler.t9kScheduler.priority",
-    ".spec.runMode.debug.enabled", ".spec.runMode.debug.replicaSpecs[].type",
-    ".spec.runMode.debug.replicaSpecs[].skipInitContainer", ".spec.runMode.debug.replicaSpecs[].command",
-    ".spec.runMode.pause.enabled", ".spec.runMode.pause.resumeSpecs[].type",
-    ".spec.runMode.pause.resumeSpecs[].skipInitContainer", ".spec.runMode.pause.resumeSpecs[].command",
+    ".spec.worker.replicas",
+    ".spec.worker.extraMPIArgs",
+    ".spec.worker.cmd",
+    ".spec.worker.template",
+    ".spec.mca",
+    ".spec.runPolicy.cleanUpWorkers",
+    ".spec.ssh.sshdPath",
+    ".spec.mpiHome",
+    ".spec.scheduler.t9kScheduler.queue",
+    ".spec.scheduler.t9kScheduler.priority",
+    ".spec.runMode.debug.enabled",
+    ".spec.runMode.debug.replicaSpecs[].type",
+    ".spec.runMode.debug.replicaSpecs[].skipInitContainer",
+    ".spec.runMode.debug.replicaSpecs[].command",
+    ".spec.runMode.pause.enabled",
+    ".spec.runMode.pause.resumeSpecs[].type",
+    ".spec.runMode.pause.resumeSpecs[].skipInitContainer",
+    ".spec.runMode.pause.resumeSpecs[].command",
     ".spec.runMode.pause.resumeSpecs[].args",
-    ".status.conditions[].type", ".status.conditions[].status", ".status.conditions[].reason",
-    ".status.conditions[].message", ".status.conditions[].lastTransitionTime", ".status.phase",
-    ".status.tasks[].type", ".status.tasks[].restartCount", ".status.tasks[].status[].phase",
-    ".status.tasks[].status[].name", ".status.tasks[].status[].uid", ".status.tasks[].status[].containers",
-    *(f".status.aggregate.{k}" for k in ("creating", "pending", "running", "succeeded", "failed", "deleted", "unknown")),
+    ".status.conditions[].type",
+    ".status.conditions[].status",
+    ".status.conditions[].reason",
+    ".status.conditions[].message",
+    ".status.conditions[].lastTransitionTime",
+    ".status.phase",
+    ".status.tasks[].type",
+    ".status.tasks[].restartCount",
+    ".status.tasks[].status[].phase",
+    ".status.tasks[].status[].name",
+    ".status.tasks[].status[].uid",
+    ".status.tasks[].status[].containers",
+    *(
+        f".status.aggregate.{k}"
+        for k in ("creating", "pending", "running", "succeeded", "failed", "deleted", "unknown")
+    ),
 }
 
 
-@pytest.mark.parametrize(("group", "documented"), [("batch.test.bdap.com", BDAP_FIELDS),
-                                                   ("batch.tensorstack.dev", T9K_FIELDS)])
+@pytest.mark.parametrize(
+    ("group", "documented"), [("batch.test.bdap.com", BDAP_FIELDS), ("batch.tensorstack.dev", T9K_FIELDS)]
+)
 def test_every_documented_field_is_in_the_schema(group: str, documented: set[str]) -> None:
     assert documented - fields(schema_of(group)) == set()
 
 
-@pytest.mark.parametrize(("group", "name"), [("batch.test.bdap.com", "bdap-simple-train-cpu.yaml"),
-                                             ("batch.tensorstack.dev", "t9k-mpi-example.yaml")])
+@pytest.mark.parametrize(
+    ("group", "name"),
+    [("batch.test.bdap.com", "bdap-simple-train-cpu.yaml"), ("batch.tensorstack.dev", "t9k-mpi-example.yaml")],
+)
 def test_documented_example_fits_the_schema(group: str, name: str) -> None:
     obj = yaml.safe_load((MANIFESTS / name).read_text())
     assert obj["apiVersion"].split("/")[0] == group
@@ -116,16 +142,46 @@ def test_documented_example_fits_the_schema(group: str, name: str) -> None:
 def test_t9k_status_examples_fit_the_schema() -> None:
     """T9k's status examples, as its documentation writes them (its 'Initializing' condition type too)."""
     status = {
-        "conditions": [{"lastTransitionTime": "2021-01-18T02:36:09Z", "status": "True", "reason": "-",
-                        "message": "The job has been initialized successfully.", "type": "Initializing"},
-                       {"lastTransitionTime": "2021-01-18T02:36:31Z", "status": "True", "reason": "Failed",
-                        "message": "The job exited with an error code.", "type": "Failed"}],
+        "conditions": [
+            {
+                "lastTransitionTime": "2021-01-18T02:36:09Z",
+                "status": "True",
+                "reason": "-",
+                "message": "The job has been initialized successfully.",
+                "type": "Initializing",
+            },
+            {
+                "lastTransitionTime": "2021-01-18T02:36:31Z",
+                "status": "True",
+                "reason": "Failed",
+                "message": "The job exited with an error code.",
+                "type": "Failed",
+            },
+        ],
         "phase": "Failed",
-        "tasks": [{"type": "launcher", "restartCount": 0, "status": [
-            {"phase": "Running", "name": "mpi-example-launcher", "uid": "66634db2-35e7-4641-a4dc-adbd5479734e",
-             "containers": []}]}],
-        "aggregate": {"creating": 0, "deleted": 0, "failed": 0, "pending": 1, "running": 2, "succeeded": 0,
-                      "unknown": 0},
+        "tasks": [
+            {
+                "type": "launcher",
+                "restartCount": 0,
+                "status": [
+                    {
+                        "phase": "Running",
+                        "name": "mpi-example-launcher",
+                        "uid": "66634db2-35e7-4641-a4dc-adbd5479734e",
+                        "containers": [],
+                    }
+                ],
+            }
+        ],
+        "aggregate": {
+            "creating": 0,
+            "deleted": 0,
+            "failed": 0,
+            "pending": 1,
+            "running": 2,
+            "succeeded": 0,
+            "unknown": 0,
+        },
     }
     assert problems(status, schema_of("batch.tensorstack.dev")["properties"]["status"], ".status") == []
 
@@ -137,14 +193,23 @@ def test_t9k_status_examples_fit_the_schema() -> None:
         ("batch.test.bdap.com", {"spec": {"numWorkers": 0}}, ".spec.numWorkers: 0 < 1"),
         ("batch.test.bdap.com", {"spec": {"numworkers": 1}}, ".spec.numworkers: unknown field"),
         ("batch.test.bdap.com", {"spec": {}}, ".spec.launcherTemplate: required"),
-        ("batch.tensorstack.dev", {"spec": {"worker": {"template": {"spec": {"containers": []}}, "cmd": "x"}}},
-         ".spec.worker.cmd: str is not array"),
+        (
+            "batch.tensorstack.dev",
+            {"spec": {"worker": {"template": {"spec": {"containers": []}}, "cmd": "x"}}},
+            ".spec.worker.cmd: str is not array",
+        ),
         ("batch.tensorstack.dev", {"spec": {"worker": {}, "mca": {"btl": 1}}}, ".spec.mca.btl: int is not string"),
-        ("batch.tensorstack.dev", {"spec": {"worker": {}, "ssh": {"sshdPath": "sshd"}}},
-         ".spec.ssh.sshdPath: 'sshd' does not match ^/"),
+        (
+            "batch.tensorstack.dev",
+            {"spec": {"worker": {}, "ssh": {"sshdPath": "sshd"}}},
+            ".spec.ssh.sshdPath: 'sshd' does not match ^/",
+        ),
         ("batch.tensorstack.dev", {"spec": {"worker": {}, "mpiHome": "usr"}}, ".spec.mpiHome: 'usr' does not match ^/"),
-        ("batch.tensorstack.dev", {"spec": {"worker": {}, "runMode": {"debug": {"replicaSpecs": [{"type": "ps"}]}}}},
-         ".spec.runMode.debug.replicaSpecs[0].type: 'ps' not in ['launcher', 'worker']"),
+        (
+            "batch.tensorstack.dev",
+            {"spec": {"worker": {}, "runMode": {"debug": {"replicaSpecs": [{"type": "ps"}]}}}},
+            ".spec.runMode.debug.replicaSpecs[0].type: 'ps' not in ['launcher', 'worker']",
+        ),
     ],
 )
 def test_the_check_rejects_what_the_schema_rejects(group: str, obj: dict, expected: str) -> None:
@@ -160,13 +225,27 @@ def test_t9k_rules_from_its_doc() -> None:
     assert [r["rule"] for r in resume["x-kubernetes-validations"]] == ["self == oldSelf"]
 
 
-@pytest.mark.parametrize(("group", "version", "columns", "scale"), [
-    ("batch.test.bdap.com", "v1", ["Workers", "Ready", "Phase", "Age"],
-     {"specReplicasPath": ".spec.numWorkers", "statusReplicasPath": ".status.readyWorkers",
-      "labelSelectorPath": ".status.selector"}),
-    ("batch.tensorstack.dev", "v1beta1", ["Phase", "Workers", "Age"],
-     {"specReplicasPath": ".spec.worker.replicas", "statusReplicasPath": ".status.aggregate.running"}),
-])
+@pytest.mark.parametrize(
+    ("group", "version", "columns", "scale"),
+    [
+        (
+            "batch.test.bdap.com",
+            "v1",
+            ["Workers", "Ready", "Phase", "Age"],
+            {
+                "specReplicasPath": ".spec.numWorkers",
+                "statusReplicasPath": ".status.readyWorkers",
+                "labelSelectorPath": ".status.selector",
+            },
+        ),
+        (
+            "batch.tensorstack.dev",
+            "v1beta1",
+            ["Phase", "Workers", "Age"],
+            {"specReplicasPath": ".spec.worker.replicas", "statusReplicasPath": ".status.aggregate.running"},
+        ),
+    ],
+)
 def test_names_columns_and_subresources(group: str, version: str, columns: list[str], scale: dict) -> None:
     obj = crd(group)
     assert obj["metadata"]["name"] == f"mpijobs.{group}"

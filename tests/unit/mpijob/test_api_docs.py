@@ -1,6 +1,7 @@
 """What the batch.test.bdap.com README and T9k's MPIJob documentation say that no other unit test asserted
 (docs/apis.md, "Every field of its documentation, and its test", lists every documented field and behaviour with its
 test; these close the gaps that list found)."""
+
 from __future__ import annotations
 
 import copy
@@ -22,8 +23,10 @@ def _mpi_worker(pod_spec: dict) -> dict:
 def _both(obj: dict) -> list[dict]:
     """The mpi-worker container of worker-0 and of the launcher."""
     job = T.parse(obj)
-    return [_mpi_worker(K.worker_pod(job, 0, K.Options())["spec"]),
-            _mpi_worker(K.launcher_job(job, K.Options())["spec"]["template"]["spec"])]
+    return [
+        _mpi_worker(K.worker_pod(job, 0, K.Options())["spec"]),
+        _mpi_worker(K.launcher_job(job, K.Options())["spec"]["template"]["spec"]),
+    ]
 
 
 def test_t9k_env_example_reaches_both_roles() -> None:
@@ -31,15 +34,19 @@ def test_t9k_env_example_reaches_both_roles() -> None:
     for container in _both(completed(doc_examples("env")[0])):
         env = {e["name"]: e for e in container["env"]}
         assert env["ENV_DIRECT"] == {"name": "ENV_DIRECT", "value": "env-value"}
-        assert env["ENV_REFERENCED"] == {"name": "ENV_REFERENCED", "valueFrom": {"secretKeyRef": {
-            "name": "secret-name", "key": "key-in-secret"}}}
+        assert env["ENV_REFERENCED"] == {
+            "name": "ENV_REFERENCED",
+            "valueFrom": {"secretKeyRef": {"name": "secret-name", "key": "key-in-secret"}},
+        }
 
 
 def test_t9k_resources_example_reaches_both_roles() -> None:
     """The doc's resources example: requests 2 CPU / 2Gi, limits 4 CPU / 4Gi, on every replica."""
     for container in _both(completed(doc_examples("resources")[0])):
-        assert container["resources"] == {"limits": {"cpu": 4, "memory": "4Gi"},
-                                          "requests": {"cpu": 2, "memory": "2Gi"}}
+        assert container["resources"] == {
+            "limits": {"cpu": 4, "memory": "4Gi"},
+            "requests": {"cpu": 2, "memory": "2Gi"},
+        }
 
 
 def test_t9k_without_scheduler_uses_the_default_scheduler() -> None:

@@ -1,4 +1,5 @@
 """Golden files of the children of representative MPIJobs (readable YAML under golden/)."""
+
 from __future__ import annotations
 
 import base64
@@ -30,7 +31,9 @@ def _v1() -> dict:
         {"name": "mpi", "image": "mpi-pi", "command": ["mpirun", "/home/pi"]},
     ]
     obj["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"] = [
-        {"name": "sidecar", "image": "busybox"}, {"name": "mpi", "image": "mpi-pi"}]
+        {"name": "sidecar", "image": "busybox"},
+        {"name": "mpi", "image": "mpi-pi"},
+    ]
     del obj["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]  # v1 defaults Worker replicas to 1
     return obj
 
@@ -38,9 +41,11 @@ def _v1() -> dict:
 def _gang() -> dict:
     obj = manifest("gang", 3, runPolicy={"schedulingPolicy": {"queue": "research", "scheduleTimeoutSeconds": 60}})
     obj["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["resources"] = {
-        "requests": {"cpu": "500m", "memory": "1Gi"}}
+        "requests": {"cpu": "500m", "memory": "1Gi"}
+    }
     obj["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"] = {
-        "limits": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"}}
+        "limits": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"}
+    }
     obj["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["priorityClassName"] = "high"
     return obj
 
@@ -52,7 +57,11 @@ def _non_root() -> dict:
         tmpl["spec"]["securityContext"] = {"runAsUser": 1000}
         tmpl["metadata"] = {"labels": {"team": "hpc"}, "annotations": {"sidecar.istio.io/inject": "false"}}
     obj["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"] = [
-        "/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config"]
+        "/usr/sbin/sshd",
+        "-De",
+        "-f",
+        "/home/mpiuser/.sshd_config",
+    ]
     return obj
 
 
@@ -62,12 +71,22 @@ CASES = {
     "mpich": (manifest("mpich", 2, mpiImplementation="MPICH"), K.Options(cluster_domain="cluster.local"), ()),
     "launcher_as_worker": (manifest("law", 1, runLauncherAsWorker=True), K.Options(), ("law-worker-0",)),
     "launcher_as_worker_no_workers": (manifest("solo", None, runLauncherAsWorker=True), K.Options(), ()),
-    "suspended": (manifest("sus", 2, runPolicy={"suspend": True, "backoffLimit": 3, "activeDeadlineSeconds": 600,
-                                               "ttlSecondsAfterFinished": 60}), K.Options(), ()),
+    "suspended": (
+        manifest(
+            "sus",
+            2,
+            runPolicy={"suspend": True, "backoffLimit": 3, "activeDeadlineSeconds": 600, "ttlSecondsAfterFinished": 60},
+        ),
+        K.Options(),
+        (),
+    ),
     "gang_volcano": (_gang(), K.Options(gang_scheduling="volcano"), ()),
     "gang_scheduler_plugins": (_gang(), K.Options(gang_scheduling="scheduler-plugins-scheduler"), ()),
-    "gang_wait_for_workers": (manifest("wfw", 4, launcherCreationPolicy="WaitForWorkersReady"),
-                              K.Options(gang_scheduling="scheduler-plugins-scheduler"), ()),
+    "gang_wait_for_workers": (
+        manifest("wfw", 4, launcherCreationPolicy="WaitForWorkersReady"),
+        K.Options(gang_scheduling="scheduler-plugins-scheduler"),
+        (),
+    ),
     "v1_input": (_v1(), K.Options(), ()),
     "non_root": (_non_root(), K.Options(), ()),
 }
@@ -83,23 +102,30 @@ def test_hostfile_formats_per_implementation() -> None:
     openmpi = kubeflow.parse(manifest("pi", 2, slotsPerWorker=3))
     intel = kubeflow.parse(manifest("pi", 2, mpiImplementation="Intel", slotsPerWorker=3))
     assert K.hostfile(openmpi, K.Options()).splitlines() == [
-        "pi-worker-0.pi.ns.svc slots=3", "pi-worker-1.pi.ns.svc slots=3"]
+        "pi-worker-0.pi.ns.svc slots=3",
+        "pi-worker-1.pi.ns.svc slots=3",
+    ]
     assert K.hostfile(intel, K.Options(cluster_domain="example.org")).splitlines() == [
-        "pi-worker-0.pi.ns.svc.example.org:3", "pi-worker-1.pi.ns.svc.example.org:3"]
+        "pi-worker-0.pi.ns.svc.example.org:3",
+        "pi-worker-1.pi.ns.svc.example.org:3",
+    ]
 
 
 def test_discover_hosts_lists_running_workers_with_slots_sorted_by_name() -> None:
     job = kubeflow.parse(manifest("pi", 12, slotsPerWorker=2, runLauncherAsWorker=True))
     script = K.discover_hosts(job, ["pi-worker-2", "pi-worker-10"], K.Options())
-    assert script == ("#!/bin/sh\necho pi-launcher.pi.ns.svc:2\necho pi-worker-10.pi.ns.svc:2\n"
-                      "echo pi-worker-2.pi.ns.svc:2\n")
+    assert script == (
+        "#!/bin/sh\necho pi-launcher.pi.ns.svc:2\necho pi-worker-10.pi.ns.svc:2\necho pi-worker-2.pi.ns.svc:2\n"
+    )
 
 
 def test_openmpi_launcher_gets_prrte_equivalents_of_orte_variables_but_keep_fqdn() -> None:
     env = {e["name"]: e.get("value") for e in K.launcher_env(kubeflow.parse(manifest(slotsPerWorker=4)))}
-    for orte, prrte in (("OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile"),
-                        ("OMPI_MCA_orte_set_default_slots", "PRTE_MCA_prte_set_default_slots"),
-                        ("OMPI_MCA_plm_rsh_args", "PRTE_MCA_plm_ssh_args")):
+    for orte, prrte in (
+        ("OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile"),
+        ("OMPI_MCA_orte_set_default_slots", "PRTE_MCA_prte_set_default_slots"),
+        ("OMPI_MCA_plm_rsh_args", "PRTE_MCA_plm_ssh_args"),
+    ):
         assert env[prrte] == env[orte]
     assert env["PRTE_MCA_prte_set_default_slots"] == "4"
     # PRRTE with keep_fqdn_hostnames does not know a launcher-as-worker's hostfile name for its own (Kubeflow's e2e

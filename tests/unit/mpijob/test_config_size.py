@@ -1,6 +1,7 @@
 """A job whose hostfile cannot be stored is refused before any child is built: the ConfigMap holds at most 1 MiB,
 and the CRDs' int32 lets a manifest ask for two billion workers (building their pods would take the reconcile's
 memory, and every job batched with it would fail with it)."""
+
 from __future__ import annotations
 
 import copy
@@ -29,11 +30,14 @@ def data_bytes(config_map: dict) -> int:
 
 
 @pytest.mark.parametrize("workers", [1, 9, 10, 11, 99, 100, 101, 1234])
-@pytest.mark.parametrize(("spec", "opts"), [
-    ({}, K.Options()),
-    ({"mpiImplementation": "Intel", "slotsPerWorker": 16}, K.Options(cluster_domain="cluster.local")),
-    ({"runLauncherAsWorker": True, "mpiImplementation": "MPICH"}, K.Options()),
-])
+@pytest.mark.parametrize(
+    ("spec", "opts"),
+    [
+        ({}, K.Options()),
+        ({"mpiImplementation": "Intel", "slotsPerWorker": 16}, K.Options(cluster_domain="cluster.local")),
+        ({"runLauncherAsWorker": True, "mpiImplementation": "MPICH"}, K.Options()),
+    ],
+)
 def test_the_computed_size_is_the_built_configmaps(workers: int, spec: dict, opts: K.Options) -> None:
     job = kubeflow.parse(manifest("pi", workers, **spec))
     every_worker = [K.worker_name(job, i) for i in range(workers)]
@@ -62,11 +66,14 @@ def t9k_with(workers: int) -> dict:
     return obj
 
 
-@pytest.mark.parametrize(("obj", "field"), [
-    (manifest("pi", INT32_MAX), "spec.mpiReplicaSpecs.Worker.replicas"),
-    (bdap_with(INT32_MAX), "spec.numWorkers"),
-    (t9k_with(INT32_MAX), "spec.worker.replicas"),
-])
+@pytest.mark.parametrize(
+    ("obj", "field"),
+    [
+        (manifest("pi", INT32_MAX), "spec.mpiReplicaSpecs.Worker.replicas"),
+        (bdap_with(INT32_MAX), "spec.numWorkers"),
+        (t9k_with(INT32_MAX), "spec.worker.replicas"),
+    ],
+)
 def test_two_billion_workers_fail_at_once_naming_the_apis_field(obj: dict, field: str) -> None:
     start = time.process_time()
     p = plan(obj)
@@ -80,8 +87,11 @@ def test_two_billion_workers_fail_at_once_naming_the_apis_field(obj: dict, field
 
 def test_the_largest_job_that_fits_runs_and_one_more_worker_does_not() -> None:
     opts = K.Options()
-    fits = max(n for n in range(14_000, 16_000, 1) if K.config_bytes(kubeflow.parse(manifest("pi", n)), opts)
-               <= C.CONFIG_MAP_MAX_BYTES)
+    fits = max(
+        n
+        for n in range(14_000, 16_000, 1)
+        if K.config_bytes(kubeflow.parse(manifest("pi", n)), opts) <= C.CONFIG_MAP_MAX_BYTES
+    )
     assert {a.kind for a in plan(manifest("pi", fits)).actions if a.action == "create"} >= {"ConfigMap", "Pod"}
     over = plan(manifest("pi", fits + 1))
     assert not [a for a in over.actions if a.action == "create"] and over.error

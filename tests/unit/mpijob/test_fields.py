@@ -3,6 +3,7 @@
 FIELDS maps each field to the test that shows its effect; test_every_field_is_covered fails when the CRD
 grows a field nobody tests.
 """
+
 from __future__ import annotations
 
 import sys
@@ -59,8 +60,10 @@ def test_launcher_creation_policy() -> None:
     assert ("create", "Job", "pi-launcher") in kinds(plan(manifest(launcherCreationPolicy="AtStartup")))
 
 
-@pytest.mark.parametrize(("impl", "var"), [("OpenMPI", "OMPI_MCA_orte_default_hostfile"),
-                                           ("Intel", "I_MPI_HYDRA_HOST_FILE"), ("MPICH", "HYDRA_HOST_FILE")])
+@pytest.mark.parametrize(
+    ("impl", "var"),
+    [("OpenMPI", "OMPI_MCA_orte_default_hostfile"), ("Intel", "I_MPI_HYDRA_HOST_FILE"), ("MPICH", "HYDRA_HOST_FILE")],
+)
 def test_mpi_implementation(impl: str, var: str) -> None:
     _, _, launcher = build(manifest(mpiImplementation=impl))
     assert env(launcher["spec"]["template"]["spec"])[var] == "/etc/mpi/hostfile"
@@ -83,10 +86,14 @@ def test_run_policy_clean_pod_policy() -> None:
 
 
 def test_run_policy_job_limits() -> None:
-    _, _, launcher = build(manifest(runPolicy={"backoffLimit": 2, "activeDeadlineSeconds": 30,
-                                               "ttlSecondsAfterFinished": 5}))
-    assert (launcher["spec"]["backoffLimit"], launcher["spec"]["activeDeadlineSeconds"],
-            launcher["spec"]["ttlSecondsAfterFinished"]) == (2, 30, 5)
+    _, _, launcher = build(
+        manifest(runPolicy={"backoffLimit": 2, "activeDeadlineSeconds": 30, "ttlSecondsAfterFinished": 5})
+    )
+    assert (
+        launcher["spec"]["backoffLimit"],
+        launcher["spec"]["activeDeadlineSeconds"],
+        launcher["spec"]["ttlSecondsAfterFinished"],
+    ) == (2, 30, 5)
 
 
 def test_run_policy_suspend() -> None:
@@ -100,8 +107,17 @@ def test_run_policy_managed_by() -> None:
 
 
 def test_scheduling_policy() -> None:
-    obj = manifest(runPolicy={"schedulingPolicy": {"minAvailable": 2, "queue": "q", "priorityClass": "pc",
-                                                   "minResources": {"cpu": "3"}, "scheduleTimeoutSeconds": 9}})
+    obj = manifest(
+        runPolicy={
+            "schedulingPolicy": {
+                "minAvailable": 2,
+                "queue": "q",
+                "priorityClass": "pc",
+                "minResources": {"cpu": "3"},
+                "scheduleTimeoutSeconds": 9,
+            }
+        }
+    )
     job = kubeflow.parse(obj)
     volcano = PG.pod_group(job, K.Options(gang_scheduling="volcano"))
     plugins = PG.pod_group(job, K.Options(gang_scheduling="sched"))

@@ -1,4 +1,5 @@
 """Plans: desired vs observed -> ordered actions, and idempotence (a second plan on the result is empty)."""
+
 from __future__ import annotations
 
 import copy
@@ -32,14 +33,20 @@ from ._helpers import (
 def test_new_job_creates_children_in_kubeflow_order() -> None:
     p = plan(manifest())
     assert kinds(p) == [
-        ("create", "Service", "pi"), ("create", "ConfigMap", "pi-config"), ("create", "Secret", "pi-ssh"),
-        ("create", "Pod", "pi-worker-0"), ("create", "Pod", "pi-worker-1"), ("create", "Job", "pi-launcher"),
-        ("status", "MPIJob", "pi"), ("event", "Event", "MPIJobCreated"),
+        ("create", "Service", "pi"),
+        ("create", "ConfigMap", "pi-config"),
+        ("create", "Secret", "pi-ssh"),
+        ("create", "Pod", "pi-worker-0"),
+        ("create", "Pod", "pi-worker-1"),
+        ("create", "Job", "pi-launcher"),
+        ("status", "MPIJob", "pi"),
+        ("event", "Event", "MPIJobCreated"),
     ]
     assert p.status["conditions"][0]["type"] == "Created" and p.status["startTime"] == "2026-01-01T00:00:00Z"
     assert p.status["replicaStatuses"]["Worker"]["selector"] == (
         "training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=worker,"
-        "training.kubeflow.org/operator-name=mpi-operator")
+        "training.kubeflow.org/operator-name=mpi-operator"
+    )
 
 
 def test_reconcile_is_idempotent() -> None:
@@ -58,7 +65,8 @@ def test_running_when_launcher_and_all_workers_run() -> None:
     # the hostfile stays static, discover_hosts.sh now lists the Running workers with their slots
     cm = next(a for a in p.actions if a.kind == "ConfigMap")
     assert cm.body["data"]["discover_hosts.sh"] == (
-        "#!/bin/sh\necho pi-worker-0.pi.ns.svc:1\necho pi-worker-1.pi.ns.svc:1\n")
+        "#!/bin/sh\necho pi-worker-0.pi.ns.svc:1\necho pi-worker-1.pi.ns.svc:1\n"
+    )
 
 
 def test_succeeded_then_clean_pod_policy_all_removes_workers_and_launcher_pods() -> None:
@@ -100,7 +108,9 @@ def test_cleanup_later_has_nothing_to_defer_without_a_clean_up_or_once_the_ttl_e
     world = finish_launcher(run_all(settle(manifest())))  # cleanPodPolicy None
     p = plan(world.mpijob, world, later, now=at(400))
     assert S.is_true(p.status, "Succeeded") and not p.cleanup_pending
-    world = finish_launcher(run_all(settle(manifest(runPolicy={"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 0}))))
+    world = finish_launcher(
+        run_all(settle(manifest(runPolicy={"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 0})))
+    )
     p = plan(world.mpijob, world, later, now=at(400))
     assert p.outcome is Outcome.DELETED and not p.cleanup_pending  # the MPIJob goes, its children with it
 
@@ -172,8 +182,11 @@ def test_failed_worker_shows_in_conditions() -> None:
     cond = p.status["conditions"][-1]
     assert (cond["type"], cond["status"], cond["reason"]) == ("Running", "False", "MPIJobWorkerFailed")
     assert cond["message"] == "1/2 workers failed: pi-worker-1 (OOMKilled, exit code 137)"
-    assert p.status["replicaStatuses"]["Worker"] == {"active": 1, "failed": 1,
-                                                     "selector": p.status["replicaStatuses"]["Worker"]["selector"]}
+    assert p.status["replicaStatuses"]["Worker"] == {
+        "active": 1,
+        "failed": 1,
+        "selector": p.status["replicaStatuses"]["Worker"]["selector"],
+    }
     assert ("event", "Event", "MPIJobWorkerFailed") in kinds(p)
     world = world_after(world, p)
     assert plan(world.mpijob, world, now=at(50)).actions == []  # no repeated event
@@ -285,7 +298,9 @@ def test_elastic_scale_down_deletes_highest_indices_first_and_rewrites_the_hostf
     world.mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 3
     p = plan(world.mpijob, world, now=at(40))
     assert [a.name for a in p.actions if a.action == "create"] == ["pi-worker-2"]
-    assert "pi-worker-2.pi.ns.svc slots=1" in next(a for a in p.actions if a.kind == "ConfigMap").body["data"]["hostfile"]
+    assert (
+        "pi-worker-2.pi.ns.svc slots=1" in next(a for a in p.actions if a.kind == "ConfigMap").body["data"]["hostfile"]
+    )
 
 
 def test_scaling_updates_a_derived_pod_group() -> None:
@@ -325,7 +340,10 @@ def test_a_child_owned_by_someone_else_is_not_taken_over() -> None:
     foreign = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "pi", "ownerReferences": []}}
     p = plan(obj, P.World(mpijob=obj, service=foreign))
     assert kinds(p) == [("event", "Event", "ErrResourceExists")]
-    assert p.error == 'Resource "pi" of Kind "Service" already exists and is not managed by MPIJob' and p.outcome is Outcome.RETRY
+    assert (
+        p.error == 'Resource "pi" of Kind "Service" already exists and is not managed by MPIJob'
+        and p.outcome is Outcome.RETRY
+    )
 
 
 def test_drift_is_repaired() -> None:
@@ -336,7 +354,9 @@ def test_drift_is_repaired() -> None:
     p = plan(world.mpijob, world, now=at(10))
     assert kinds(p) == [("patch", "Service", "pi"), ("patch", "ConfigMap", "pi-config"), ("patch", "Secret", "pi-ssh")]
     assert p.actions[0].body["spec"]["selector"]["app"] is None  # a merge patch that replaces the selector
-    assert world_after(world, p).service["spec"]["selector"] == K.service(kubeflow.parse(world.mpijob))["spec"]["selector"]
+    assert (
+        world_after(world, p).service["spec"]["selector"] == K.service(kubeflow.parse(world.mpijob))["spec"]["selector"]
+    )
 
 
 def test_malformed_job_gets_a_failed_condition_and_a_warning_naming_the_field() -> None:
@@ -347,7 +367,10 @@ def test_malformed_job_gets_a_failed_condition_and_a_warning_naming_the_field() 
     cond = p.status["conditions"][-1]
     assert (cond["type"], cond["status"], cond["reason"]) == ("Failed", "True", "ValidationError")
     assert "spec.mpiReplicaSpecs.Worker.replicas: must be >= 1" in cond["message"]
-    assert p.actions[1].body["type"] == "Warning" and "spec.mpiReplicaSpecs.Worker.replicas" in p.actions[1].body["message"]
+    assert (
+        p.actions[1].body["type"] == "Warning"
+        and "spec.mpiReplicaSpecs.Worker.replicas" in p.actions[1].body["message"]
+    )
     assert p.error and p.outcome is Outcome.ERROR
     fixed = with_status(obj, p.status)
     assert plan(fixed, now=at(5)).actions == []  # no new event for the same error
@@ -429,8 +452,10 @@ def test_scale_down_waits_until_the_launcher_knows_the_workers_are_going() -> No
     p = plan(world.mpijob, world, now=at(33))  # 3. C.HOSTS_NOTICE_S for the kubelet and Horovod's discovery
     assert p.actions == [] and p.requeue_after == C.HOSTS_NOTICE_S - 2
     p = plan(world.mpijob, world, now=at(36))  # 4. the workers
-    assert [(a.action, a.name) for a in p.actions if a.kind == "Pod"] == [("delete", "pi-worker-2"),
-                                                                           ("delete", "pi-worker-1")]
+    assert [(a.action, a.name) for a in p.actions if a.kind == "Pod"] == [
+        ("delete", "pi-worker-2"),
+        ("delete", "pi-worker-1"),
+    ]
 
 
 @pytest.mark.parametrize("launcher_phase", ["Pending", "Succeeded", None])

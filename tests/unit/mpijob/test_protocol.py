@@ -1,5 +1,6 @@
 """A job's key (one shape everywhere, the API's storage version) and a reconcile's outcome (one value, one mapping of
 API errors)."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,13 @@ def test_a_key_always_names_its_apis_storage_version() -> None:
 
 
 def test_two_apis_jobs_of_one_name_are_two_keys() -> None:
-    keys = {job_key("ns", "pi"), job_key("ns", "pi", "kubeflow.org/v1"), job_key("ns", "pi", T9K),
-            job_key("ns", "pi", BDAP), job_key("other", "pi")}
+    keys = {
+        job_key("ns", "pi"),
+        job_key("ns", "pi", "kubeflow.org/v1"),
+        job_key("ns", "pi", T9K),
+        job_key("ns", "pi", BDAP),
+        job_key("other", "pi"),
+    }
     assert len(keys) == 4
 
 
@@ -34,26 +40,29 @@ def test_a_results_key_is_the_key_of_its_entry() -> None:
     assert JobResult(namespace="ns", name="pi", api_version=T9K).key == Key("ns", "pi", T9K)
 
 
-@pytest.mark.parametrize(("action", "status", "outcome"), [
-    ("status", 404, Outcome.DELETED),  # the MPIJob itself is gone
-    ("status", 409, Outcome.RETRY),  # written by someone else since it was read
-    ("status", 422, Outcome.RETRY),
-    ("status", 500, Outcome.RETRY),
-    ("create", 400, Outcome.ERROR),  # the API refuses what the template asks for
-    ("create", 422, Outcome.ERROR),
-    ("create", 403, Outcome.RETRY),  # RBAC, a quota: may change without the job changing
-    ("create", 404, Outcome.RETRY),
-    ("create", 503, Outcome.RETRY),
-    ("patch", 404, Outcome.RETRY),
-    ("patch", 409, Outcome.RETRY),
-    ("patch", 422, Outcome.RETRY),
-    ("delete", 409, Outcome.RETRY),
-    ("delete", 500, Outcome.RETRY),
-    ("event", 404, Outcome.RETRY),
-    ("event", 429, Outcome.RETRY),
-    ("delete-mpijob", 409, Outcome.RETRY),
-    ("delete-mpijob", 500, Outcome.RETRY),
-])
+@pytest.mark.parametrize(
+    ("action", "status", "outcome"),
+    [
+        ("status", 404, Outcome.DELETED),  # the MPIJob itself is gone
+        ("status", 409, Outcome.RETRY),  # written by someone else since it was read
+        ("status", 422, Outcome.RETRY),
+        ("status", 500, Outcome.RETRY),
+        ("create", 400, Outcome.ERROR),  # the API refuses what the template asks for
+        ("create", 422, Outcome.ERROR),
+        ("create", 403, Outcome.RETRY),  # RBAC, a quota: may change without the job changing
+        ("create", 404, Outcome.RETRY),
+        ("create", 503, Outcome.RETRY),
+        ("patch", 404, Outcome.RETRY),
+        ("patch", 409, Outcome.RETRY),
+        ("patch", 422, Outcome.RETRY),
+        ("delete", 409, Outcome.RETRY),
+        ("delete", 500, Outcome.RETRY),
+        ("event", 404, Outcome.RETRY),
+        ("event", 429, Outcome.RETRY),
+        ("delete-mpijob", 409, Outcome.RETRY),
+        ("delete-mpijob", 500, Outcome.RETRY),
+    ],
+)
 def test_an_api_error_means_one_outcome(action: str, status: int, outcome: Outcome) -> None:
     assert api_error_outcome(action, status) is outcome
 

@@ -1,6 +1,7 @@
 """A child the API server refuses to create (400, 422) fails its job as an invalid spec does: Failed, reason
 ValidationError, the message naming the field of the job's own template (found by the storm of `make chaos`: such a
 job had only a Warning Event, no condition). The server's messages are as kube-apiserver 1.35 wrote them."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,12 +17,17 @@ from ._bdap import example as bdap_job
 from ._helpers import at, manifest
 from ._t9k import t9k
 
-NAME_RULE = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and"
-             " end with an alphanumeric character")
-JOB_REFUSED = (f'Job.batch "pi-launcher" is invalid: spec.template.spec.containers[0].name: Invalid value: "Pi": '
-               f"{NAME_RULE}")
-POD_REFUSED = ('Pod "pi-worker-0" is invalid: [spec.containers[0].image: Required value, '
-               'metadata.labels: Invalid value: "-x": name part must consist of alphanumeric characters]')
+NAME_RULE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and"
+    " end with an alphanumeric character"
+)
+JOB_REFUSED = (
+    f'Job.batch "pi-launcher" is invalid: spec.template.spec.containers[0].name: Invalid value: "Pi": {NAME_RULE}'
+)
+POD_REFUSED = (
+    'Pod "pi-worker-0" is invalid: [spec.containers[0].image: Required value, '
+    'metadata.labels: Invalid value: "-x": name part must consist of alphanumeric characters]'
+)
 
 
 def failed(plan: P.Plan) -> dict:
@@ -32,8 +38,10 @@ def test_a_refused_launcher_job_fails_the_job_naming_the_launcher_templates_fiel
     plan = rejected(manifest(), "Job", "pi-launcher", JOB_REFUSED, at(0))
     cond = failed(plan)
     assert cond["status"] == "True" and cond["reason"] == C.REASON_VALIDATION
-    assert cond["message"] == ("Found validation errors: spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].name"
-                               f': Invalid value: "Pi": {NAME_RULE}')
+    assert cond["message"] == (
+        "Found validation errors: spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].name"
+        f': Invalid value: "Pi": {NAME_RULE}'
+    )
     assert mutations.FIELD.match(cond["message"])
     assert plan.outcome is Outcome.ERROR and plan.error == cond["message"]
     assert [a.action for a in plan.actions] == ["status", "event"]
@@ -46,28 +54,40 @@ def test_a_refused_worker_pod_names_every_field_in_the_worker_template() -> None
     assert cond["message"] == (
         "Found validation errors: spec.mpiReplicaSpecs.Worker.template.spec.containers[0].image: Required value, "
         'spec.mpiReplicaSpecs.Worker.template.metadata.labels: Invalid value: "-x": name part must consist of '
-        "alphanumeric characters")
+        "alphanumeric characters"
+    )
 
 
-@pytest.mark.parametrize(("job", "kind", "name", "path"), [
-    (t9k(), "Job", "random-walk-launcher", "spec.worker.template.spec.containers[0].name"),
-    (t9k(), "Pod", "random-walk-worker-0", "spec.worker.template.spec.containers[0].image"),
-    (bdap_job(), "Pod", "simple-train-cpu-launcher", "spec.launcherTemplate.spec.containers[0].image"),
-    (bdap_job(), "Pod", "simple-train-cpu-worker-1", "spec.workerTemplate.spec.containers[0].image"),
-])
+@pytest.mark.parametrize(
+    ("job", "kind", "name", "path"),
+    [
+        (t9k(), "Job", "random-walk-launcher", "spec.worker.template.spec.containers[0].name"),
+        (t9k(), "Pod", "random-walk-worker-0", "spec.worker.template.spec.containers[0].image"),
+        (bdap_job(), "Pod", "simple-train-cpu-launcher", "spec.launcherTemplate.spec.containers[0].image"),
+        (bdap_job(), "Pod", "simple-train-cpu-worker-1", "spec.workerTemplate.spec.containers[0].image"),
+    ],
+)
 def test_each_api_names_its_own_template(job: dict, kind: str, name: str, path: str) -> None:
     job["metadata"].setdefault("uid", "uid-1")
-    refused = f'{kind} "{name}" is invalid: ' + ("spec.template." if kind == "Job" else "") + (
-        "spec.containers[0].name: Invalid value" if path.endswith("name") else "spec.containers[0].image: Required value")
-    assert failed(rejected(job, kind, name, refused, at(0)))["message"].startswith(
-        f"Found validation errors: {path}: ")
+    refused = (
+        f'{kind} "{name}" is invalid: '
+        + ("spec.template." if kind == "Job" else "")
+        + (
+            "spec.containers[0].name: Invalid value"
+            if path.endswith("name")
+            else "spec.containers[0].image: Required value"
+        )
+    )
+    assert failed(rejected(job, kind, name, refused, at(0)))["message"].startswith(f"Found validation errors: {path}: ")
 
 
 def test_a_refusal_naming_no_field_names_the_template_or_the_object() -> None:
     api = api_for(manifest())
     err = child_field_error(api, "Pod", False, "pi-worker-0", "the body of the request was in an unknown format")
-    assert str(err) == ("spec.mpiReplicaSpecs.Worker.template: the API server refused Pod pi-worker-0: the body of the "
-                        "request was in an unknown format")
+    assert str(err) == (
+        "spec.mpiReplicaSpecs.Worker.template: the API server refused Pod pi-worker-0: the body of the "
+        "request was in an unknown format"
+    )
     err = child_field_error(api, "Service", False, "pi", 'Service "pi" is invalid: spec.ports: Required value')
     assert str(err).startswith("<object>: the API server refused Service pi: ")
 

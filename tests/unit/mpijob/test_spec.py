@@ -1,4 +1,5 @@
 """Parsing, defaulting and validation of v2beta1 and v1 MPIJobs; every error names its field."""
+
 from __future__ import annotations
 
 import pytest
@@ -59,47 +60,85 @@ def test_legacy_fields_are_read_from_v2beta1_too() -> None:
     assert kubeflow.parse(manifest(cleanPodPolicy="Running")).run_policy.clean_pod_policy == "Running"
 
 
-@pytest.mark.parametrize(("mutate", "expected"), [
-    (lambda s: s["mpiReplicaSpecs"]["Worker"].update(replicas=0), "spec.mpiReplicaSpecs.Worker.replicas: must be >= 1"),
-    (lambda s: s["mpiReplicaSpecs"]["Worker"].update(replicas="two"),
-     "spec.mpiReplicaSpecs.Worker.replicas: must be an integer, got 'two'"),
-    (lambda s: s["mpiReplicaSpecs"]["Launcher"].update(replicas=2), "spec.mpiReplicaSpecs.Launcher.replicas: must be 1, got 2"),
-    (lambda s: s["mpiReplicaSpecs"].pop("Launcher"), "spec.mpiReplicaSpecs.Launcher: required"),
-    (lambda s: s.pop("mpiReplicaSpecs"), "spec.mpiReplicaSpecs: required"),
-    (lambda s: s["mpiReplicaSpecs"].update(PS={}), "spec.mpiReplicaSpecs.PS: unsupported replica type"),
-    (lambda s: s["mpiReplicaSpecs"]["Worker"].update(restartPolicy="ExitCode"),
-     "spec.mpiReplicaSpecs.Worker.restartPolicy: unsupported value 'ExitCode'"),
-    (lambda s: s["mpiReplicaSpecs"]["Launcher"]["template"]["spec"].update(containers=[]),
-     "spec.mpiReplicaSpecs.Launcher.template.spec.containers: must define at least one container"),
-    (lambda s: s["mpiReplicaSpecs"]["Worker"].update(template="nope"),
-     "spec.mpiReplicaSpecs.Worker.template: must be an object, got str"),
-    (lambda s: s.update(slotsPerWorker=-1), "spec.slotsPerWorker: must be >= 0, got -1"),
-    (lambda s: s.update(slotsPerWorker=True), "spec.slotsPerWorker: must be an integer, got True"),
-    (lambda s: s.update(runLauncherAsWorker="yes"), "spec.runLauncherAsWorker: must be a boolean, got 'yes'"),
-    (lambda s: s.update(sshAuthMountPath=5), "spec.sshAuthMountPath: must be a string, got 5"),
-    (lambda s: s.update(mpiImplementation="MVAPICH"), "spec.mpiImplementation: unsupported value 'MVAPICH'"),
-    (lambda s: s.update(launcherCreationPolicy="Later"), "spec.launcherCreationPolicy: unsupported value 'Later'"),
-    (lambda s: s.update(runPolicy={"cleanPodPolicy": "Some"}), "spec.runPolicy.cleanPodPolicy: unsupported value 'Some'"),
-    (lambda s: s.update(cleanPodPolicy="Some"), "spec.cleanPodPolicy: unsupported value 'Some'"),
-    (lambda s: s.update(runPolicy={"ttlSecondsAfterFinished": -5}),
-     "spec.runPolicy.ttlSecondsAfterFinished: must be >= 0, got -5"),
-    (lambda s: s.update(runPolicy={"activeDeadlineSeconds": -1}), "spec.runPolicy.activeDeadlineSeconds: must be >= 0"),
-    (lambda s: s.update(runPolicy={"backoffLimit": -1}), "spec.runPolicy.backoffLimit: must be >= 0"),
-    (lambda s: s.update(runPolicy={"suspend": "true"}), "spec.runPolicy.suspend: must be a boolean"),
-    (lambda s: s.update(runPolicy={"managedBy": "me"}), "spec.runPolicy.managedBy: unsupported value 'me'"),
-    (lambda s: s.update(runPolicy={"schedulingPolicy": {"minAvailable": -1}}),
-     "spec.runPolicy.schedulingPolicy.minAvailable: must be >= 0"),
-    (lambda s: s.update(runPolicy={"schedulingPolicy": {"minResources": {"cpu": "lots"}}}),
-     "spec.runPolicy.schedulingPolicy.minResources.cpu: must be a quantity"),
-    (lambda s: s.update(runPolicy={"schedulingPolicy": {"scheduleTimeoutSeconds": "1m"}}),
-     "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds: must be an integer"),
-    (lambda s: s.update(runPolicy={"schedulingPolicy": {"queue": 3}}), "spec.runPolicy.schedulingPolicy.queue: must be a string"),
-    (lambda s: s.update(runPolicy={"schedulingPolicy": {"priorityClass": []}}),
-     "spec.runPolicy.schedulingPolicy.priorityClass: must be a string"),
-    (lambda s: s.update(mainContainer=1), "spec.mainContainer: must be a string"),
-    (lambda s: s["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].update(env={"A": "1"}),
-     "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].env: must be a list"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (
+            lambda s: s["mpiReplicaSpecs"]["Worker"].update(replicas=0),
+            "spec.mpiReplicaSpecs.Worker.replicas: must be >= 1",
+        ),
+        (
+            lambda s: s["mpiReplicaSpecs"]["Worker"].update(replicas="two"),
+            "spec.mpiReplicaSpecs.Worker.replicas: must be an integer, got 'two'",
+        ),
+        (
+            lambda s: s["mpiReplicaSpecs"]["Launcher"].update(replicas=2),
+            "spec.mpiReplicaSpecs.Launcher.replicas: must be 1, got 2",
+        ),
+        (lambda s: s["mpiReplicaSpecs"].pop("Launcher"), "spec.mpiReplicaSpecs.Launcher: required"),
+        (lambda s: s.pop("mpiReplicaSpecs"), "spec.mpiReplicaSpecs: required"),
+        (lambda s: s["mpiReplicaSpecs"].update(PS={}), "spec.mpiReplicaSpecs.PS: unsupported replica type"),
+        (
+            lambda s: s["mpiReplicaSpecs"]["Worker"].update(restartPolicy="ExitCode"),
+            "spec.mpiReplicaSpecs.Worker.restartPolicy: unsupported value 'ExitCode'",
+        ),
+        (
+            lambda s: s["mpiReplicaSpecs"]["Launcher"]["template"]["spec"].update(containers=[]),
+            "spec.mpiReplicaSpecs.Launcher.template.spec.containers: must define at least one container",
+        ),
+        (
+            lambda s: s["mpiReplicaSpecs"]["Worker"].update(template="nope"),
+            "spec.mpiReplicaSpecs.Worker.template: must be an object, got str",
+        ),
+        (lambda s: s.update(slotsPerWorker=-1), "spec.slotsPerWorker: must be >= 0, got -1"),
+        (lambda s: s.update(slotsPerWorker=True), "spec.slotsPerWorker: must be an integer, got True"),
+        (lambda s: s.update(runLauncherAsWorker="yes"), "spec.runLauncherAsWorker: must be a boolean, got 'yes'"),
+        (lambda s: s.update(sshAuthMountPath=5), "spec.sshAuthMountPath: must be a string, got 5"),
+        (lambda s: s.update(mpiImplementation="MVAPICH"), "spec.mpiImplementation: unsupported value 'MVAPICH'"),
+        (lambda s: s.update(launcherCreationPolicy="Later"), "spec.launcherCreationPolicy: unsupported value 'Later'"),
+        (
+            lambda s: s.update(runPolicy={"cleanPodPolicy": "Some"}),
+            "spec.runPolicy.cleanPodPolicy: unsupported value 'Some'",
+        ),
+        (lambda s: s.update(cleanPodPolicy="Some"), "spec.cleanPodPolicy: unsupported value 'Some'"),
+        (
+            lambda s: s.update(runPolicy={"ttlSecondsAfterFinished": -5}),
+            "spec.runPolicy.ttlSecondsAfterFinished: must be >= 0, got -5",
+        ),
+        (
+            lambda s: s.update(runPolicy={"activeDeadlineSeconds": -1}),
+            "spec.runPolicy.activeDeadlineSeconds: must be >= 0",
+        ),
+        (lambda s: s.update(runPolicy={"backoffLimit": -1}), "spec.runPolicy.backoffLimit: must be >= 0"),
+        (lambda s: s.update(runPolicy={"suspend": "true"}), "spec.runPolicy.suspend: must be a boolean"),
+        (lambda s: s.update(runPolicy={"managedBy": "me"}), "spec.runPolicy.managedBy: unsupported value 'me'"),
+        (
+            lambda s: s.update(runPolicy={"schedulingPolicy": {"minAvailable": -1}}),
+            "spec.runPolicy.schedulingPolicy.minAvailable: must be >= 0",
+        ),
+        (
+            lambda s: s.update(runPolicy={"schedulingPolicy": {"minResources": {"cpu": "lots"}}}),
+            "spec.runPolicy.schedulingPolicy.minResources.cpu: must be a quantity",
+        ),
+        (
+            lambda s: s.update(runPolicy={"schedulingPolicy": {"scheduleTimeoutSeconds": "1m"}}),
+            "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds: must be an integer",
+        ),
+        (
+            lambda s: s.update(runPolicy={"schedulingPolicy": {"queue": 3}}),
+            "spec.runPolicy.schedulingPolicy.queue: must be a string",
+        ),
+        (
+            lambda s: s.update(runPolicy={"schedulingPolicy": {"priorityClass": []}}),
+            "spec.runPolicy.schedulingPolicy.priorityClass: must be a string",
+        ),
+        (lambda s: s.update(mainContainer=1), "spec.mainContainer: must be a string"),
+        (
+            lambda s: s["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].update(env={"A": "1"}),
+            "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].env: must be a list",
+        ),
+    ],
+)
 def test_validation_errors_name_the_field(mutate, expected: str) -> None:
     obj = manifest()
     mutate(obj["spec"])
@@ -124,14 +163,23 @@ def test_not_an_object() -> None:
 
 
 def _rich() -> dict:
-    base = manifest(runPolicy={"schedulingPolicy": {"minAvailable": 1, "minResources": {"cpu": "1"}}},
-                    sshAuthMountPath="/root/.ssh", mainContainer="launcher")
+    base = manifest(
+        runPolicy={"schedulingPolicy": {"minAvailable": 1, "minResources": {"cpu": "1"}}},
+        sshAuthMountPath="/root/.ssh",
+        mainContainer="launcher",
+    )
     worker = base["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
     worker["metadata"] = {"labels": {"a": "b"}, "annotations": {"c": "d"}}
-    worker["spec"].update(dnsConfig={"searches": ["x"]}, volumes=[{"name": "v"}], hostNetwork=True,
-                          priorityClassName="p", nodeSelector={"a": "b"})
-    worker["spec"]["containers"][0].update(env=[{"name": "A"}], volumeMounts=[], resources={"requests": {"cpu": "1"}},
-                                           command=["x"], args=["y"])
+    worker["spec"].update(
+        dnsConfig={"searches": ["x"]},
+        volumes=[{"name": "v"}],
+        hostNetwork=True,
+        priorityClassName="p",
+        nodeSelector={"a": "b"},
+    )
+    worker["spec"]["containers"][0].update(
+        env=[{"name": "A"}], volumeMounts=[], resources={"requests": {"cpu": "1"}}, command=["x"], args=["y"]
+    )
     return base
 
 

@@ -1,4 +1,5 @@
 """Status transitions: Kubeflow's condition mechanics, and golden files of a job's lifecycle."""
+
 from __future__ import annotations
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
@@ -89,14 +90,22 @@ def _lifecycle(obj: dict, opts: K.Options | None = None) -> list[dict]:
     world = finish_launcher(world_after(world, p))
     world.pods[-1] = set_phase(world.pods[-1], "Succeeded")
     p = plan(world.mpijob, world, opts, at(300))
-    steps.append({"step": "succeeded", "actions": [a.summary() for a in p.actions], "status": p.status,
-                  "requeue_after": p.requeue_after})
+    steps.append(
+        {
+            "step": "succeeded",
+            "actions": [a.summary() for a in p.actions],
+            "status": p.status,
+            "requeue_after": p.requeue_after,
+        }
+    )
     return steps
 
 
 def test_lifecycle_golden() -> None:
-    assert_golden("status_lifecycle", _lifecycle(manifest(runPolicy={"cleanPodPolicy": "Running",
-                                                                      "ttlSecondsAfterFinished": 3600})))
+    assert_golden(
+        "status_lifecycle",
+        _lifecycle(manifest(runPolicy={"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": 3600})),
+    )
 
 
 def test_lifecycle_launcher_as_worker_golden() -> None:

@@ -1,6 +1,7 @@
 """The bad-input storm of `make chaos` at the cheapest tier: a thousand mutations of valid manifests of the three
 APIs (hack/experiments/chaos/mutations.py), each planned by the core as the operator would on its first look. None may crash
 the plan: each is a valid job, or Failed with reason ValidationError naming the fields."""
+
 from __future__ import annotations
 
 import copy

@@ -1,5 +1,6 @@
 """The pure half of mpi.operator.mpijob / mpijob_info (module_utils/mpijob/submit.py): short form, overlays, patches,
 summary, messages. The shell half is tested in tests/unit/kube/test_mpijob_task.py and test_jobs.py."""
+
 from datetime import datetime, timezone
 
 import pytest
@@ -29,9 +30,17 @@ def test_short_form_is_a_valid_v2beta1_job_with_sshd_workers():
 
 
 def test_short_form_command_string_resources_env_and_suspend():
-    m = S.short_form_manifest(short(command="mpirun -n 2 'a b'", resources={"cpu": 1, "memory": "1Gi"},
-                                    launcher_resources={"limits": {"cpu": "500m"}}, env={"A": 1},
-                                    mpi_implementation="MPICH", suspend=True, labels={"team": "x"}))
+    m = S.short_form_manifest(
+        short(
+            command="mpirun -n 2 'a b'",
+            resources={"cpu": 1, "memory": "1Gi"},
+            launcher_resources={"limits": {"cpu": "500m"}},
+            env={"A": 1},
+            mpi_implementation="MPICH",
+            suspend=True,
+            labels={"team": "x"},
+        )
+    )
     specs = m["spec"]["mpiReplicaSpecs"]
     launcher = specs["Launcher"]["template"]["spec"]["containers"][0]
     worker = specs["Worker"]["template"]["spec"]["containers"][0]
@@ -43,12 +52,15 @@ def test_short_form_command_string_resources_env_and_suspend():
     assert m["metadata"]["labels"] == {"team": "x"}
 
 
-@pytest.mark.parametrize("params, needle", [
-    ({"name": "pi", "image": "i"}, "needs command"),
-    ({"image": "i", "command": ["x"]}, "needs name"),
-    (short(resources={"requests": {"cpu": 1}, "cpu": 1}), "resources: give either"),
-    (short(resources="1 cpu"), "resources: must be a dict"),
-])
+@pytest.mark.parametrize(
+    "params, needle",
+    [
+        ({"name": "pi", "image": "i"}, "needs command"),
+        ({"image": "i", "command": ["x"]}, "needs name"),
+        (short(resources={"requests": {"cpu": 1}, "cpu": 1}), "resources: give either"),
+        (short(resources="1 cpu"), "resources: must be a dict"),
+    ],
+)
 def test_short_form_errors_name_the_option(params, needle):
     with pytest.raises(S.SubmitError, match=needle):
         S.short_form_manifest(params)
@@ -84,13 +96,16 @@ def test_definition_overlay_workers_suspend_and_namespace():
     assert renamed["metadata"] == {"name": "mnist-3f2a", "namespace": "ml"}
 
 
-@pytest.mark.parametrize("params, definition, needle", [
-    ({"namespace": "b"}, {"metadata": {"name": "pi", "namespace": "a"}}, "namespace: 'b' differs from metadata.na"),
-    ({"image": "x"}, {"metadata": {"name": "pi"}}, "cannot be combined"),
-    ({}, {"kind": "Job", "metadata": {"name": "pi"}}, "kind must be MPIJob"),
-    ({}, ["a"], "must be a dict"),
-    ({}, {"apiVersion": "kubeflow.org/v9", "metadata": {"name": "pi"}, "spec": {}}, "apiVersion: unsupported"),
-])
+@pytest.mark.parametrize(
+    "params, definition, needle",
+    [
+        ({"namespace": "b"}, {"metadata": {"name": "pi", "namespace": "a"}}, "namespace: 'b' differs from metadata.na"),
+        ({"image": "x"}, {"metadata": {"name": "pi"}}, "cannot be combined"),
+        ({}, {"kind": "Job", "metadata": {"name": "pi"}}, "kind must be MPIJob"),
+        ({}, ["a"], "must be a dict"),
+        ({}, {"apiVersion": "kubeflow.org/v9", "metadata": {"name": "pi"}, "spec": {}}, "apiVersion: unsupported"),
+    ],
+)
 def test_definition_errors(params, definition, needle):
     with pytest.raises(S.SubmitError, match=needle):
         S.desired_manifest(params, definition)
@@ -101,10 +116,18 @@ def test_no_manifest_means_patch_mode():
 
 
 def job(replicas=2, suspend=None, conditions=(), status_extra=None):
-    j = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
-         "metadata": {"name": "pi", "namespace": "ns", "creationTimestamp": "2026-01-01T12:00:00Z",
-                      "resourceVersion": "7", "managedFields": [{"manager": "x"}]},
-         "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1}, "Worker": {"replicas": replicas}}}}
+    j = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {
+            "name": "pi",
+            "namespace": "ns",
+            "creationTimestamp": "2026-01-01T12:00:00Z",
+            "resourceVersion": "7",
+            "managedFields": [{"manager": "x"}],
+        },
+        "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1}, "Worker": {"replicas": replicas}}},
+    }
     if suspend is not None:
         j["spec"]["runPolicy"] = {"suspend": suspend}
     status = {"conditions": [{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions]}
@@ -135,34 +158,55 @@ def test_differs_ignores_server_bookkeeping():
     assert S.differs(None, a) and not S.differs(None, None)
 
 
-@pytest.mark.parametrize("conditions, phase", [
-    ((), "Pending"),
-    ((("Created", "True", "MPIJobCreated", ""),), "Created"),
-    ((("Created", "True", "", ""), ("Running", "True", "MPIJobRunning", "")), "Running"),
-    ((("Created", "True", "", ""), ("Running", "False", "MPIJobSuspended", ""),
-      ("Suspended", "True", "MPIJobSuspended", "")), "Suspended"),
-    ((("Suspended", "False", "MPIJobResumed", ""), ("Running", "True", "", "")), "Running"),
-    ((("Running", "False", "", ""), ("Succeeded", "True", "MPIJobSucceeded", "")), "Succeeded"),
-    ((("Running", "False", "", ""), ("Failed", "True", "BackoffLimitExceeded", "")), "Failed"),
-])
+@pytest.mark.parametrize(
+    "conditions, phase",
+    [
+        ((), "Pending"),
+        ((("Created", "True", "MPIJobCreated", ""),), "Created"),
+        ((("Created", "True", "", ""), ("Running", "True", "MPIJobRunning", "")), "Running"),
+        (
+            (
+                ("Created", "True", "", ""),
+                ("Running", "False", "MPIJobSuspended", ""),
+                ("Suspended", "True", "MPIJobSuspended", ""),
+            ),
+            "Suspended",
+        ),
+        ((("Suspended", "False", "MPIJobResumed", ""), ("Running", "True", "", "")), "Running"),
+        ((("Running", "False", "", ""), ("Succeeded", "True", "MPIJobSucceeded", "")), "Succeeded"),
+        ((("Running", "False", "", ""), ("Failed", "True", "BackoffLimitExceeded", "")), "Failed"),
+    ],
+)
 def test_phase_from_conditions(conditions, phase):
     assert S.job_phase(job(conditions=conditions)) == phase
 
 
 def test_summary_counts_elapsed_and_progress_line():
-    j = job(3, conditions=[("Created", "True", "MPIJobCreated", ""), ("Running", "True", "MPIJobRunning", "")],
-            status_extra={"startTime": "2026-01-01T12:00:10Z",
-                          "replicaStatuses": {"Worker": {"active": 2, "failed": 1}, "Launcher": {"active": 1}}})
+    j = job(
+        3,
+        conditions=[("Created", "True", "MPIJobCreated", ""), ("Running", "True", "MPIJobRunning", "")],
+        status_extra={
+            "startTime": "2026-01-01T12:00:10Z",
+            "replicaStatuses": {"Worker": {"active": 2, "failed": 1}, "Launcher": {"active": 1}},
+        },
+    )
     s = S.summary(j, NOW)
     assert (s["phase"], s["workers"], s["workers_running"], s["workers_failed"], s["launcher_active"]) == (
-        "Running", 3, 2, 1, 1)
+        "Running",
+        3,
+        2,
+        1,
+        1,
+    )
     assert s["elapsed_seconds"] == 30 and not s["finished"]  # since creation, not since startTime
     assert s["progress"] == "ns/pi: Running, workers 2/3 running, 1 failed, 30s elapsed"
 
 
 def test_summary_of_failed_job_stops_the_clock_and_says_why():
-    j = job(conditions=[("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")],
-            status_extra={"startTime": "2026-01-01T12:00:00Z", "completionTime": "2026-01-01T12:00:05Z"})
+    j = job(
+        conditions=[("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")],
+        status_extra={"startTime": "2026-01-01T12:00:00Z", "completionTime": "2026-01-01T12:00:05Z"},
+    )
     s = S.summary(j, NOW)
     assert s["finished"] and s["elapsed_seconds"] == 5
     assert s["progress"].endswith("(BackoffLimitExceeded: Job has reached the specified backoff limit)")
@@ -185,11 +229,15 @@ def test_launcher_exit():
     term = {"name": "mpi-launcher", "state": {"terminated": {"reason": "Error", "exitCode": 3}}}
     sidecar = {"name": "side", "state": {"terminated": {"reason": "Completed", "exitCode": 0}}}
     assert S.launcher_exit(launcher_pod("Failed", [sidecar, term]), "mpi-launcher") == "Error, exit code 3"
-    oom = {"name": "m", "state": {"waiting": {}}, "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137,
-                                                                              "message": "out of memory\n"}}}
+    oom = {
+        "name": "m",
+        "state": {"waiting": {}},
+        "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137, "message": "out of memory\n"}},
+    }
     assert S.launcher_exit(launcher_pod("Running", [oom]), "m") == "OOMKilled, exit code 137: out of memory"
     assert S.launcher_exit(launcher_pod("Failed", reason="DeadlineExceeded", message="too long"), "m") == (
-        "DeadlineExceeded: too long")
+        "DeadlineExceeded: too long"
+    )
     assert S.launcher_exit(launcher_pod("Running", [{"name": "m", "state": {"running": {}}}]), "m") == ""
 
 
@@ -204,30 +252,50 @@ CONDITIONS_OF = {
     "Pending": (),
     "Created": (("Created", "True", "MPIJobCreated", ""),),
     "Running": (("Created", "True", "", ""), ("Running", "True", "MPIJobRunning", "")),
-    "Suspended": (("Created", "True", "", ""), ("Running", "False", "MPIJobSuspended", ""),
-                  ("Suspended", "True", "MPIJobSuspended", "")),
+    "Suspended": (
+        ("Created", "True", "", ""),
+        ("Running", "False", "MPIJobSuspended", ""),
+        ("Suspended", "True", "MPIJobSuspended", ""),
+    ),
     "Succeeded": (("Running", "False", "", ""), ("Succeeded", "True", "MPIJobSucceeded", "")),
     "Failed": (("Running", "False", "", ""), ("Failed", "True", "BackoffLimitExceeded", "")),
 }
 
 
-@pytest.mark.parametrize("phase, wait_for, done", [
-    ("Running", "Succeeded", False), ("Succeeded", "Succeeded", True), ("Failed", "Succeeded", True),
-    ("Suspended", "Succeeded", False), ("Pending", "Succeeded", False),
-    ("Created", "Running", False), ("Running", "Running", True), ("Failed", "Running", True),
-    ("Suspended", "Running", False),
-    ("Suspended", "Suspended", True), ("Running", "Suspended", False), ("Succeeded", "Suspended", False),
-])
+@pytest.mark.parametrize(
+    "phase, wait_for, done",
+    [
+        ("Running", "Succeeded", False),
+        ("Succeeded", "Succeeded", True),
+        ("Failed", "Succeeded", True),
+        ("Suspended", "Succeeded", False),
+        ("Pending", "Succeeded", False),
+        ("Created", "Running", False),
+        ("Running", "Running", True),
+        ("Failed", "Running", True),
+        ("Suspended", "Running", False),
+        ("Suspended", "Suspended", True),
+        ("Running", "Suspended", False),
+        ("Succeeded", "Suspended", False),
+    ],
+)
 def test_reached(phase, wait_for, done):
     j = job(conditions=CONDITIONS_OF[phase])
     assert S.job_phase(j) == phase
     assert S.reached(j, wait_for) is done
 
 
-@pytest.mark.parametrize("phase, wait_for, never", [
-    ("Succeeded", "Suspended", True), ("Failed", "Suspended", True), ("Running", "Suspended", False),
-    ("Succeeded", "Succeeded", False), ("Failed", "Running", False), ("Pending", "Suspended", False),
-])
+@pytest.mark.parametrize(
+    "phase, wait_for, never",
+    [
+        ("Succeeded", "Suspended", True),
+        ("Failed", "Suspended", True),
+        ("Running", "Suspended", False),
+        ("Succeeded", "Succeeded", False),
+        ("Failed", "Running", False),
+        ("Pending", "Suspended", False),
+    ],
+)
 def test_a_finished_job_is_never_suspended_so_the_wait_ends(phase, wait_for, never):
     j = job(conditions=CONDITIONS_OF[phase])
     why = S.unreachable(j, wait_for)
@@ -241,9 +309,14 @@ def test_reached_names_a_bad_target():
         S.reached(job(), "Done")
 
 
-@pytest.mark.parametrize("wait_for, suspended, target", [
-    (None, False, "Succeeded"), (None, True, "Suspended"), ("Running", True, "Running"),
-])
+@pytest.mark.parametrize(
+    "wait_for, suspended, target",
+    [
+        (None, False, "Succeeded"),
+        (None, True, "Suspended"),
+        ("Running", True, "Running"),
+    ],
+)
 def test_wait_target(wait_for, suspended, target):
     j = job()
     j["spec"].setdefault("runPolicy", {})["suspend"] = suspended
@@ -252,10 +325,13 @@ def test_wait_target(wait_for, suspended, target):
 
 def test_newest_launcher_pod_and_tail():
     def pod(name, role, ts):
-        return {"metadata": {"name": name, "creationTimestamp": ts,
-                             "labels": {"training.kubeflow.org/job-role": role}}}
-    pods = [pod("pi-launcher-a", "launcher", "2026-01-01T12:00:00Z"), pod("pi-worker-0", "worker", "2026-01-01T13:00:00Z"),
-            pod("pi-launcher-b", "launcher", "2026-01-01T12:01:00Z")]
+        return {"metadata": {"name": name, "creationTimestamp": ts, "labels": {"training.kubeflow.org/job-role": role}}}
+
+    pods = [
+        pod("pi-launcher-a", "launcher", "2026-01-01T12:00:00Z"),
+        pod("pi-worker-0", "worker", "2026-01-01T13:00:00Z"),
+        pod("pi-launcher-b", "launcher", "2026-01-01T12:01:00Z"),
+    ]
     assert S.newest_launcher_pod(pods)["metadata"]["name"] == "pi-launcher-b"
     assert S.newest_launcher_pod(pods[1:2]) is None
     assert S.tail("1\n2\n3\n", 2) == ["2", "3"] and S.tail("1\n2\n", 0) == ["1", "2"] and S.tail("", 5) == []
@@ -273,7 +349,9 @@ def api_example(name):
 def test_t9k_definition_workers_and_suspend_go_where_t9k_keeps_them():
     m = S.desired_manifest({"workers": 3, "suspend": True, "namespace": "team"}, api_example("t9k-mpi-example.yaml"))
     assert m["spec"]["worker"]["replicas"] == 3 and m["spec"]["runMode"]["pause"]["enabled"] is True
-    assert ("mpiReplicaSpecs" not in m["spec"] and "runPolicy" not in m["spec"]) or "suspend" not in m["spec"]["runPolicy"]
+    assert ("mpiReplicaSpecs" not in m["spec"] and "runPolicy" not in m["spec"]) or "suspend" not in m["spec"][
+        "runPolicy"
+    ]
     assert S.job_patch(m, 5, False) == {"spec": {"worker": {"replicas": 5}, "runMode": {"pause": {"enabled": False}}}}
     assert S.job_patch(m, 3, True) is None and S.worker_replicas(m) == 3 and S.is_suspended(m)
 
@@ -301,21 +379,33 @@ def test_a_bad_field_is_named_in_the_manifests_own_api():
 def test_summary_reads_each_apis_own_status():
     t9k = api_example("t9k-mpi-example.yaml")
     t9k["metadata"].update(namespace="team", creationTimestamp="2026-01-01T12:00:00Z")
-    t9k["status"] = {"phase": "Paused", "conditions": [{"type": "Paused", "status": "True", "reason": "Paused",
-                                                        "message": "paused by the user"}],
-                     "tasks": [{"type": "worker", "status": [{"name": "w0", "phase": "Running"},
-                                                             {"name": "w1", "phase": "Failed"}]},
-                               {"type": "launcher", "status": [{"name": "l", "phase": "Running"}]}]}
+    t9k["status"] = {
+        "phase": "Paused",
+        "conditions": [{"type": "Paused", "status": "True", "reason": "Paused", "message": "paused by the user"}],
+        "tasks": [
+            {"type": "worker", "status": [{"name": "w0", "phase": "Running"}, {"name": "w1", "phase": "Failed"}]},
+            {"type": "launcher", "status": [{"name": "l", "phase": "Running"}]},
+        ],
+    }
     s = S.summary(t9k, NOW)
     assert (s["phase"], s["workers"], s["workers_running"], s["workers_failed"], s["launcher_active"]) == (
-        "Paused", 5, 1, 1, 1)
+        "Paused",
+        5,
+        1,
+        1,
+        1,
+    )
     assert s["suspended"] is False and S.reached(t9k, "Suspended") and not S.reached(t9k, "Running")
     assert "(Paused: paused by the user)" in s["progress"]
     t9k["status"]["conditions"] = [{"type": "Completed", "status": "True", "reason": "Succeeded", "message": ""}]
     assert S.reached(t9k, "Succeeded") and S.summary(t9k, NOW)["finished"]
     bdap = api_example("bdap-simple-train-cpu.yaml")
-    bdap["status"] = {"phase": "Running", "readyWorkers": 4, "launcher": "simple-train-cpu-launcher",
-                      "conditions": [{"type": "Created", "status": "True"}, {"type": "Running", "status": "True"}]}
+    bdap["status"] = {
+        "phase": "Running",
+        "readyWorkers": 4,
+        "launcher": "simple-train-cpu-launcher",
+        "conditions": [{"type": "Created", "status": "True"}, {"type": "Running", "status": "True"}],
+    }
     s = S.summary(bdap, NOW)
     assert (s["phase"], s["workers"], s["workers_running"], s["launcher_active"]) == ("Running", 5, 4, 1)
     assert S.reached(bdap, "Running") and not S.reached(bdap, "Succeeded")
@@ -328,28 +418,43 @@ def queued_job(suspend=True, conditions=(("Suspended", "True", "MPIJobSuspended"
 
 
 def workload(*conditions, active=True):
-    return {"spec": {"active": active},
-            "status": {"conditions": [{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions]}}
+    return {
+        "spec": {"active": active},
+        "status": {"conditions": [{"type": t, "status": s, "reason": r, "message": m} for t, s, r, m in conditions]},
+    }
 
 
 def test_a_job_queued_by_kueue_is_waited_for_to_the_end_and_its_progress_says_why_it_waits():
     # Kueue suspends a queued job until it admits it: waiting for "Suspended" would end at once.
     assert S.wait_target(None, queued_job()) == "Succeeded"
-    pending = workload(("QuotaReserved", "False", "Pending", "couldn't assign flavors to pod set launcher: "
-                        "insufficient unused quota for cpu in flavor rf, 100m more needed"))
+    pending = workload(
+        (
+            "QuotaReserved",
+            "False",
+            "Pending",
+            "couldn't assign flavors to pod set launcher: "
+            "insufficient unused quota for cpu in flavor rf, 100m more needed",
+        )
+    )
     s = S.summary(queued_job(), NOW, pending)
     assert (s["queue"], s["phase"]) == ("team-a", "Suspended")
-    assert s["progress"] == ("ns/pi: Suspended, workers 0/2 running, 30s elapsed (queued by Kueue in LocalQueue "
-                             "team-a: QuotaReserved Pending: couldn't assign flavors to pod set launcher: insufficient "
-                             "unused quota for cpu in flavor rf, 100m more needed)")
+    assert s["progress"] == (
+        "ns/pi: Suspended, workers 0/2 running, 30s elapsed (queued by Kueue in LocalQueue "
+        "team-a: QuotaReserved Pending: couldn't assign flavors to pod set launcher: insufficient "
+        "unused quota for cpu in flavor rf, 100m more needed)"
+    )
     assert S.summary(queued_job(), NOW)["queued"] == "waiting for Kueue to admit it"  # its Workload not looked for
     assert S.summary(queued_job(), NOW, {})["queued"].startswith("no Kueue Workload for it yet")  # looked, none
-    evicted = workload(("QuotaReserved", "False", "Pending", "x"),
-                       ("Evicted", "True", "Preempted", "Preempted to accommodate a workload (UID: u) due to ..."))
+    evicted = workload(
+        ("QuotaReserved", "False", "Pending", "x"),
+        ("Evicted", "True", "Preempted", "Preempted to accommodate a workload (UID: u) due to ..."),
+    )
     assert S.queue_state(evicted) == "Evicted Preempted: Preempted to accommodate a workload (UID: u) due to ..."
     assert S.queue_state(workload(active=False)) == "its Workload is deactivated (spec.active: false)"
-    assert S.queue_state(workload(("QuotaReserved", "True", "QuotaReserved", ""),
-                                  ("Admitted", "True", "Admitted", ""))) == "admitted, starting"
+    assert (
+        S.queue_state(workload(("QuotaReserved", "True", "QuotaReserved", ""), ("Admitted", "True", "Admitted", "")))
+        == "admitted, starting"
+    )
     assert S.queue_state(workload(("QuotaReserved", "True", "QuotaReserved", ""))).startswith("quota reserved")
     # Once admitted (running) or finished, the line is the usual one.
     running = queued_job(suspend=False, conditions=[("Running", "True", "MPIJobRunning", "")])
@@ -362,6 +467,8 @@ def test_queue_name_and_priority_class_label_the_job_with_a_manifest_or_the_shor
     assert short_form["metadata"]["labels"] == {"x": "y", **labels}
     manifest = S.short_form_manifest(short())
     manifest["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "old"}
-    assert S.desired_manifest({"queue_name": "team-a", "priority_class": "high"}, manifest)["metadata"]["labels"] == labels
+    assert (
+        S.desired_manifest({"queue_name": "team-a", "priority_class": "high"}, manifest)["metadata"]["labels"] == labels
+    )
     with pytest.raises(S.SubmitError, match="queue_name and priority_class label a job as it is submitted"):
         S.desired_manifest({"name": "pi", "queue_name": "team-a"}, None)

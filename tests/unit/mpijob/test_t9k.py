@@ -1,5 +1,6 @@
 """T9k's batch.tensorstack.dev/v1beta1 MPIJob through the shared core: its documentation's own examples, their
 children and status (golden files), pause/resume, debug, the registry, and malformed objects."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,6 +24,7 @@ def errors_of(obj: dict) -> list[str]:
 
 # ---- the registry ----------------------------------------------------------------------------------------------------
 
+
 def test_registry_dispatches_on_group_and_kind() -> None:
     assert apis.api_for(random_walk()) is T.API
     assert apis.api_for(manifest()) is apis.kubeflow.API
@@ -35,7 +37,8 @@ def test_registry_dispatches_on_group_and_kind() -> None:
 
 def test_a_wrong_t9k_version_is_named() -> None:
     assert errors_of({**random_walk(), "apiVersion": "batch.tensorstack.dev/v1"}) == [
-        "apiVersion: unsupported value 'batch.tensorstack.dev/v1': supported values: batch.tensorstack.dev/v1beta1"]
+        "apiVersion: unsupported value 'batch.tensorstack.dev/v1': supported values: batch.tensorstack.dev/v1beta1"
+    ]
     p = plan({**random_walk(), "apiVersion": "batch.tensorstack.dev/v2"})
     assert p.error and "supported" in p.error
 
@@ -47,6 +50,7 @@ def test_registered_apis_are_well_formed() -> None:
 
 
 # ---- the documentation's examples ------------------------------------------------------------------------------------
+
 
 def test_doc_examples_parse() -> None:
     """The full examples parse as written; the doc's fragments parse on top of its first example."""
@@ -60,10 +64,12 @@ def test_doc_examples_parse() -> None:
 def test_doc_fragments_alone_are_refused_naming_the_field() -> None:
     """The doc's partial manifests, applied alone, say what they lack."""
     assert errors_of(doc_examples("horovod")[0]) == [
-        "spec.worker.cmd: required: the program mpirun starts on the workers (unless runMode.debug is enabled)"]
+        "spec.worker.cmd: required: the program mpirun starts on the workers (unless runMode.debug is enabled)"
+    ]
     assert errors_of(doc_examples("resources")[0]) == [
         "spec.worker.template.spec.containers: must have a container named mpi-worker (MPI runs in it)",
-        "spec.worker.cmd: required: the program mpirun starts on the workers (unless runMode.debug is enabled)"]
+        "spec.worker.cmd: required: the program mpirun starts on the workers (unless runMode.debug is enabled)",
+    ]
 
 
 def all_children(obj: dict, opts: K.Options) -> list[dict]:
@@ -91,6 +97,7 @@ def test_doc_examples_children_match_golden(case: str) -> None:
 
 
 # ---- lifecycle --------------------------------------------------------------------------------------------------------
+
 
 def _summary(p) -> list[dict]:
     return [a.summary() for a in p.actions]
@@ -179,6 +186,7 @@ def test_debug_mode_runs_no_training() -> None:
 
 # ---- status shape ----------------------------------------------------------------------------------------------------
 
+
 def test_status_has_the_documented_shape() -> None:
     """Our status's keys are the ones of the documentation's status examples (conditions, phase, tasks, aggregate)."""
     world = settle(random_walk())
@@ -195,7 +203,9 @@ def test_status_has_the_documented_shape() -> None:
     for mine, theirs in zip(ours["tasks"], documented["tasks"]):
         assert set(mine) == set(theirs)
         assert {frozenset(s) for s in mine["status"]} == {frozenset(s) for s in theirs["status"]}
-    assert list(ours["aggregate"]) == list(T9S.AGGREGATE_KEYS) and set(ours["aggregate"]) == set(documented["aggregate"])
+    assert list(ours["aggregate"]) == list(T9S.AGGREGATE_KEYS) and set(ours["aggregate"]) == set(
+        documented["aggregate"]
+    )
     assert ours["aggregate"]["running"] == 6 and ours["tasks"][1]["status"][0]["uid"] == "uid-mpi-example-worker-0"
 
 
@@ -218,8 +228,10 @@ def test_restart_counts_and_unknown_pods() -> None:
 def test_a_failed_worker_is_a_replica_failure() -> None:
     world = settle(random_walk())
     world = workers_ready(world)
-    world.pods[2]["status"] = {"phase": "Failed", "containerStatuses": [
-        {"state": {"terminated": {"reason": "Error", "exitCode": 255}}}]}
+    world.pods[2]["status"] = {
+        "phase": "Failed",
+        "containerStatuses": [{"state": {"terminated": {"reason": "Error", "exitCode": 255}}}],
+    }
     p = plan(world.mpijob, world)
     cond = next(c for c in p.status["conditions"] if c["type"] == "ReplicaFailure")
     assert cond["status"] == "True" and "mpi-example-worker-2 (Error, exit code 255)" in cond["message"]
@@ -254,12 +266,15 @@ def test_owner_references_name_the_t9k_object() -> None:
 
 # ---- fuzz -------------------------------------------------------------------------------------------------------------
 
+
 def _rich() -> dict:
     obj = completed(doc_examples("scheduler")[0])
     obj["spec"]["runMode"] = {
         "debug": {"enabled": False, "replicaSpecs": [{"type": "worker", "skipInitContainer": True, "command": ["x"]}]},
-        "pause": {"enabled": False, "resumeSpecs": [{"type": "launcher", "skipInitContainer": False,
-                                                     "command": ["y"], "args": ["z"]}]},
+        "pause": {
+            "enabled": False,
+            "resumeSpecs": [{"type": "launcher", "skipInitContainer": False, "command": ["y"], "args": ["z"]}],
+        },
     }
     tmpl = obj["spec"]["worker"]["template"]
     tmpl["metadata"] = {"labels": {"a": "b"}, "annotations": {"c": "d"}}

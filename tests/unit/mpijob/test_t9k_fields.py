@@ -3,6 +3,7 @@
 FIELDS maps each field to its test; test_every_field_is_covered fails when the documentation's list or the CRD has a
 field nobody tests. Bad values are refused with an error naming the field.
 """
+
 from __future__ import annotations
 
 import sys
@@ -50,10 +51,15 @@ def test_worker() -> None:
 def test_worker_replicas() -> None:
     job = T.parse(t9k(worker={**random_walk()["spec"]["worker"], "replicas": 2}))
     assert job.worker_replicas == 2 and K.hostfile(job, K.Options()).count("\n") == 2
-    assert T.parse(t9k(worker={k: v for k, v in random_walk()["spec"]["worker"].items() if k != "replicas"})
-                   ).worker_replicas == 1
+    assert (
+        T.parse(
+            t9k(worker={k: v for k, v in random_walk()["spec"]["worker"].items() if k != "replicas"})
+        ).worker_replicas
+        == 1
+    )
     assert errors_of(t9k(worker={**random_walk()["spec"]["worker"], "replicas": 0})) == [
-        "spec.worker.replicas: must be >= 1, got 0"]
+        "spec.worker.replicas: must be >= 1, got 0"
+    ]
 
 
 def test_worker_extra_mpi_args() -> None:
@@ -64,7 +70,8 @@ def test_worker_extra_mpi_args() -> None:
     assert command[-8:] == ["--npernode", "2", "-x", "A", "./random_walk", "20", "40", "2"]
     assert job.slots_per_worker == 2
     assert errors_of(t9k(worker={**worker, "extraMPIArgs": ["-N", 3]})) == [
-        "spec.worker.extraMPIArgs[1]: must be a string, got 3"]
+        "spec.worker.extraMPIArgs[1]: must be a string, got 3"
+    ]
 
 
 def test_worker_cmd() -> None:
@@ -72,7 +79,8 @@ def test_worker_cmd() -> None:
     assert container(launcher)["command"][-4:] == ["./random_walk", "20", "40", "2"]
     assert errors_of(t9k(worker={**random_walk()["spec"]["worker"], "cmd": "./a.out"})) == [
         "spec.worker.cmd: must be a list of strings, got str",
-        "spec.worker.cmd: required: the program mpirun starts on the workers (unless runMode.debug is enabled)"]
+        "spec.worker.cmd: required: the program mpirun starts on the workers (unless runMode.debug is enabled)",
+    ]
 
 
 def test_worker_template() -> None:
@@ -88,14 +96,17 @@ def test_worker_template() -> None:
     assert worker["spec"]["containers"][1] == {"name": "sidecar", "image": "busybox", "command": ["sleep", "inf"]}
     tmpl["spec"]["containers"][0]["name"] = "main"
     assert errors_of(obj) == [
-        "spec.worker.template.spec.containers: must have a container named mpi-worker (MPI runs in it)"]
+        "spec.worker.template.spec.containers: must have a container named mpi-worker (MPI runs in it)"
+    ]
     tmpl["spec"]["containers"][0].update(name="mpi-worker", resources={"limits": {"cpu": "lots"}})
     assert errors_of(obj) == [
-        "spec.worker.template.spec.containers[0].resources.limits.cpu: must be a quantity (e.g. 500m, 2Gi), got 'lots'"]
+        "spec.worker.template.spec.containers[0].resources.limits.cpu: must be a quantity (e.g. 500m, 2Gi), got 'lots'"
+    ]
     tmpl["spec"]["containers"][0]["resources"] = {}
     tmpl["spec"]["restartPolicy"] = "Always"
-    assert errors_of(obj) == ["spec.worker.template.spec.restartPolicy: unsupported value 'Always': supported "
-                              "values: Never, OnFailure"]
+    assert errors_of(obj) == [
+        "spec.worker.template.spec.restartPolicy: unsupported value 'Always': supported values: Never, OnFailure"
+    ]
     tmpl["spec"]["restartPolicy"] = "OnFailure"
     worker, launcher = built(obj)
     # The launcher's is always Never: mpirun runs once (T9k has no retries), and its failed pod keeps the log.
@@ -148,7 +159,8 @@ def test_run_policy_clean_up_workers() -> None:
     assert deleted == [f"mpi-example-worker-{i}" for i in range(5)]
     assert [a for a in kinds(_finished(t9k(runPolicy={"cleanUpWorkers": False}))) if a[0] == "delete"] == []
     assert errors_of(t9k(runPolicy={"cleanUpWorkers": "yes"})) == [
-        "spec.runPolicy.cleanUpWorkers: must be a boolean, got 'yes'"]
+        "spec.runPolicy.cleanUpWorkers: must be a boolean, got 'yes'"
+    ]
 
 
 def test_scheduler() -> None:
@@ -172,7 +184,8 @@ def test_scheduler_t9k_scheduler_queue() -> None:
     group = next(a.body for a in p.actions if a.kind == "PodGroup")
     assert group["spec"]["queue"] == "research" and group["spec"]["minMember"] == 5
     assert errors_of(t9k(scheduler={"t9kScheduler": {"queue": 1}})) == [
-        "spec.scheduler.t9kScheduler.queue: must be a string, got 1"]
+        "spec.scheduler.t9kScheduler.queue: must be a string, got 1"
+    ]
 
 
 def test_scheduler_t9k_scheduler_priority() -> None:
@@ -183,7 +196,8 @@ def test_scheduler_t9k_scheduler_priority() -> None:
     worker = next(a.body for a in p.actions if a.kind == "Pod")
     assert "priority" not in worker["spec"] and "priorityClassName" not in worker["spec"]
     assert errors_of(t9k(scheduler={"t9kScheduler": {"priority": "high"}})) == [
-        "spec.scheduler.t9kScheduler.priority: must be an integer, got 'high'"]
+        "spec.scheduler.t9kScheduler.priority: must be an integer, got 'high'"
+    ]
 
 
 def test_run_mode() -> None:
@@ -201,11 +215,13 @@ def test_run_mode_debug() -> None:
 
 
 def test_run_mode_debug_enabled() -> None:
-    _, launcher = built(t9k(runMode={"debug": {"enabled": False, "replicaSpecs": [
-        {"type": "launcher", "command": ["bash"]}]}}))
+    _, launcher = built(
+        t9k(runMode={"debug": {"enabled": False, "replicaSpecs": [{"type": "launcher", "command": ["bash"]}]}})
+    )
     assert container(launcher)["command"][0] == "/usr/local/bin/mpirun"
     assert errors_of(t9k(runMode={"debug": {"enabled": "true"}})) == [
-        "spec.runMode.debug.enabled: must be a boolean, got 'true'"]
+        "spec.runMode.debug.enabled: must be a boolean, got 'true'"
+    ]
 
 
 def _with_init(obj: dict) -> dict:
@@ -215,20 +231,31 @@ def _with_init(obj: dict) -> dict:
 
 def test_run_mode_debug_replica_specs() -> None:
     """Per type: its command and skipInitContainer; types not listed keep the defaults."""
-    obj = _with_init(t9k(runMode={"debug": {"enabled": True, "replicaSpecs": [
-        {"type": "worker", "skipInitContainer": True, "command": ["sleep", "inf"]}]}}))
+    obj = _with_init(
+        t9k(
+            runMode={
+                "debug": {
+                    "enabled": True,
+                    "replicaSpecs": [{"type": "worker", "skipInitContainer": True, "command": ["sleep", "inf"]}],
+                }
+            }
+        )
+    )
     worker, launcher = built(obj)
     assert container(worker)["command"] == ["sleep", "inf"] and "initContainers" not in worker["spec"]
     assert container(launcher)["command"] == ["sleep", "inf"] and launcher["spec"]["initContainers"]
     assert errors_of(t9k(runMode={"debug": {"enabled": True, "replicaSpecs": {"type": "worker"}}})) == [
-        "spec.runMode.debug.replicaSpecs: must be a list, got dict"]
+        "spec.runMode.debug.replicaSpecs: must be a list, got dict"
+    ]
 
 
 def test_run_mode_debug_replica_specs_type() -> None:
     assert errors_of(t9k(runMode={"debug": {"replicaSpecs": [{"type": "Worker"}]}})) == [
-        "spec.runMode.debug.replicaSpecs[0].type: unsupported value 'Worker': supported values: launcher, worker"]
+        "spec.runMode.debug.replicaSpecs[0].type: unsupported value 'Worker': supported values: launcher, worker"
+    ]
     assert errors_of(t9k(runMode={"debug": {"replicaSpecs": [{"type": "worker"}, {"type": "worker"}]}})) == [
-        "spec.runMode.debug.replicaSpecs[1].type: duplicate value 'worker'"]
+        "spec.runMode.debug.replicaSpecs[1].type: duplicate value 'worker'"
+    ]
 
 
 def test_run_mode_debug_replica_specs_skip_init_container() -> None:
@@ -237,15 +264,18 @@ def test_run_mode_debug_replica_specs_skip_init_container() -> None:
     worker, _ = built(obj)
     assert worker["spec"]["initContainers"] == [{"name": "fetch", "image": "busybox"}]
     assert errors_of(t9k(runMode={"debug": {"replicaSpecs": [{"type": "worker", "skipInitContainer": 1}]}})) == [
-        "spec.runMode.debug.replicaSpecs[0].skipInitContainer: must be a boolean, got 1"]
+        "spec.runMode.debug.replicaSpecs[0].skipInitContainer: must be a boolean, got 1"
+    ]
 
 
 def test_run_mode_debug_replica_specs_command() -> None:
-    _, launcher = built(t9k(runMode={"debug": {"enabled": True, "replicaSpecs": [
-        {"type": "launcher", "command": ["sleep", "3600"]}]}}))
+    _, launcher = built(
+        t9k(runMode={"debug": {"enabled": True, "replicaSpecs": [{"type": "launcher", "command": ["sleep", "3600"]}]}})
+    )
     assert container(launcher)["command"] == ["sleep", "3600"]
     assert errors_of(t9k(runMode={"debug": {"replicaSpecs": [{"type": "launcher", "command": "sleep"}]}})) == [
-        "spec.runMode.debug.replicaSpecs[0].command: must be a list of strings, got str"]
+        "spec.runMode.debug.replicaSpecs[0].command: must be a list of strings, got str"
+    ]
 
 
 def test_run_mode_pause() -> None:
@@ -257,8 +287,7 @@ def test_run_mode_pause_enabled() -> None:
     p = plan(t9k(runMode={"pause": {"enabled": True}}))
     assert [k for a, k, _n in kinds(p) if a == "create"] == ["Service", "ConfigMap", "Secret"]
     assert p.status["phase"] == "Paused"
-    assert errors_of(t9k(runMode={"pause": {"enabled": 1}})) == [
-        "spec.runMode.pause.enabled: must be a boolean, got 1"]
+    assert errors_of(t9k(runMode={"pause": {"enabled": 1}})) == ["spec.runMode.pause.enabled: must be a boolean, got 1"]
 
 
 def _resumed(resume_specs: list) -> tuple[dict, dict]:
@@ -281,12 +310,14 @@ def test_run_mode_pause_resume_specs() -> None:
     worker, _ = _resumed([])
     assert container(worker)["command"] == ["/usr/sbin/sshd", "-De"]  # defaults: as before the pause
     assert errors_of(t9k(runMode={"pause": {"resumeSpecs": [1]}})) == [
-        "spec.runMode.pause.resumeSpecs[0]: must be an object, got int"]
+        "spec.runMode.pause.resumeSpecs[0]: must be an object, got int"
+    ]
 
 
 def test_run_mode_pause_resume_specs_type() -> None:
     assert errors_of(t9k(runMode={"pause": {"resumeSpecs": [{"command": ["x"]}]}})) == [
-        "spec.runMode.pause.resumeSpecs[0].type: unsupported value None: supported values: launcher, worker"]
+        "spec.runMode.pause.resumeSpecs[0].type: unsupported value None: supported values: launcher, worker"
+    ]
 
 
 def test_run_mode_pause_resume_specs_skip_init_container() -> None:
@@ -303,7 +334,8 @@ def test_run_mode_pause_resume_specs_args() -> None:
     worker, _ = _resumed([{"type": "worker", "args": ["-p", "2222"]}])
     assert (container(worker)["command"], container(worker)["args"]) == (["/usr/sbin/sshd", "-De"], ["-p", "2222"])
     assert errors_of(t9k(runMode={"pause": {"resumeSpecs": [{"type": "worker", "args": [1]}]}})) == [
-        "spec.runMode.pause.resumeSpecs[0].args[0]: must be a string, got 1"]
+        "spec.runMode.pause.resumeSpecs[0].args[0]: must be a string, got 1"
+    ]
 
 
 def _running():
@@ -316,7 +348,10 @@ def _running():
 def test_status_conditions() -> None:
     p, _ = _running()
     assert [(c["type"], c["status"]) for c in p.status["conditions"]] == [
-        ("Initialized", "True"), ("Running", "True"), ("ReplicaFailure", "False")]
+        ("Initialized", "True"),
+        ("Running", "True"),
+        ("ReplicaFailure", "False"),
+    ]
 
 
 def test_status_phase() -> None:
@@ -328,15 +363,27 @@ def test_status_phase() -> None:
 def test_status_tasks() -> None:
     p, _ = _running()
     launcher, worker = p.status["tasks"]
-    assert launcher == {"type": "launcher", "restartCount": 0, "status": [
-        {"phase": "Running", "name": "mpi-example-launcher-abcde", "uid": "uid-launcher-pod", "containers": []}]}
+    assert launcher == {
+        "type": "launcher",
+        "restartCount": 0,
+        "status": [
+            {"phase": "Running", "name": "mpi-example-launcher-abcde", "uid": "uid-launcher-pod", "containers": []}
+        ],
+    }
     assert [s["name"] for s in worker["status"]] == [f"mpi-example-worker-{i}" for i in range(5)]
 
 
 def test_status_aggregate() -> None:
     p = plan(random_walk())
-    assert p.status["aggregate"] == {"creating": 5, "pending": 0, "running": 0, "succeeded": 0, "failed": 0,
-                                     "deleted": 0, "unknown": 0}
+    assert p.status["aggregate"] == {
+        "creating": 5,
+        "pending": 0,
+        "running": 0,
+        "succeeded": 0,
+        "failed": 0,
+        "deleted": 0,
+        "unknown": 0,
+    }
 
 
 FIELDS = {
@@ -377,14 +424,32 @@ FIELDS = {
 
 # Every field T9k's documentation names (its examples and its field lists).
 DOC_FIELDS = {
-    "spec.worker.replicas", "spec.worker.extraMPIArgs", "spec.worker.cmd", "spec.worker.template", "spec.mca",
-    "spec.mpiHome", "spec.ssh.sshdPath", "spec.runPolicy.cleanUpWorkers", "spec.scheduler.t9kScheduler",
-    "spec.scheduler.t9kScheduler.queue", "spec.scheduler.t9kScheduler.priority", "spec.runMode.debug.enabled",
-    "spec.runMode.debug.replicaSpecs", "spec.runMode.debug.replicaSpecs.type",
-    "spec.runMode.debug.replicaSpecs.skipInitContainer", "spec.runMode.debug.replicaSpecs.command",
-    "spec.runMode.pause.enabled", "spec.runMode.pause.resumeSpecs", "spec.runMode.pause.resumeSpecs.type",
-    "spec.runMode.pause.resumeSpecs.skipInitContainer", "spec.runMode.pause.resumeSpecs.command",
-    "spec.runMode.pause.resumeSpecs.args", "status.conditions", "status.phase", "status.tasks", "status.aggregate",
+    "spec.worker.replicas",
+    "spec.worker.extraMPIArgs",
+    "spec.worker.cmd",
+    "spec.worker.template",
+    "spec.mca",
+    "spec.mpiHome",
+    "spec.ssh.sshdPath",
+    "spec.runPolicy.cleanUpWorkers",
+    "spec.scheduler.t9kScheduler",
+    "spec.scheduler.t9kScheduler.queue",
+    "spec.scheduler.t9kScheduler.priority",
+    "spec.runMode.debug.enabled",
+    "spec.runMode.debug.replicaSpecs",
+    "spec.runMode.debug.replicaSpecs.type",
+    "spec.runMode.debug.replicaSpecs.skipInitContainer",
+    "spec.runMode.debug.replicaSpecs.command",
+    "spec.runMode.pause.enabled",
+    "spec.runMode.pause.resumeSpecs",
+    "spec.runMode.pause.resumeSpecs.type",
+    "spec.runMode.pause.resumeSpecs.skipInitContainer",
+    "spec.runMode.pause.resumeSpecs.command",
+    "spec.runMode.pause.resumeSpecs.args",
+    "status.conditions",
+    "status.phase",
+    "status.tasks",
+    "status.aggregate",
 }
 
 

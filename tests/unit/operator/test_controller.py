@@ -1,4 +1,5 @@
 """What the loop does with each job's result: requeue, back off, forget, count."""
+
 from prometheus_client import CollectorRegistry
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult, Outcome, job_key
@@ -29,6 +30,7 @@ def test_decisions():
 def test_a_clean_up_left_for_later_waits_behind_the_jobs_whose_status_is_due():
     """Also when the job's last updates (its launcher Job's final conditions, its pod's finalizer) come during its
     run or after it: they are seen by the pass that cleans up."""
+
     class LaunchersEnd(FakeRunner):
         def run(self, keys):
             c.enqueue(A, Change("Job", "a-launcher", "MODIFIED"))
@@ -37,8 +39,13 @@ def test_a_clean_up_left_for_later_waits_behind_the_jobs_whose_status_is_due():
 
     q = WorkQueue(later_quiet=0)
     c = Controller(q, Metrics(CollectorRegistry()), lambda slot: None, 1, 10)
-    runner = LaunchersEnd({A: result("a", finished=True, cleanup_pending=True,
-                                     actions=[{"action": "status", "kind": "MPIJob", "name": "a"}])})
+    runner = LaunchersEnd(
+        {
+            A: result(
+                "a", finished=True, cleanup_pending=True, actions=[{"action": "status", "kind": "MPIJob", "name": "a"}]
+            )
+        }
+    )
     q.add(A)
     c.run_batch(runner, q.take_ready(10))
     c.enqueue(A, Change("Pod", "a-launcher-x", "MODIFIED"))
@@ -79,10 +86,21 @@ def value(m, name, **labels):
 
 
 def test_a_batch_counts_kubeflow_metrics_once_and_requeues_deadlines():
-    created = result("a", uid="u1", status={"conditions": [cond("Created")]}, transitions=became_true("Created"),
-                     actions=[{"action": "create", "kind": "Job", "name": "a-launcher"}], requeue_after=60)
-    failed = result("b", uid="u2", status={"conditions": [cond("Created"), cond("Failed")]},
-                    transitions=became_true("Failed"), finished=True)
+    created = result(
+        "a",
+        uid="u1",
+        status={"conditions": [cond("Created")]},
+        transitions=became_true("Created"),
+        actions=[{"action": "create", "kind": "Job", "name": "a-launcher"}],
+        requeue_after=60,
+    )
+    failed = result(
+        "b",
+        uid="u2",
+        status={"conditions": [cond("Created"), cond("Failed")]},
+        transitions=became_true("Failed"),
+        finished=True,
+    )
     c, q, m = controller({A: created, B: failed})
     runner = FakeRunner({A: created, B: failed})
     q.add(A)
@@ -100,7 +118,9 @@ def test_a_batch_counts_kubeflow_metrics_once_and_requeues_deadlines():
 
 def test_retry_backs_off_and_deleted_forgets():
     c, q, m = controller({})
-    runner = FakeRunner({A: result("a", error="conflict", outcome=Outcome.RETRY), B: result("b", outcome=Outcome.DELETED)})
+    runner = FakeRunner(
+        {A: result("a", error="conflict", outcome=Outcome.RETRY), B: result("b", outcome=Outcome.DELETED)}
+    )
     q.add(A)
     q.add(B)
     c.run_batch(runner, q.take_ready(10))
@@ -130,28 +150,45 @@ def test_workers_run_batches_until_shutdown():
 
 
 def test_a_runs_own_creates_and_patches_are_echoes_but_deletes_and_pod_updates_are_not():
-    actions = [{"action": "create", "kind": "Pod", "name": "a-worker-0"},
-               {"action": "patch", "kind": "ConfigMap", "name": "a-config"},
-               {"action": "patch", "kind": "Job", "name": "a-launcher"},
-               {"action": "delete", "kind": "Pod", "name": "a-worker-3"},
-               {"action": "status", "kind": "MPIJob", "name": "a"}]
+    actions = [
+        {"action": "create", "kind": "Pod", "name": "a-worker-0"},
+        {"action": "patch", "kind": "ConfigMap", "name": "a-config"},
+        {"action": "patch", "kind": "Job", "name": "a-launcher"},
+        {"action": "delete", "kind": "Pod", "name": "a-worker-3"},
+        {"action": "status", "kind": "MPIJob", "name": "a"},
+    ]
     assert echoes(actions) == {("Pod", "a-worker-0", "ADDED"), ("ConfigMap", "a-config", "MODIFIED")}
     cleanup = [{"action": "delete", "kind": "Pod", "name": "a-worker-0"}]
     assert echoes(cleanup, finished=True) == {("Pod", "a-worker-0", "*")}
-    going = [Change("Pod", "a-worker-0", "MODIFIED"), Change("Pod", "a-worker-0", "MODIFIED"),
-             Change("Pod", "a-worker-0", "DELETED"), Change("Pod", "a-worker-1", "DELETED")]
+    going = [
+        Change("Pod", "a-worker-0", "MODIFIED"),
+        Change("Pod", "a-worker-0", "MODIFIED"),
+        Change("Pod", "a-worker-0", "DELETED"),
+        Change("Pod", "a-worker-1", "DELETED"),
+    ]
     assert unexplained(going, echoes(cleanup, finished=True)) == [Change("Pod", "a-worker-1", "DELETED")]
     assert echoes(cleanup, finished=False) == set()
-    seen = [Change("Pod", "a-worker-0", "ADDED"), Change("Pod", "a-worker-0", "MODIFIED"),
-            Change("ConfigMap", "a-config", "MODIFIED"), Change("Pod", "a-worker-3", "DELETED")]
-    assert unexplained(seen, echoes(actions)) == [Change("Pod", "a-worker-0", "MODIFIED"),
-                                                   Change("Pod", "a-worker-3", "DELETED")]
+    seen = [
+        Change("Pod", "a-worker-0", "ADDED"),
+        Change("Pod", "a-worker-0", "MODIFIED"),
+        Change("ConfigMap", "a-config", "MODIFIED"),
+        Change("Pod", "a-worker-3", "DELETED"),
+    ]
+    assert unexplained(seen, echoes(actions)) == [
+        Change("Pod", "a-worker-0", "MODIFIED"),
+        Change("Pod", "a-worker-3", "DELETED"),
+    ]
 
 
 def test_echoes_during_and_after_a_run_cost_no_extra_reconcile():
-    created = result("a", status={"conditions": []},
-                     actions=[{"action": "create", "kind": "Pod", "name": "a-worker-0"},
-                              {"action": "create", "kind": "Secret", "name": "a-ssh"}])
+    created = result(
+        "a",
+        status={"conditions": []},
+        actions=[
+            {"action": "create", "kind": "Pod", "name": "a-worker-0"},
+            {"action": "create", "kind": "Secret", "name": "a-ssh"},
+        ],
+    )
 
     class EchoingRunner(FakeRunner):
         def run(self, keys):
@@ -190,8 +227,13 @@ def test_metrics_count_the_transitions_the_module_wrote_not_the_conditions_it_re
     q.add(A)
     c.run_batch(FakeRunner({A: seen}), q.take_ready(10))
     assert value(m, "mpi_operator_jobs_created_total") == value(m, "mpi_operator_jobs_successful_total") == 0
-    done = result("a", uid="u1", status=seen.status, finished=True, transitions=[
-        Transition("Running", "False", "MPIJobRunning"), *became_true("Succeeded")])
+    done = result(
+        "a",
+        uid="u1",
+        status=seen.status,
+        finished=True,
+        transitions=[Transition("Running", "False", "MPIJobRunning"), *became_true("Succeeded")],
+    )
     q.add(A)
     c.run_batch(FakeRunner({A: done}), q.take_ready(10))
     assert value(m, "mpi_operator_jobs_successful_total") == 1 and value(m, "mpi_operator_jobs_created_total") == 0
@@ -202,8 +244,9 @@ def test_a_finished_jobs_cleanup_is_expected_by_what_the_module_decided():
     cleanup = [{"action": "delete", "kind": "Pod", "name": "a-worker-0"}]
     c, q, _ = controller({})
     q.add(A)
-    c.run_batch(FakeRunner({A: result("a", status={"conditions": []}, actions=cleanup, finished=True)}),
-                q.take_ready(10))
+    c.run_batch(
+        FakeRunner({A: result("a", status={"conditions": []}, actions=cleanup, finished=True)}), q.take_ready(10)
+    )
     c.enqueue(A, Change("Pod", "a-worker-0", "MODIFIED"))
     c.enqueue(A, Change("Pod", "a-worker-0", "DELETED"))
     assert q.depth() == 0

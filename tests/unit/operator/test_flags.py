@@ -1,4 +1,5 @@
 """Go's flag spellings (Kubeflow's `-namespace team-a`) and GNU's (`--namespace team-a`) parse the same."""
+
 import dataclasses
 
 import pytest
@@ -19,31 +20,53 @@ def parsed(argv):
     return {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("identity", "work_dir", "temporary_work_dir")}
 
 
-@pytest.mark.parametrize("spelling", [
-    ["-namespace", "x", "-gang-scheduling", "volcano", "-max-batch", "7", "-monitoring-port", "0"],
-    ["--namespace", "x", "--gang-scheduling", "volcano", "--max-batch", "7", "--monitoring-port", "0"],
-    ["-namespace=x", "-gang-scheduling=volcano", "-max-batch=7", "-monitoring-port=0"],
-    ["--namespace=x", "--gang-scheduling=volcano", "--max-batch=7", "--monitoring-port=0"],
-    ["-namespace", "x", "--gang-scheduling=volcano", "-max-batch=7", "--monitoring-port", "0"],
-])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        ["-namespace", "x", "-gang-scheduling", "volcano", "-max-batch", "7", "-monitoring-port", "0"],
+        ["--namespace", "x", "--gang-scheduling", "volcano", "--max-batch", "7", "--monitoring-port", "0"],
+        ["-namespace=x", "-gang-scheduling=volcano", "-max-batch=7", "-monitoring-port=0"],
+        ["--namespace=x", "--gang-scheduling=volcano", "--max-batch=7", "--monitoring-port=0"],
+        ["-namespace", "x", "--gang-scheduling=volcano", "-max-batch=7", "--monitoring-port", "0"],
+    ],
+)
 def test_one_and_two_dashes_parse_the_same(kc, spelling):
     got = parsed(["-kubeconfig", kc, *spelling])
-    assert got == parsed(["--kubeconfig", kc, "--namespace", "x", "--gang-scheduling", "volcano",
-                          "--max-batch", "7", "--monitoring-port", "0"])
+    assert got == parsed(
+        [
+            "--kubeconfig",
+            kc,
+            "--namespace",
+            "x",
+            "--gang-scheduling",
+            "volcano",
+            "--max-batch",
+            "7",
+            "--monitoring-port",
+            "0",
+        ]
+    )
     assert (got["namespace"], got["gang_scheduling"], got["max_batch"], got["monitoring_port"]) == (
-        "x", "volcano", 7, 0)
+        "x",
+        "volcano",
+        7,
+        0,
+    )
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    ([], True),
-    (["-leader-elect"], True),
-    (["--leader-elect"], True),
-    (["-leader-elect=false"], False),
-    (["--leader-elect=false"], False),
-    (["-leader-elect=true"], True),
-    (["--no-leader-elect"], False),
-    (["-no-leader-elect"], False),
-])
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], True),
+        (["-leader-elect"], True),
+        (["--leader-elect"], True),
+        (["-leader-elect=false"], False),
+        (["--leader-elect=false"], False),
+        (["-leader-elect=true"], True),
+        (["--no-leader-elect"], False),
+        (["-no-leader-elect"], False),
+    ],
+)
 def test_boolean_flags_take_go_values(kc, argv, expected):
     assert config.parse(["--kubeconfig", kc, *argv]).leader_elect is expected
 
@@ -105,11 +128,25 @@ def test_kubectl_delivery_image_is_given_to_the_module(kc):
 def test_leader_election_timings(kc, capsys):
     cfg = config.parse(["--kubeconfig", kc])
     assert (cfg.leader_elect_lease_duration, cfg.leader_elect_renew_deadline, cfg.leader_elect_retry_period) == (
-        15.0, 5.0, 2.0)
-    cfg = config.parse(["--kubeconfig", kc, "--leader-elect-lease-duration=60", "-leader-elect-renew-deadline=40",
-                        "--leader-elect-retry-period", "10"])
+        15.0,
+        5.0,
+        2.0,
+    )
+    cfg = config.parse(
+        [
+            "--kubeconfig",
+            kc,
+            "--leader-elect-lease-duration=60",
+            "-leader-elect-renew-deadline=40",
+            "--leader-elect-retry-period",
+            "10",
+        ]
+    )
     assert (cfg.leader_elect_lease_duration, cfg.leader_elect_renew_deadline, cfg.leader_elect_retry_period) == (
-        60.0, 40.0, 10.0)
+        60.0,
+        40.0,
+        10.0,
+    )
     with pytest.raises(SystemExit):
         config.parse(["--kubeconfig", kc, "--leader-elect-lease-duration=5", "--leader-elect-renew-deadline=10"])
     assert "--leader-elect-lease-duration > --leader-elect-renew-deadline" in capsys.readouterr().err

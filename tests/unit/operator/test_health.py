@@ -1,4 +1,5 @@
 """Heartbeats (what /healthz calls stuck) and which endpoints each port serves."""
+
 import math
 import socket
 import urllib.error
@@ -114,8 +115,7 @@ def test_a_worker_is_stuck_only_when_its_run_outlives_the_allowance():
             raise RuntimeError("done")  # ends the worker; only the heartbeat is under test
 
     q = WorkQueue()
-    c = Controller(q, Metrics(CollectorRegistry()), lambda slot: Blocking(), 1, 10, heartbeats=beats,
-                   run_allowance=420)
+    c = Controller(q, Metrics(CollectorRegistry()), lambda slot: Blocking(), 1, 10, heartbeats=beats, run_allowance=420)
     c.start()
     now[0] = 10_000  # idle for hours: waiting for work is not stuck
     assert beats.stuck() == []

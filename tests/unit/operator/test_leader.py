@@ -1,4 +1,5 @@
 """Leader election decisions and the elector against an in-memory lease store with conflicts."""
+
 import pytest
 
 from mpijob_operator.leader import (
@@ -57,9 +58,7 @@ class Store:
                 return store.record
 
             def write(self, record):
-                if (self.rv is None and store.record is not None) or (
-                    self.rv is not None and self.rv != store.version
-                ):
+                if (self.rv is None and store.record is not None) or (self.rv is not None and self.rv != store.version):
                     raise RuntimeError("409 conflict")
                 store.record = record
                 store.version += 1

@@ -1,4 +1,5 @@
 """Flags, metrics helpers, logs, the client-side rate limit."""
+
 import json
 import logging
 
@@ -32,8 +33,12 @@ def test_flags_defaults_and_errors(tmp_path, monkeypatch, capsys):
 
 
 def test_counted_transitions_are_kubeflows_conditions_becoming_true():
-    changed = [Transition("Created", "True", "MPIJobCreated"), Transition("Running", "True", "MPIJobRunning"),
-               Transition("Succeeded", "False", "x"), Transition("Failed", "True", "ValidationError")]
+    changed = [
+        Transition("Created", "True", "MPIJobCreated"),
+        Transition("Running", "True", "MPIJobRunning"),
+        Transition("Succeeded", "False", "x"),
+        Transition("Failed", "True", "ValidationError"),
+    ]
     assert counted(changed) == ["Created", "Failed"]
 
 

@@ -1,4 +1,5 @@
 """The work queue's decisions, on a fake clock."""
+
 import threading
 import time
 

@@ -1,5 +1,6 @@
 """The one result contract between the reconcile module and the loop: what the core decides (finished, condition
 transitions, requeue) goes through the module's JSON output and comes back unchanged from the runner's parse."""
+
 from __future__ import annotations
 
 import copy
@@ -39,8 +40,16 @@ def lifecycle() -> dict[str, P.Plan]:
     plans["invalid"] = plan(manifest(workers=0), now=at(0))
     foreign = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "pi", "ownerReferences": []}}
     plans["foreign child"] = plan(manifest(), P.World(mpijob=manifest(), service=foreign))
-    fresh = {"conditions": [{"type": "Created", "status": "True", "reason": "MPIJobCreated",
-                             "lastTransitionTime": "2999-01-01T00:00:00Z"}]}
+    fresh = {
+        "conditions": [
+            {
+                "type": "Created",
+                "status": "True",
+                "reason": "MPIJobCreated",
+                "lastTransitionTime": "2999-01-01T00:00:00Z",
+            }
+        ]
+    }
     other = with_status(manifest(runPolicy={"managedBy": "kueue.x-k8s.io/multikueue"}), fresh)
     plans["managed by MultiKueue"] = plan(other, now=at(0))
     return plans
@@ -57,11 +66,19 @@ def test_the_core_says_what_changed_finished_and_when_to_come_back() -> None:
         "nothing to do": (False, [], 3596.0, False),
         "running": (False, [("Running", "True", "MPIJobRunning")], 3541.0, False),
         # Succeeded turns Running off: both are transitions, each with its own reason.
-        "succeeded": (True, [("Running", "False", "MPIJobRunning"), ("Succeeded", "True", "MPIJobSucceeded")], 590.0,
-                      False),
+        "succeeded": (
+            True,
+            [("Running", "False", "MPIJobRunning"), ("Succeeded", "True", "MPIJobSucceeded")],
+            590.0,
+            False,
+        ),
         # The same, with the workers to delete left to a pass that can wait.
-        "succeeded, clean-up later": (True, [("Running", "False", "MPIJobRunning"),
-                                             ("Succeeded", "True", "MPIJobSucceeded")], 590.0, True),
+        "succeeded, clean-up later": (
+            True,
+            [("Running", "False", "MPIJobRunning"), ("Succeeded", "True", "MPIJobSucceeded")],
+            590.0,
+            True,
+        ),
         "finished, waiting for its TTL": (True, [], 580.0, False),
         "TTL expired": (True, [], None, False),  # the MPIJob is deleted: its status is not written, nothing transitions
         "invalid": (True, [("Failed", "True", "ValidationError")], None, False),
@@ -114,13 +131,19 @@ def test_keys_of_two_apis_do_not_collide_through_the_contract() -> None:
 
 def test_every_field_of_the_result_is_documented_in_the_module() -> None:
     documented = yaml.safe_load(mpijob_reconcile.RETURN)["jobs"]["contains"]
-    result = JobResult(namespace="ns", name="pi", transitions=[Transition("Created", "True", "MPIJobCreated")],
-                       api_version="batch.tensorstack.dev/v1beta1")
+    result = JobResult(
+        namespace="ns",
+        name="pi",
+        transitions=[Transition("Created", "True", "MPIJobCreated")],
+        api_version="batch.tensorstack.dev/v1beta1",
+    )
     assert set(documented) == set(result.as_dict())
     assert set(documented["transitions"]["contains"]) == set(result.as_dict()["transitions"][0])
 
 
-@pytest.mark.parametrize("entry", [{"namespace": "ns", "name": "a"},
-                                   {"namespace": "ns", "name": "a", "transitions": None, "requeue_after": None}])
+@pytest.mark.parametrize(
+    "entry",
+    [{"namespace": "ns", "name": "a"}, {"namespace": "ns", "name": "a", "transitions": None, "requeue_after": None}],
+)
 def test_a_sparse_entry_takes_the_defaults(entry: dict) -> None:
     assert JobResult.from_dict(entry) == JobResult(namespace="ns", name="a")

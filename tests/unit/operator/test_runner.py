@@ -1,5 +1,6 @@
 """Reading the reconcile module's result and the runner's environment (tests/runner/test_batch_runner.py runs real
 ansible-runner processes)."""
+
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import job_key
 from mpijob_operator.runner import parse_module_result, runner_env
 
@@ -7,11 +8,23 @@ A, B = job_key("ns", "a"), job_key("ns", "b")
 
 
 def test_module_result_is_mapped_back_onto_the_batch():
-    res = {"changed": True, "jobs": [
-        {"namespace": "ns", "name": "a", "uid": "u1", "actions": [{"action": "create", "kind": "Pod", "name": "a-w-0"}],
-         "status": {"conditions": []}, "error": None, "retry": False, "requeue_after": 30, "deleted": False},
-        {"namespace": "ns", "name": "zzz"},  # not in this batch: ignored
-    ]}
+    res = {
+        "changed": True,
+        "jobs": [
+            {
+                "namespace": "ns",
+                "name": "a",
+                "uid": "u1",
+                "actions": [{"action": "create", "kind": "Pod", "name": "a-w-0"}],
+                "status": {"conditions": []},
+                "error": None,
+                "retry": False,
+                "requeue_after": 30,
+                "deleted": False,
+            },
+            {"namespace": "ns", "name": "zzz"},  # not in this batch: ignored
+        ],
+    }
     out = parse_module_result([A, B], res, "successful")
     assert out[A].uid == "u1" and out[A].requeue_after == 30.0 and not out[A].retry
     assert out[A].actions[0]["kind"] == "Pod"

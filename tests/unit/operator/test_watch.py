@@ -1,4 +1,5 @@
 """Event -> MPIJob mapping and watch bookkeeping."""
+
 import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Key, job_key
@@ -19,8 +20,13 @@ from mpijob_operator.watch import (
 
 
 def owned(kind="MPIJob", name="pi", api="kubeflow.org/v2beta1", controller=True, ns="team"):
-    return {"metadata": {"name": "x", "namespace": ns, "ownerReferences": [
-        {"apiVersion": api, "kind": kind, "name": name, "controller": controller, "uid": "u"}]}}
+    return {
+        "metadata": {
+            "name": "x",
+            "namespace": ns,
+            "ownerReferences": [{"apiVersion": api, "kind": kind, "name": name, "controller": controller, "uid": "u"}],
+        }
+    }
 
 
 def test_mpijob_maps_to_itself():
@@ -39,10 +45,14 @@ def test_children_map_by_controller_owner_reference():
 
 def test_worker_pod_maps_by_owner_and_launcher_pod_through_its_job_label():
     assert pod_keys(owned(name="pi")) == [job_key("team", "pi")]
-    launcher = {"metadata": {"name": "pi-launcher-x", "namespace": "team",
-                             "labels": {"training.kubeflow.org/job-name": "pi"},
-                             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi-launcher",
-                                                  "controller": True}]}}
+    launcher = {
+        "metadata": {
+            "name": "pi-launcher-x",
+            "namespace": "team",
+            "labels": {"training.kubeflow.org/job-name": "pi"},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi-launcher", "controller": True}],
+        }
+    }
     assert pod_keys(launcher) == [job_key("team", "pi")]
     stray = {"metadata": {"name": "p", "namespace": "team", "labels": {"training.kubeflow.org/job-name": "pi"}}}
     assert pod_keys(stray) == []
@@ -64,27 +74,37 @@ def test_jobs_of_the_other_apis_key_with_their_api_version():
     """A T9k or bdap job of the same name as a kubeflow.org job in one namespace is another job (another key)."""
     assert mpijob_keys({"apiVersion": T9K, "metadata": {"name": "pi", "namespace": "team"}}) == [Key("team", "pi", T9K)]
     assert mpijob_keys({"apiVersion": "kubeflow.org/v1", "metadata": {"name": "pi", "namespace": "team"}}) == [
-        job_key("team", "pi")]
+        job_key("team", "pi")
+    ]
     assert owner_keys(owned(api=BDAP)) == [Key("team", "pi", BDAP)]
     assert owner_keys(owned(api=T9K)) == [Key("team", "pi", T9K)]
     assert owner_keys(owned(api="batch.tensorstack.dev/v2")) == [Key("team", "pi", T9K)]  # keys name the served version
 
 
 def test_a_launcher_pods_label_concerns_that_name_in_every_watched_api():
-    launcher = {"metadata": {"name": "pi-launcher-x", "namespace": "team",
-                             "labels": {"training.kubeflow.org/job-name": "pi"},
-                             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi-launcher",
-                                                  "controller": True}]}}
-    assert pod_keys_for(("kubeflow.org", "batch.tensorstack.dev"))(launcher) == [job_key("team", "pi"),
-                                                                               Key("team", "pi", T9K)]
+    launcher = {
+        "metadata": {
+            "name": "pi-launcher-x",
+            "namespace": "team",
+            "labels": {"training.kubeflow.org/job-name": "pi"},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi-launcher", "controller": True}],
+        }
+    }
+    assert pod_keys_for(("kubeflow.org", "batch.tensorstack.dev"))(launcher) == [
+        job_key("team", "pi"),
+        Key("team", "pi", T9K),
+    ]
     assert pod_keys_for(("batch.tensorstack.dev",))(owned(api=BDAP)) == [Key("team", "pi", BDAP)]
 
 
 def test_each_chosen_api_has_its_own_mpijob_watch():
-    by_name = {r.name: r for r in resources("app", apis=("kubeflow.org", "batch.tensorstack.dev",
-                                                           "batch.test.bdap.com"))}
+    by_name = {
+        r.name: r for r in resources("app", apis=("kubeflow.org", "batch.tensorstack.dev", "batch.test.bdap.com"))
+    }
     assert by_name["mpijobs"].url("") == "/apis/kubeflow.org/v2beta1/mpijobs"
-    assert by_name["mpijobs.batch.tensorstack.dev"].url("t") == "/apis/batch.tensorstack.dev/v1beta1/namespaces/t/mpijobs"
+    assert (
+        by_name["mpijobs.batch.tensorstack.dev"].url("t") == "/apis/batch.tensorstack.dev/v1beta1/namespaces/t/mpijobs"
+    )
     assert by_name["mpijobs.batch.test.bdap.com"].url("") == "/apis/batch.test.bdap.com/v1/mpijobs"
     assert "mpijobs" not in {r.name for r in resources("app", apis=("batch.test.bdap.com",))}
     with pytest.raises(ValueError, match=r"example\.com"):
@@ -118,8 +138,11 @@ def pod(phase, ready="True", uid="p1", deleting=False, node=None):
     meta = {"uid": uid, "name": "pi-worker-0"}
     if deleting:
         meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    return {"metadata": meta, "spec": {"nodeName": node},
-            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}]}}
+    return {
+        "metadata": meta,
+        "spec": {"nodeName": node},
+        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}]},
+    }
 
 
 def test_pod_events_count_only_when_what_the_status_reads_changes():

@@ -1,5 +1,6 @@
 """What the operator exports and what a PromQL expression uses: the dashboard's and the alerts' tests both check
 their queries against the operator's own registry (mpijob_operator.metrics.Metrics)."""
+
 from __future__ import annotations
 
 import re
@@ -12,11 +13,29 @@ from mpijob_operator.metrics import Metrics
 TARGET_LABELS = {"namespace", "pod", "service", "endpoint", "container", "instance", "job"}
 
 # The suffixes prometheus_client exposes per metric type.
-SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count", "_created"),
-            "summary": ("", "_sum", "_count", "_created"), "info": ("_info",)}
+SUFFIXES = {
+    "counter": ("_total", "_created"),
+    "gauge": ("",),
+    "histogram": ("_bucket", "_sum", "_count", "_created"),
+    "summary": ("", "_sum", "_count", "_created"),
+    "info": ("_info",),
+}
 
-PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless",
-                "offset", "inf", "nan"}
+PROMQL_WORDS = {
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "bool",
+    "and",
+    "or",
+    "unless",
+    "offset",
+    "inf",
+    "nan",
+}
 
 
 def exported() -> tuple[set[str], set[str]]:
@@ -52,5 +71,5 @@ def parse(expr: str) -> tuple[set[str], set[str]]:
         labels.add(label_arg)
         text = text.replace(f"label_values({metric_arg}, {label_arg})", f" {metric_arg} ")
     words = re.finditer(r"(?<![\w.])[a-zA-Z_:][\w:]*", text)
-    names = {m[0] for m in words if m[0].lower() not in PROMQL_WORDS and not text[m.end():].lstrip().startswith("(")}
+    names = {m[0] for m in words if m[0].lower() not in PROMQL_WORDS and not text[m.end() :].lstrip().startswith("(")}
     return names, labels

@@ -2,6 +2,7 @@
 operator really exports (or Prometheus' own `up`) and only labels those metrics or the scrape target carry; every
 alert has a severity, a summary and a description, and the issue's faults each have one. promtool's own checks and
 unit tests of the rules are in tests/runner/test_alerts.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,10 +36,16 @@ def test_every_alert_says_how_bad_and_what_to_do() -> None:
         assert rule["annotations"]["summary"] and len(rule["annotations"]["description"]) > 80, rule["alert"]
 
 
-@pytest.mark.parametrize(("fault", "alert"), [
-    ("operator down", "MPIOperatorDown"), ("not leading anywhere", "MPIOperatorNotLeading"),
-    ("reconcile errors rising", "MPIOperatorReconcileErrors"), ("queue growing", "MPIOperatorBacklog"),
-    ("runs failing", "MPIOperatorRunsFailing"), ("jobs stuck in Created or Pending", "MPIJobWaitingTooLong"),
-])
+@pytest.mark.parametrize(
+    ("fault", "alert"),
+    [
+        ("operator down", "MPIOperatorDown"),
+        ("not leading anywhere", "MPIOperatorNotLeading"),
+        ("reconcile errors rising", "MPIOperatorReconcileErrors"),
+        ("queue growing", "MPIOperatorBacklog"),
+        ("runs failing", "MPIOperatorRunsFailing"),
+        ("jobs stuck in Created or Pending", "MPIJobWaitingTooLong"),
+    ],
+)
 def test_each_fault_has_its_alert(fault: str, alert: str) -> None:
     assert alert in {rule["alert"] for rule in alerts()}, fault

@@ -1,6 +1,7 @@
 """The Grafana dashboard shipped in roles/operator/files/: every query names a metric the operator really exports
 (read from the operator's own registry, mpijob_operator.metrics.Metrics) and only labels those metrics or the scrape
 target carry; every panel has a query and a description; the dashboard covers what docs/operations.md promises."""
+
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ from tests.support.paths import ROOT
 from ._metrics import TARGET_LABELS, exported, parse
 
 DASHBOARD = ROOT / "roles/operator/files/grafana-dashboard.json"
+
 
 def queries(dashboard: dict) -> list[tuple[str, str]]:
     """(where, PromQL) for every panel target and every query variable."""
@@ -27,8 +29,10 @@ def queries(dashboard: dict) -> list[tuple[str, str]]:
 
 
 def test_the_parser_finds_metrics_and_labels_and_ignores_functions() -> None:
-    names, labels = parse('histogram_quantile(0.95, sum by (le) (rate(foo_bucket{namespace=~"$namespace",'
-                          'result!="ok"}[$__rate_interval]))) / on(pod) group_left bar offset 5m')
+    names, labels = parse(
+        'histogram_quantile(0.95, sum by (le) (rate(foo_bucket{namespace=~"$namespace",'
+        'result!="ok"}[$__rate_interval]))) / on(pod) group_left bar offset 5m'
+    )
     assert names == {"foo_bucket", "bar"}
     assert labels == {"le", "namespace", "result", "pod"}
     assert parse("label_values(mpi_operator_is_leader, namespace)") == ({"mpi_operator_is_leader"}, {"namespace"})
@@ -54,12 +58,22 @@ def test_a_renamed_metric_would_be_caught() -> None:
     assert used - names == {"mpi_operator_jobs_created"}
 
 
-@pytest.mark.parametrize("metric", [
-    "mpi_operator_jobs_created_total", "mpi_operator_jobs_successful_total", "mpi_operator_jobs_failed_total",
-    "mpi_operator_job_info", "mpi_operator_reconcile_latency_seconds_bucket", "mpi_operator_batch_size_bucket",
-    "mpi_operator_queue_depth", "mpi_operator_runner_duration_seconds_bucket", "mpi_operator_reconciles_total",
-    "mpi_operator_runner_runs_total", "mpi_operator_watch_restarts_total",
-])
+@pytest.mark.parametrize(
+    "metric",
+    [
+        "mpi_operator_jobs_created_total",
+        "mpi_operator_jobs_successful_total",
+        "mpi_operator_jobs_failed_total",
+        "mpi_operator_job_info",
+        "mpi_operator_reconcile_latency_seconds_bucket",
+        "mpi_operator_batch_size_bucket",
+        "mpi_operator_queue_depth",
+        "mpi_operator_runner_duration_seconds_bucket",
+        "mpi_operator_reconciles_total",
+        "mpi_operator_runner_runs_total",
+        "mpi_operator_watch_restarts_total",
+    ],
+)
 def test_the_dashboard_shows(metric: str) -> None:
     """Jobs by state, reconcile latency, batch size, queue depth, runner duration and errors, as documented."""
     dashboard = json.loads(DASHBOARD.read_text())

@@ -1,5 +1,6 @@
 """mpi_operator_apis: which MPIJob APIs an install serves. The roles' RBAC template rendered by Ansible's own templar,
 and the wiring every role needs for each API (its CRD file, its documented choice, its version, its original owner)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -45,8 +46,13 @@ def mpijob_groups(rules: list[dict]) -> set[str]:
 
 
 def operator_rules(docs: list[dict]) -> list[dict]:
-    (role,) = [d for d in docs if d["kind"] in ("ClusterRole", "Role") and d["metadata"]["name"].startswith(
-        "mpi-operator") and not d["metadata"]["name"].startswith(("mpi-operator-mpijobs", "mpi-operator-priorityclasses"))]
+    (role,) = [
+        d
+        for d in docs
+        if d["kind"] in ("ClusterRole", "Role")
+        and d["metadata"]["name"].startswith("mpi-operator")
+        and not d["metadata"]["name"].startswith(("mpi-operator-mpijobs", "mpi-operator-priorityclasses"))
+    ]
     return role["rules"]
 
 
@@ -59,37 +65,50 @@ def test_default_serves_kubeflow_org_only_with_the_names_it_always_had() -> None
     assert mpijob_groups(operator_rules(docs)) == {"kubeflow.org"}
     roles = aggregated(docs)
     assert sorted(roles) == ["mpi-operator-mpijobs-admin", "mpi-operator-mpijobs-edit", "mpi-operator-mpijobs-view"]
-    assert {"apiGroups": ["kubeflow.org"], "resources": ["mpijobs/scale"], "verbs": ["get", "update", "patch"]} \
-        in roles["mpi-operator-mpijobs-edit"]
+    assert {
+        "apiGroups": ["kubeflow.org"],
+        "resources": ["mpijobs/scale"],
+        "verbs": ["get", "update", "patch"],
+    } in roles["mpi-operator-mpijobs-edit"]
 
 
 @pytest.mark.parametrize("watch_namespace", ["", "team-a"])
 def test_rbac_grows_by_the_chosen_apis_only(watch_namespace: str) -> None:
-    docs = render_rbac(mpi_operator_apis=["kubeflow.org", "batch.test.bdap.com"],
-                       mpi_operator_watch_namespace=watch_namespace)
+    docs = render_rbac(
+        mpi_operator_apis=["kubeflow.org", "batch.test.bdap.com"], mpi_operator_watch_namespace=watch_namespace
+    )
     rules = operator_rules(docs)
     assert mpijob_groups(rules) == {"kubeflow.org", "batch.test.bdap.com"}
     # the rules for the jobs' children are kubeflow.org's, plus what bdap's kubectl exec launchers need
     children = [r for r in rules if not any(res.startswith("mpijobs") for res in r["resources"])]
-    default_children = [r for r in operator_rules(render_rbac(mpi_operator_watch_namespace=watch_namespace))
-                        if not any(res.startswith("mpijobs") for res in r["resources"])]
+    default_children = [
+        r
+        for r in operator_rules(render_rbac(mpi_operator_watch_namespace=watch_namespace))
+        if not any(res.startswith("mpijobs") for res in r["resources"])
+    ]
     kubexec = [r for r in children if r not in default_children]
     assert [r for r in children if r in default_children] == default_children
     assert {(tuple(r["apiGroups"]), tuple(r["resources"])) for r in kubexec} == {
-        (("",), ("serviceaccounts",)), (("rbac.authorization.k8s.io",), ("roles", "rolebindings")),
-        (("",), ("pods/exec",))}
+        (("",), ("serviceaccounts",)),
+        (("rbac.authorization.k8s.io",), ("roles", "rolebindings")),
+        (("",), ("pods/exec",)),
+    }
     assert next(r for r in kubexec if r["resources"] == ["pods/exec"])["verbs"] == ["create"]
     t9k = operator_rules(render_rbac(mpi_operator_apis=["batch.tensorstack.dev"]))
     assert not any("pods/exec" in r["resources"] or "serviceaccounts" in r["resources"] for r in t9k)
     roles = aggregated(docs)
     assert sorted(roles) == sorted(
         [f"mpi-operator-mpijobs-{r}" for r in ("admin", "edit", "view")]
-        + [f"mpi-operator-mpijobs.batch.test.bdap.com-{r}" for r in ("admin", "edit", "view")])
+        + [f"mpi-operator-mpijobs.batch.test.bdap.com-{r}" for r in ("admin", "edit", "view")]
+    )
     bdap_edit = roles["mpi-operator-mpijobs.batch.test.bdap.com-edit"]
     assert mpijob_groups(bdap_edit) == {"batch.test.bdap.com"}
     # its CRD has a scale subresource too: editors may `kubectl scale mpijobs.batch.test.bdap.com/NAME`
-    assert {"apiGroups": ["batch.test.bdap.com"], "resources": ["mpijobs/scale"], "verbs": ["get", "update", "patch"]} \
-        in bdap_edit
+    assert {
+        "apiGroups": ["batch.test.bdap.com"],
+        "resources": ["mpijobs/scale"],
+        "verbs": ["get", "update", "patch"],
+    } in bdap_edit
     assert not any("mpijobs/scale" in r["resources"] for r in roles["mpi-operator-mpijobs.batch.test.bdap.com-view"])
 
 
@@ -117,18 +136,27 @@ def test_every_role_offers_the_registry_apis_with_kubeflow_org_by_default(role: 
         path = ROLES / role / "tasks" / tasks
         if path.exists() and "mpi_operator_apis" in path.read_text():
             first = yaml.safe_load(path.read_text())[0]
-            assert first["ansible.builtin.assert"]["that"] == "_mpi_operator_chosen_apis | length == mpi_operator_apis | length"
+            assert (
+                first["ansible.builtin.assert"]["that"]
+                == "_mpi_operator_chosen_apis | length == mpi_operator_apis | length"
+            )
     chosen = templar(role, mpi_operator_apis=["batch.test.bdap.com", "kubeflow.org"])
     assert [a["group"] for a in chosen.template(trusted("{{ _mpi_operator_chosen_apis }}"))] == [
-        "batch.test.bdap.com", "kubeflow.org"]
+        "batch.test.bdap.com",
+        "kubeflow.org",
+    ]
 
 
 @pytest.mark.parametrize("role", ["crds", "preflight", "operator"])
 def test_an_api_not_served_fails_naming_the_option_and_what_is_served(role: str) -> None:
-    with pytest.raises(Exception, match=r"mpi_operator_apis: 'mpijobs\.example\.com' is not an MPIJob API served by "
-                       r"mpi\.operator \(served: kubeflow\.org, batch\.tensorstack\.dev, batch\.test\.bdap\.com\)"):
+    with pytest.raises(
+        Exception,
+        match=r"mpi_operator_apis: 'mpijobs\.example\.com' is not an MPIJob API served by "
+        r"mpi\.operator \(served: kubeflow\.org, batch\.tensorstack\.dev, batch\.test\.bdap\.com\)",
+    ):
         templar(role, mpi_operator_apis=["kubeflow.org", "mpijobs.example.com"]).template(
-            trusted("{{ _mpi_operator_chosen_apis }}"))
+            trusted("{{ _mpi_operator_chosen_apis }}")
+        )
 
 
 @pytest.mark.parametrize("group", APIS)
@@ -145,7 +173,9 @@ def test_each_api_has_its_crd_file_version_and_original_owner(group: str) -> Non
 
 
 def test_crds_role_applies_only_the_chosen_apis() -> None:
-    (task,) = [t for t in yaml.safe_load((ROLES / "crds/tasks/main.yml").read_text()) if "mpi.operator.k8s_objects" in t]
+    (task,) = [
+        t for t in yaml.safe_load((ROLES / "crds/tasks/main.yml").read_text()) if "mpi.operator.k8s_objects" in t
+    ]
     definitions = task["mpi.operator.k8s_objects"]["definitions"]
     # One task for every chosen API's file, mpijobs.<group>.yaml (tests/integration/test_api_crds.py applies them).
     assert "mpi_operator_apis" in definitions and "'mpijobs.\\1.yaml'" in definitions

@@ -1,4 +1,5 @@
 """The roles' defaults: what users read in meta/argument_specs.yml and galaxy.yml is what the roles use."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,4 +31,3 @@ def test_every_role_default_is_documented_in_its_argument_spec(role: str) -> Non
     assert unset <= documented.keys() and not unset & defaults.keys()
     assert all(documented[name] is None for name in unset)
     assert {k: v for k, v in documented.items() if k not in unset} == defaults
-

@@ -1,5 +1,6 @@
 """roles/operator/templates/deployment.yaml.j2 rendered by Ansible's own templar with the role's defaults and vars,
 one test per value a Helm chart user expects."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -51,10 +52,18 @@ def test_defaults_are_restricted_pss_and_probe_the_health_port():
     d = render()
     c = container(d)
     assert c["image"] == "localhost/mpi-operator:0.1.0" and c["imagePullPolicy"] == "IfNotPresent"
-    assert pod_spec(d)["securityContext"] == {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000,
-                                              "seccompProfile": {"type": "RuntimeDefault"}}
-    assert c["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                    "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}
+    assert pod_spec(d)["securityContext"] == {
+        "runAsNonRoot": True,
+        "runAsUser": 1000,
+        "runAsGroup": 1000,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert c["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
     assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"monitoring": 8080, "health": 8081}
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
         assert c[probe]["httpGet"]["port"] == "health"
@@ -75,8 +84,12 @@ def test_health_port():
 
 
 def test_image_repository_tag_digest_pull_policy_and_secrets():
-    d = render(mpi_operator_image_repository="registry.example.com/ml/mpi-operator", mpi_operator_image_tag="1.2.3",
-               mpi_operator_image_pull_policy="Always", mpi_operator_image_pull_secrets=["regcred", "other"])
+    d = render(
+        mpi_operator_image_repository="registry.example.com/ml/mpi-operator",
+        mpi_operator_image_tag="1.2.3",
+        mpi_operator_image_pull_policy="Always",
+        mpi_operator_image_pull_secrets=["regcred", "other"],
+    )
     assert container(d)["image"] == "registry.example.com/ml/mpi-operator:1.2.3"
     assert container(d)["imagePullPolicy"] == "Always"
     assert pod_spec(d)["imagePullSecrets"] == [{"name": "regcred"}, {"name": "other"}]
@@ -95,20 +108,33 @@ def test_resources():
 
 def test_scheduling_values():
     tol = [{"key": "dedicated", "operator": "Equal", "value": "ops", "effect": "NoSchedule"}]
-    aff = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}
-    spec = pod_spec(render(mpi_operator_node_selector={"role": "ops"}, mpi_operator_tolerations=tol,
-                           mpi_operator_affinity=aff, mpi_operator_priority_class_name="system-cluster-critical"))
+    aff = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]
+            }
+        }
+    }
+    spec = pod_spec(
+        render(
+            mpi_operator_node_selector={"role": "ops"},
+            mpi_operator_tolerations=tol,
+            mpi_operator_affinity=aff,
+            mpi_operator_priority_class_name="system-cluster-critical",
+        )
+    )
     assert spec["nodeSelector"] == {"role": "ops"} and spec["tolerations"] == tol and spec["affinity"] == aff
     assert spec["priorityClassName"] == "system-cluster-critical"
     assert not {"nodeSelector", "tolerations", "affinity", "priorityClassName"} & set(pod_spec(render()))
 
 
 def test_deployment_and_pod_labels_and_annotations_keep_the_roles_own():
-    d = render(mpi_operator_deployment_labels={"team": "ops", "app.kubernetes.io/name": "mine"},
-               mpi_operator_deployment_annotations={"owner": "ops"},
-               mpi_operator_pod_labels={"team": "ops"},
-               mpi_operator_pod_annotations={"prometheus.io/scrape": "true", "sidecar.istio.io/inject": "true"})
+    d = render(
+        mpi_operator_deployment_labels={"team": "ops", "app.kubernetes.io/name": "mine"},
+        mpi_operator_deployment_annotations={"owner": "ops"},
+        mpi_operator_pod_labels={"team": "ops"},
+        mpi_operator_pod_annotations={"prometheus.io/scrape": "true", "sidecar.istio.io/inject": "true"},
+    )
     assert d["metadata"]["labels"]["team"] == "ops"
     assert d["metadata"]["labels"]["app.kubernetes.io/name"] == "mpi-operator"  # removal and the selector need it
     assert d["metadata"]["annotations"] == {"owner": "ops"}
@@ -128,25 +154,34 @@ def test_pod_security_context_merges_and_null_lets_the_platform_assign_the_uid()
 
 
 def test_container_security_context_merges():
-    c = container(render(mpi_operator_container_security_context={"readOnlyRootFilesystem": None,
-                                                                   "seLinuxOptions": {"level": "s0:c1"}}))
+    c = container(
+        render(
+            mpi_operator_container_security_context={
+                "readOnlyRootFilesystem": None,
+                "seLinuxOptions": {"level": "s0:c1"},
+            }
+        )
+    )
     assert "readOnlyRootFilesystem" not in c["securityContext"]
     assert c["securityContext"]["seLinuxOptions"] == {"level": "s0:c1"}
     assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
 
 
-@pytest.mark.parametrize(("variable", "value", "flag"), [
-    ("mpi_operator_log_level", "debug", "--log-level=debug"),
-    ("mpi_operator_log_format", "json", "--log-format=json"),
-    ("mpi_operator_max_batch", 10, "--max-batch=10"),
-    ("mpi_operator_runner_timeout", 600, "--runner-timeout=600"),
-    ("mpi_operator_watch_namespace", "team-a", "--namespace=team-a"),
-    ("mpi_operator_gang_scheduling", "volcano", "--gang-scheduling=volcano"),
-    ("mpi_operator_threadiness", 4, "--threadiness=4"),
-    ("mpi_operator_cluster_domain", "cluster.local", "--cluster-domain=cluster.local"),
-    ("mpi_operator_apis", ["kubeflow.org"], "--apis=kubeflow.org"),
-    ("mpi_operator_apis", ["kubeflow.org", "batch.tensorstack.dev"], "--apis=kubeflow.org,batch.tensorstack.dev"),
-])
+@pytest.mark.parametrize(
+    ("variable", "value", "flag"),
+    [
+        ("mpi_operator_log_level", "debug", "--log-level=debug"),
+        ("mpi_operator_log_format", "json", "--log-format=json"),
+        ("mpi_operator_max_batch", 10, "--max-batch=10"),
+        ("mpi_operator_runner_timeout", 600, "--runner-timeout=600"),
+        ("mpi_operator_watch_namespace", "team-a", "--namespace=team-a"),
+        ("mpi_operator_gang_scheduling", "volcano", "--gang-scheduling=volcano"),
+        ("mpi_operator_threadiness", 4, "--threadiness=4"),
+        ("mpi_operator_cluster_domain", "cluster.local", "--cluster-domain=cluster.local"),
+        ("mpi_operator_apis", ["kubeflow.org"], "--apis=kubeflow.org"),
+        ("mpi_operator_apis", ["kubeflow.org", "batch.tensorstack.dev"], "--apis=kubeflow.org,batch.tensorstack.dev"),
+    ],
+)
 def test_operator_flags(variable, value, flag):
     assert flag in container(render(**{variable: value}))["args"]
 
@@ -169,8 +204,10 @@ def test_extra_args_come_last_and_win():
 
 
 def test_extra_env():
-    env = [{"name": "HTTPS_PROXY", "value": "http://proxy:3128"},
-           {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
+    env = [
+        {"name": "HTTPS_PROXY", "value": "http://proxy:3128"},
+        {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+    ]
     got = container(render(mpi_operator_extra_env=env))["env"]
     assert [e["name"] for e in got] == ["POD_NAME", "POD_NAMESPACE", "HTTPS_PROXY", "TOKEN"] and got[2:] == env
 
@@ -184,24 +221,45 @@ def test_startup_timeout_sets_the_startup_probe_budget():
 
 
 def test_probe_timings_merge_and_keep_their_endpoints():
-    c = container(render(mpi_operator_liveness_probe={"periodSeconds": 30, "failureThreshold": 10,
-                                                      "httpGet": {"path": "/elsewhere"}},
-                         mpi_operator_readiness_probe={"initialDelaySeconds": 3},
-                         mpi_operator_startup_probe={"periodSeconds": 10}))
-    assert c["livenessProbe"] == {"periodSeconds": 30, "timeoutSeconds": 10, "failureThreshold": 10,
-                                  "httpGet": {"path": "/healthz", "port": "health"}}
+    c = container(
+        render(
+            mpi_operator_liveness_probe={
+                "periodSeconds": 30,
+                "failureThreshold": 10,
+                "httpGet": {"path": "/elsewhere"},
+            },
+            mpi_operator_readiness_probe={"initialDelaySeconds": 3},
+            mpi_operator_startup_probe={"periodSeconds": 10},
+        )
+    )
+    assert c["livenessProbe"] == {
+        "periodSeconds": 30,
+        "timeoutSeconds": 10,
+        "failureThreshold": 10,
+        "httpGet": {"path": "/healthz", "port": "health"},
+    }
     assert c["readinessProbe"]["initialDelaySeconds"] == 3 and c["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert c["startupProbe"]["periodSeconds"] == 10
 
 
 def test_env_from_topology_spread_and_extra_volumes():
     env_from = [{"configMapRef": {"name": "proxy"}}, {"secretRef": {"name": "tokens", "optional": True}}]
-    spread = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
-               "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "mpi-operator"}}}]
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "mpi-operator"}},
+        }
+    ]
     volumes = [{"name": "ca", "configMap": {"name": "corp-ca"}}]
     mounts = [{"name": "ca", "mountPath": "/etc/ssl/corp", "readOnly": True}]
-    d = render(mpi_operator_extra_env_from=env_from, mpi_operator_topology_spread_constraints=spread,
-               mpi_operator_extra_volumes=volumes, mpi_operator_extra_volume_mounts=mounts)
+    d = render(
+        mpi_operator_extra_env_from=env_from,
+        mpi_operator_topology_spread_constraints=spread,
+        mpi_operator_extra_volumes=volumes,
+        mpi_operator_extra_volume_mounts=mounts,
+    )
     assert container(d)["envFrom"] == env_from and pod_spec(d)["topologySpreadConstraints"] == spread
     assert pod_spec(d)["volumes"][-1] == volumes[0] and container(d)["volumeMounts"][-1] == mounts[0]
     assert [v["name"] for v in pod_spec(d)["volumes"]][:2] == ["tmp", "runner"]
@@ -221,13 +279,18 @@ def test_service_account_name_annotations_and_create():
     assert {s["name"] for o in rbac for s in o.get("subjects", [])} == {"mpi-ops"}
     kinds = [o["kind"] for o in render_all("operator-namespace.yaml.j2", mpi_operator_service_account_create=False)]
     assert "ServiceAccount" not in kinds and "RoleBinding" in kinds
-    assert "annotations" not in {o["kind"]: o for o in render_all("operator-namespace.yaml.j2")}["ServiceAccount"]["metadata"]
+    assert (
+        "annotations"
+        not in {o["kind"]: o for o in render_all("operator-namespace.yaml.j2")}["ServiceAccount"]["metadata"]
+    )
 
 
 def test_pod_disruption_budget_selects_the_operators_pods():
     assert "PodDisruptionBudget" not in [o["kind"] for o in render_all("operator-namespace.yaml.j2")]
-    objects = {o["kind"]: o for o in render_all("operator-namespace.yaml.j2",
-                                                mpi_operator_pod_disruption_budget={"minAvailable": 1})}
+    objects = {
+        o["kind"]: o
+        for o in render_all("operator-namespace.yaml.j2", mpi_operator_pod_disruption_budget={"minAvailable": 1})
+    }
     pdb = objects["PodDisruptionBudget"]
     assert pdb["apiVersion"] == "policy/v1" and pdb["spec"]["minAvailable"] == 1
     assert pdb["spec"]["selector"]["matchLabels"] == render()["spec"]["selector"]["matchLabels"]
@@ -235,10 +298,18 @@ def test_pod_disruption_budget_selects_the_operators_pods():
 
 
 def test_leader_election_timings_are_flags():
-    args = container(render(mpi_operator_leader_elect_lease_duration=60, mpi_operator_leader_elect_renew_deadline=40,
-                            mpi_operator_leader_elect_retry_period=10))["args"]
-    assert {"--leader-elect-lease-duration=60", "--leader-elect-renew-deadline=40",
-            "--leader-elect-retry-period=10"} <= set(args)
+    args = container(
+        render(
+            mpi_operator_leader_elect_lease_duration=60,
+            mpi_operator_leader_elect_renew_deadline=40,
+            mpi_operator_leader_elect_retry_period=10,
+        )
+    )["args"]
+    assert {
+        "--leader-elect-lease-duration=60",
+        "--leader-elect-renew-deadline=40",
+        "--leader-elect-retry-period=10",
+    } <= set(args)
 
 
 def test_rbac_create_false_leaves_out_the_leader_election_role():
@@ -248,7 +319,12 @@ def test_rbac_create_false_leaves_out_the_leader_election_role():
     # Every combination renders only objects (an empty document between them failed the install).
     for sa in (True, False):
         for rbac in (True, False):
-            rendered = render_all("operator-namespace.yaml.j2", mpi_operator_service_account_create=sa,
-                                  mpi_operator_rbac_create=rbac, mpi_operator_pod_disruption_budget={"minAvailable": 1})
+            rendered = render_all(
+                "operator-namespace.yaml.j2",
+                mpi_operator_service_account_create=sa,
+                mpi_operator_rbac_create=rbac,
+                mpi_operator_pod_disruption_budget={"minAvailable": 1},
+            )
             assert [o["kind"] for o in rendered] == (["ServiceAccount"] if sa else []) + (
-                ["Role", "RoleBinding"] if rbac else []) + ["PodDisruptionBudget"]
+                ["Role", "RoleBinding"] if rbac else []
+            ) + ["PodDisruptionBudget"]

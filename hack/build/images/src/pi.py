@@ -1,4 +1,5 @@
 """mpi4py version of pi.c: pi by the midpoint rule, and the host of every rank."""
+
 import socket
 import sys
 

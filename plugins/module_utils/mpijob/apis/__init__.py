@@ -50,6 +50,7 @@ children/plan: never a branch on the API's name.
 A module registers by being imported at the end of this file (statically: Ansible bundles only the module_utils a
 module imports by name); nothing else in the core names an API.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -88,8 +89,10 @@ class Api:
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ("all",)
     # Where the launcher's and the workers' pod templates are in a job: a child the API server refuses is named there.
-    template_paths: tuple[str, str] = (f"spec.mpiReplicaSpecs.{C.LAUNCHER}.template",
-                                       f"spec.mpiReplicaSpecs.{C.WORKER}.template")
+    template_paths: tuple[str, str] = (
+        f"spec.mpiReplicaSpecs.{C.LAUNCHER}.template",
+        f"spec.mpiReplicaSpecs.{C.WORKER}.template",
+    )
 
     @property
     def crd_name(self) -> str:
@@ -155,6 +158,16 @@ def suspended_phases() -> tuple[str, ...]:
 
 def describe() -> list[dict]:
     """Every API as plain data, kubeflow.org's first: what the roles read (lookup mpi.operator.mpijob_apis)."""
-    return [{"name": a.name, "group": a.group, "version": a.versions[0], "api_version": a.api_version,
-             "kind": a.kind, "crd_name": a.crd_name, "original": a.original, "launcher_rbac": a.launcher_rbac}
-            for a in REGISTRY.values()]
+    return [
+        {
+            "name": a.name,
+            "group": a.group,
+            "version": a.versions[0],
+            "api_version": a.api_version,
+            "kind": a.kind,
+            "crd_name": a.crd_name,
+            "original": a.original,
+            "launcher_rbac": a.launcher_rbac,
+        }
+        for a in REGISTRY.values()
+    ]

@@ -14,6 +14,7 @@ for `kubectl logs`), `selector` (the workers' label selector, the scale subresou
 Running, Succeeded, Failed, Kubeflow's reasons), `startTime`, `completionTime`; it is computed by the kubeflow.org
 stage and projected onto these fields.
 """
+
 from __future__ import annotations
 
 import copy
@@ -90,7 +91,7 @@ def as_kubeflow(obj: dict) -> dict:
 def _user_path(path: str) -> str:
     for ours, theirs in _PATHS:
         if path == ours or path.startswith(ours + "."):
-            return theirs + path[len(ours):]
+            return theirs + path[len(ours) :]
     return path
 
 
@@ -99,27 +100,41 @@ def parse(obj: Any) -> _spec.MPIJob:
     top = obj if isinstance(obj, dict) else {}
     errors: list[_spec.FieldError] = []
     if top.get("apiVersion") != API_VERSION:
-        errors.append(_spec.FieldError("apiVersion", f"unsupported value {top.get('apiVersion')!r}: supported values: {API_VERSION}"))
+        errors.append(
+            _spec.FieldError(
+                "apiVersion", f"unsupported value {top.get('apiVersion')!r}: supported values: {API_VERSION}"
+            )
+        )
     spec = top.get("spec")
     if not isinstance(spec, dict):
         errors.append(_spec.FieldError("spec", "required"))
         raise InvalidMPIJob(errors)
-    for path, key in ((NUM_WORKERS, "numWorkers"), (LAUNCHER_TEMPLATE, "launcherTemplate"),
-                      (WORKER_TEMPLATE, "workerTemplate")):
+    for path, key in (
+        (NUM_WORKERS, "numWorkers"),
+        (LAUNCHER_TEMPLATE, "launcherTemplate"),
+        (WORKER_TEMPLATE, "workerTemplate"),
+    ):
         if spec.get(key) is None:
             errors.append(_spec.FieldError(path, "required"))
     try:
         job = kubeflow.parse(as_kubeflow(top))
     except InvalidMPIJob as exc:
         reported = {e.path for e in errors}
-        errors += [_spec.FieldError(_user_path(e.path), e.message) for e in exc.errors
-                   if _user_path(e.path) not in reported]
+        errors += [
+            _spec.FieldError(_user_path(e.path), e.message) for e in exc.errors if _user_path(e.path) not in reported
+        ]
     if errors:
         raise InvalidMPIJob(errors)
     # The children's controller reference names this API: deleting the job deletes them (garbage collector). The
     # launcher starts MPI on the workers with `kubectl exec`, as the original did: its workers need no sshd.
-    return dataclasses.replace(job, api_version=API_VERSION, owner_api_version=API_VERSION,
-                               roll_workers=True, launcher_pod=True, launch_agent=C.LAUNCH_KUBEXEC)
+    return dataclasses.replace(
+        job,
+        api_version=API_VERSION,
+        owner_api_version=API_VERSION,
+        roll_workers=True,
+        launcher_pod=True,
+        launch_agent=C.LAUNCH_KUBEXEC,
+    )
 
 
 def job_phase(status: dict | None) -> str:
@@ -157,7 +172,9 @@ def _launcher_pod(seen: S.Observed) -> str | None:
     """The newest launcher pod's name: what `kubectl logs` takes."""
     if not seen.launcher_pods:
         return None
-    newest = max(seen.launcher_pods, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
+    newest = max(
+        seen.launcher_pods, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"])
+    )
     return newest["metadata"]["name"]
 
 
@@ -177,8 +194,12 @@ def invalid_status(old: dict, message: str, now: str, events: list[S.Event]) -> 
 def counts(status: dict) -> dict:
     """Ready workers, and the launcher pod while the job runs (this API's status has no per-role counts)."""
     phase = status.get("phase")
-    return {"workers_running": int(status.get("readyWorkers") or 0), "workers_failed": 0,
-            "launcher_active": 1 if phase == "Running" else 0, "launcher_failed": 1 if phase == "Failed" else 0}
+    return {
+        "workers_running": int(status.get("readyWorkers") or 0),
+        "workers_failed": 0,
+        "launcher_active": 1 if phase == "Running" else 0,
+        "launcher_failed": 1 if phase == "Failed" else 0,
+    }
 
 
 API = Api(

@@ -8,6 +8,7 @@ completionTime, and `status.phase` (ours, additive: the one word the printer col
 conditions). The shared model, the condition mechanics and the children are the core's (spec.py, status.py,
 children.py); the kubebuilder operator's API (bdap.py) reuses this parse and status stage on the job it translates to.
 """
+
 from __future__ import annotations
 
 import copy
@@ -37,7 +38,9 @@ def parse(obj: Any) -> MPIJob:
     top = r.obj(obj, "<object>", required=True) or {}
     api_version = top.get("apiVersion") or C.API_VERSION
     if api_version not in C.ACCEPTED_API_VERSIONS:
-        r.fail("apiVersion", f"unsupported value {api_version!r}: supported values: {', '.join(C.ACCEPTED_API_VERSIONS)}")
+        r.fail(
+            "apiVersion", f"unsupported value {api_version!r}: supported values: {', '.join(C.ACCEPTED_API_VERSIONS)}"
+        )
     legacy_v1 = api_version == f"{C.GROUP}/v1"
     meta, name, namespace, annotations = read_metadata(r, top)
     spec = r.obj(top.get("spec"), "spec", required=True) or {}
@@ -98,7 +101,9 @@ def _run_policy(r: Reader, spec: dict) -> RunPolicy:
         ttl_seconds_after_finished=r.int(
             rp.get("ttlSecondsAfterFinished"), "spec.runPolicy.ttlSecondsAfterFinished", minimum=0
         ),
-        active_deadline_seconds=r.int(rp.get("activeDeadlineSeconds"), "spec.runPolicy.activeDeadlineSeconds", minimum=0),
+        active_deadline_seconds=r.int(
+            rp.get("activeDeadlineSeconds"), "spec.runPolicy.activeDeadlineSeconds", minimum=0
+        ),
         backoff_limit=r.int(rp.get("backoffLimit"), "spec.runPolicy.backoffLimit", minimum=0),
         scheduling_policy=_scheduling_policy(r, rp.get("schedulingPolicy")),
         suspend=r.bool(rp.get("suspend"), "spec.runPolicy.suspend") or False,
@@ -159,7 +164,9 @@ def replica_spec(r: Reader, value: Any, path: str, default_replicas: int, defaul
     replicas = r.int(rs.get("replicas"), f"{path}.replicas")
     restart = r.str(rs.get("restartPolicy"), f"{path}.restartPolicy") or default_restart
     if restart not in C.RESTART_POLICIES:
-        r.fail(f"{path}.restartPolicy", f"unsupported value {restart!r}: supported values: {', '.join(C.RESTART_POLICIES)}")
+        r.fail(
+            f"{path}.restartPolicy", f"unsupported value {restart!r}: supported values: {', '.join(C.RESTART_POLICIES)}"
+        )
     template = pod_template(r, rs.get("template"), f"{path}.template")
     return ReplicaSpec(
         replicas=default_replicas if replicas is None else replicas,
@@ -267,17 +274,21 @@ def live_status(job: MPIJob, old: dict, seen: S.Observed, now: str, events: list
     elif S.is_finished(status):
         if S.get_condition(status, C.RUNNING) is None:
             stamp = status.get("completionTime") or now
-            status.setdefault("conditions", []).append({
-                "type": C.RUNNING,
-                "status": "False",
-                "reason": C.REASON_RUNNING,
-                "message": f"MPIJob {ref} is finished but Running condition was never set.",
-                "lastUpdateTime": stamp,
-                "lastTransitionTime": stamp,
-            })
+            status.setdefault("conditions", []).append(
+                {
+                    "type": C.RUNNING,
+                    "status": "False",
+                    "reason": C.REASON_RUNNING,
+                    "message": f"MPIJob {ref} is finished but Running condition was never set.",
+                    "lastUpdateTime": stamp,
+                    "lastTransitionTime": stamp,
+                }
+            )
     elif crashed:
         # Kubeflow only counts failed workers; say which and why (kubeflow/mpi-operator#90).
-        msg = S.truncate(f"{len(crashed)}/{len(workers)} workers failed: " + ", ".join(S.failure_detail(p) for p in crashed))
+        msg = S.truncate(
+            f"{len(crashed)}/{len(workers)} workers failed: " + ", ".join(S.failure_detail(p) for p in crashed)
+        )
         cond = S.get_condition(status, C.RUNNING)
         if cond is not None and cond.get("status") == "False" and cond.get("reason") == C.REASON_WORKER_FAILED:
             changed = cond.get("message") != msg and S.update_message(status, C.RUNNING, msg, now)
@@ -319,8 +330,12 @@ def counts(status: dict) -> dict:
     """Pods by role and state, from replicaStatuses."""
     replicas = status.get("replicaStatuses") or {}
     worker, launcher = replicas.get(C.WORKER) or {}, replicas.get(C.LAUNCHER) or {}
-    return {"workers_running": int(worker.get("active") or 0), "workers_failed": int(worker.get("failed") or 0),
-            "launcher_active": int(launcher.get("active") or 0), "launcher_failed": int(launcher.get("failed") or 0)}
+    return {
+        "workers_running": int(worker.get("active") or 0),
+        "workers_failed": int(worker.get("failed") or 0),
+        "launcher_active": int(launcher.get("active") or 0),
+        "launcher_failed": int(launcher.get("failed") or 0),
+    }
 
 
 API = Api(

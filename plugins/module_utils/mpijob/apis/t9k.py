@@ -21,6 +21,7 @@ The user writes the worker template and `worker.cmd`; the operator builds the re
 - `scheduler.t9kScheduler`: there is no T9k Scheduler here. `queue` becomes the PodGroup's queue when the operator
   gang-schedules with Volcano; `priority` has no equivalent. A Warning event says so when the job is initialized.
 """
+
 from __future__ import annotations
 
 import copy
@@ -162,7 +163,9 @@ def parse(obj: Any) -> MPIJob:
     debug, debug_specs = _enabled(r, run_mode, "debug", "replicaSpecs", with_args=False)
     pause, resume_specs = _enabled(r, run_mode, "pause", "resumeSpecs", with_args=True)
     if not cmd and not debug:
-        r.fail("spec.worker.cmd", "required: the program mpirun starts on the workers (unless runMode.debug is enabled)")
+        r.fail(
+            "spec.worker.cmd", "required: the program mpirun starts on the workers (unless runMode.debug is enabled)"
+        )
     if name:
         check_hostnames(r, name, replicas or 1)
     if r.errors:
@@ -208,8 +211,9 @@ def parse(obj: Any) -> MPIJob:
         ),
         # Never: mpirun runs once (backoffLimit 0), and its failed pod stays with the log that says why.
         launcher=ReplicaSpec(1, "Never", _template(template, *commands[LAUNCHER], skip[LAUNCHER])),
-        worker=ReplicaSpec(1 if replicas is None else replicas, restart,
-                           _template(template, *commands[WORKER], skip[WORKER])),
+        worker=ReplicaSpec(
+            1 if replicas is None else replicas, restart, _template(template, *commands[WORKER], skip[WORKER])
+        ),
         main_container=MPI_CONTAINER,
         owner_api_version=API_VERSION,
         pause_deletes_launcher=True,
@@ -223,8 +227,10 @@ def _worker_template(r: Reader, value: Any) -> dict:
     pod_spec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
     restart = r.str(pod_spec.get("restartPolicy"), f"{path}.spec.restartPolicy")
     if restart is not None and restart not in C.RESTART_POLICIES:
-        r.fail(f"{path}.spec.restartPolicy",
-               f"unsupported value {restart!r}: supported values: {', '.join(C.RESTART_POLICIES)}")
+        r.fail(
+            f"{path}.spec.restartPolicy",
+            f"unsupported value {restart!r}: supported values: {', '.join(C.RESTART_POLICIES)}",
+        )
     if pod_spec.get("initContainers") is not None and not isinstance(pod_spec["initContainers"], list):
         r.fail(f"{path}.spec.initContainers", "must be a list")
     containers = pod_spec.get("containers")
@@ -256,9 +262,11 @@ def _scheduler(r: Reader, value: Any) -> tuple[SchedulingPolicy | None, tuple[st
         return None, ()
     queue = r.str(t9k.get("queue"), "spec.scheduler.t9kScheduler.queue") or ""
     priority = r.int(t9k.get("priority"), "spec.scheduler.t9kScheduler.priority")
-    notice = ("spec.scheduler.t9kScheduler: there is no T9k Scheduler here: the pods use the operator's scheduler; "
-              f"queue {queue!r} is the PodGroup's queue when the operator gang-schedules with Volcano"
-              + (f"; priority {priority} has no equivalent and is not applied" if priority is not None else ""))
+    notice = (
+        "spec.scheduler.t9kScheduler: there is no T9k Scheduler here: the pods use the operator's scheduler; "
+        f"queue {queue!r} is the PodGroup's queue when the operator gang-schedules with Volcano"
+        + (f"; priority {priority} has no equivalent and is not applied" if priority is not None else "")
+    )
     return SchedulingPolicy(queue=queue), (notice,)
 
 

@@ -4,6 +4,7 @@
 """batch.tensorstack.dev/v1beta1 MPIJob, T9k's: its status stage (conditions, phase, tasks, aggregate, in T9k's shape)
 and the names its status holds. t9k.py parses the API and registers it with this stage.
 """
+
 from __future__ import annotations
 
 import copy
@@ -15,7 +16,13 @@ from ..spec import MPIJob
 LAUNCHER, WORKER = "launcher", "worker"  # runMode replica types, status.tasks types
 # status.conditions types, in the order the status lists them.
 INITIALIZED, RUNNING, REPLICA_FAILURE, COMPLETED, FAILED, PAUSED = (
-    "Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused")
+    "Initialized",
+    "Running",
+    "ReplicaFailure",
+    "Completed",
+    "Failed",
+    "Paused",
+)
 CONDITION_TYPES = (INITIALIZED, RUNNING, REPLICA_FAILURE, COMPLETED, FAILED, PAUSED)
 # status.phase values.
 PHASES = ("Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown")
@@ -30,8 +37,13 @@ def _set(status: dict, ctype: str, value: str, reason: str, message: str, now: s
     conds = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
     current = next((c for c in conds if c.get("type") == ctype), None)
     changed = current is None or current.get("status") != value
-    new = {"type": ctype, "status": value, "reason": reason, "message": message,
-           "lastTransitionTime": now if changed else current.get("lastTransitionTime", now)}
+    new = {
+        "type": ctype,
+        "status": value,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": now if changed else current.get("lastTransitionTime", now),
+    }
     conds = [c for c in conds if c.get("type") != ctype] + [new]
     order = {t: i for i, t in enumerate(CONDITION_TYPES)}
     status["conditions"] = sorted(conds, key=lambda c: order.get(c.get("type"), len(order)))
@@ -48,13 +60,18 @@ def _uid(pod: dict) -> str:
 
 def _task(kind: str, pods: list[dict]) -> dict:
     existing = sorted((p for p in pods if _uid(p)), key=lambda p: p["metadata"]["name"])
-    restarts = sum(int(cs.get("restartCount") or 0)
-                   for p in existing for cs in (p.get("status") or {}).get("containerStatuses") or [])
+    restarts = sum(
+        int(cs.get("restartCount") or 0)
+        for p in existing
+        for cs in (p.get("status") or {}).get("containerStatuses") or []
+    )
     return {
         "type": kind,
         "restartCount": restarts,
-        "status": [{"phase": S.pod_phase(p) or "Pending", "name": p["metadata"]["name"], "uid": _uid(p), "containers": []}
-                   for p in existing],
+        "status": [
+            {"phase": S.pod_phase(p) or "Pending", "name": p["metadata"]["name"], "uid": _uid(p), "containers": []}
+            for p in existing
+        ],
     }
 
 
@@ -75,8 +92,13 @@ def _aggregate(pods: list[dict], deleting: list[dict], launcher_coming: bool) ->
 
 def live_status(job: MPIJob, old: dict, seen: S.Observed, now: str, events: list[S.Event]) -> dict:
     """T9k's status of a live job: conditions, phase, tasks, aggregate."""
-    status = {"conditions": [c for c in copy.deepcopy(old.get("conditions") or []) if isinstance(c, dict)
-                             and not (c.get("type") == FAILED and c.get("reason") == C.REASON_VALIDATION)]}
+    status = {
+        "conditions": [
+            c
+            for c in copy.deepcopy(old.get("conditions") or [])
+            if isinstance(c, dict) and not (c.get("type") == FAILED and c.get("reason") == C.REASON_VALIDATION)
+        ]
+    }
     ref = f"MPIJob {job.namespace}/{job.name}"
     if _set(status, INITIALIZED, "True", "Initialized", "The job has been initialized successfully.", now):
         events.append(S.Event("Normal", "Initialized", f"{ref} is initialized"))
@@ -120,8 +142,11 @@ def live_status(job: MPIJob, old: dict, seen: S.Observed, now: str, events: list
                 events.append(S.Event("Warning", "ReplicaFailed", f"{ref}: {msg}"))
             if S.get_condition(status, RUNNING) is not None:
                 _set(status, RUNNING, "False", "ReplicaFailed", msg, now)
-        elif (any(S.pod_phase(p) == "Running" for p in launcher_pods) and len(workers) == job.worker_replicas
-              and all(S.pod_phase(p) == "Running" for p in workers)):
+        elif (
+            any(S.pod_phase(p) == "Running" for p in launcher_pods)
+            and len(workers) == job.worker_replicas
+            and all(S.pod_phase(p) == "Running" for p in workers)
+        ):
             msg = "All pods are running normally."
             if _set(status, RUNNING, "True", "Running", msg, now):
                 events.append(S.Event("Normal", "Running", f"{ref} is running"))
@@ -183,7 +208,11 @@ def invalid_status(old: dict, message: str, now: str, events: list[S.Event]) -> 
     """An object parse refused: Failed, reason ValidationError, the message naming the fields."""
     status = copy.deepcopy(old)
     current = S.get_condition(status, FAILED) or {}
-    if current.get("reason") != C.REASON_VALIDATION or current.get("message") != message or current.get("status") != "True":
+    if (
+        current.get("reason") != C.REASON_VALIDATION
+        or current.get("message") != message
+        or current.get("status") != "True"
+    ):
         _set(status, FAILED, "True", C.REASON_VALIDATION, message, now)
         events.append(S.Event("Warning", C.REASON_VALIDATION, message))
     status["phase"] = phase(status)

@@ -23,8 +23,9 @@ def main() -> None:
     x = torch.rand(256, 1)
     y = 3 * x - 1 + 0.01 * torch.randn(256, 1)
     model = torch.nn.Linear(1, 1)
-    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.5 * hvd.size()),
-                                         named_parameters=model.named_parameters())
+    optimizer = hvd.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=0.5 * hvd.size()), named_parameters=model.named_parameters()
+    )
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     for epoch in range(200):
         optimizer.zero_grad()
