@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import collection
+from ansible_collections.mpi.operator.plugins.module_utils.kube.paths import collection
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import by_group, group_of
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.constants import GROUP, PLURAL

@@ -10,7 +10,7 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from .kube.rest import group_path
+from .kube.paths import group_path
 from .mpijob import submit as S
 
 

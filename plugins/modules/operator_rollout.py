@@ -90,7 +90,8 @@ import time  # noqa: E402
 from ..module_utils import rollout as R  # noqa: E402
 from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
 from ..module_utils.kube.module import run_module  # noqa: E402
-from ..module_utils.kube.rest import Rest, collection, item  # noqa: E402
+from ..module_utils.kube.paths import collection, item  # noqa: E402
+from ..module_utils.kube.rest import Rest  # noqa: E402
 from ..module_utils.mpijob.errors import ApiError, JobError, Unreachable  # noqa: E402
 
 LOG_TIMEOUT = 10.0  # a kubelet that cannot serve logs must not hold the task

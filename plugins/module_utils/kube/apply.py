@@ -16,7 +16,8 @@ from ..mpijob.errors import ApiError
 from ..mpijob.plan import Action, Plan, api_error_outcome, controlled_by
 from ..mpijob.planner import rejected
 from ..mpijob.protocol import JobResult, Outcome
-from .rest import Rest, collection, item, mpijob_path
+from .paths import collection, item, mpijob_path
+from .rest import Rest
 
 
 class Applier:

@@ -17,7 +17,8 @@ from datetime import datetime, timezone
 from ..mpijob import constants as C
 from ..mpijob import submit as S
 from ..mpijob.errors import ApiError, Conflict, JobError, Unreachable
-from .rest import Rest, collection, item, mpijob_path
+from .paths import collection, item, mpijob_path
+from .rest import Rest
 
 FIELD_MANAGER = "mpi.operator"
 # workers/suspend patches: a manifest applied later that sets those fields otherwise conflicts with FIELD_MANAGER.

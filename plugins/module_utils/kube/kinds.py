@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from .. import objects as O
 from ..mpijob.errors import SubmitError
-from .rest import Rest, group_path
+from .paths import group_path
+from .rest import Rest
 
 
 class Kinds:

@@ -20,7 +20,8 @@ from ..mpijob.apis import api_for
 from ..mpijob.errors import ApiError
 from ..mpijob.plan import World
 from ..mpijob.protocol import Key
-from .rest import Rest, collection, item, mpijob_path
+from .paths import collection, item, mpijob_path
+from .rest import Rest
 
 # Each job of a batch is read with a GET, never with a LIST of its API: a LIST returns every MPIJob of the namespace
 # (all of them, whatever the batch), so a batch's cost and the run's memory would grow with the namespace, not with the

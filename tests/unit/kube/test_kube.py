@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cryptography.hazmat.primitives import serialization
 
-from ansible_collections.mpi.operator.plugins.module_utils.kube import rest, sshkeys
+from ansible_collections.mpi.operator.plugins.module_utils.kube import paths, sshkeys
 from ansible_collections.mpi.operator.plugins.modules import mpijob_reconcile
 
 
@@ -23,16 +23,18 @@ def test_ssh_keys_are_ecdsa_p521_like_kubeflows() -> None:
 
 
 def test_paths() -> None:
-    assert rest.collection("v1", "Pod", "ns") == "/api/v1/namespaces/ns/pods"
-    assert rest.item("batch/v1", "Job", "ns", "pi-launcher") == "/apis/batch/v1/namespaces/ns/jobs/pi-launcher"
-    assert rest.mpijob_path("kubeflow.org/v2beta1", "ns", "pi") == "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/pi"
-    assert rest.mpijob_path("kubeflow.org/v1", "ns") == "/apis/kubeflow.org/v1/namespaces/ns/mpijobs"
-    assert rest.mpijob_path("batch.test.bdap.com/v1") == "/apis/batch.test.bdap.com/v1/mpijobs"  # every namespace
-    assert rest.collection("batch/v1", "Job", "") == "/apis/batch/v1/jobs"
-    assert rest.item("scheduling.k8s.io/v1", "PriorityClass", "", "high") == (
+    assert paths.collection("v1", "Pod", "ns") == "/api/v1/namespaces/ns/pods"
+    assert paths.item("batch/v1", "Job", "ns", "pi-launcher") == "/apis/batch/v1/namespaces/ns/jobs/pi-launcher"
+    assert (
+        paths.mpijob_path("kubeflow.org/v2beta1", "ns", "pi") == "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/pi"
+    )
+    assert paths.mpijob_path("kubeflow.org/v1", "ns") == "/apis/kubeflow.org/v1/namespaces/ns/mpijobs"
+    assert paths.mpijob_path("batch.test.bdap.com/v1") == "/apis/batch.test.bdap.com/v1/mpijobs"  # every namespace
+    assert paths.collection("batch/v1", "Job", "") == "/apis/batch/v1/jobs"
+    assert paths.item("scheduling.k8s.io/v1", "PriorityClass", "", "high") == (
         "/apis/scheduling.k8s.io/v1/priorityclasses/high"
     )  # cluster-scoped
-    assert rest.collection("scheduling.volcano.sh/v1beta1", "PodGroup", "ns") == (
+    assert paths.collection("scheduling.volcano.sh/v1beta1", "PodGroup", "ns") == (
         "/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups"
     )
 
