@@ -12,9 +12,10 @@ import argparse
 import os
 import socket
 import tempfile
+import types
 import uuid
-from dataclasses import dataclass, field, make_dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from ansible_collections.mpi.operator.plugins.module_utils.kube.auth import in_cluster
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import REGISTRY, by_group
@@ -26,125 +27,109 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 @dataclass(frozen=True)
-class Setting:
-    """One setting of the operator: a field of Config and, unless `flag` is False, the flag that sets it (`--name`, and
-    Go's `-name`)."""
+class Flag:
+    """The flag that sets a field of Config: `--name` and Go's `-name`, the field's name with `-` for `_`. Its value
+    has the field's type (a bool is a switch: `-name`, `-name=false`, `--no-name`; a tuple is a comma-separated list);
+    `env` names a variable whose value, when set, is the default; a None default is derived by parse()
+    (health_port, kubeconfig, work_dir)."""
 
-    name: str  # the flag's name; the Config field's is the same with `_` for `-`
-    type: type  # the flag's value: str, int, float, or bool (a switch: `-name`, `-name=false`, `--no-name`)
-    default: Any  # without the flag (parse() derives a None: health_port, kubeconfig, work_dir)
     help: str | None = None
     choices: tuple[str, ...] | None = None
-    env: str = ""  # an environment variable whose value, when set, is the default
-    flag: bool = True  # False: parse() sets it, no flag does
-    field_type: Any = None  # Config's type when it is not the flag's (apis: the flag's list, split)
-
-    @property
-    def field(self) -> str:
-        return self.name.replace("-", "_")
+    env: str = ""
 
 
-# Every setting, in the order `-help` lists the flags.
-SETTINGS = (
-    Setting(
-        "namespace",
-        str,
-        "",
-        'watched namespace; "" = all (default: $KUBEFLOW_NAMESPACE, else all)',
-        env="KUBEFLOW_NAMESPACE",
-    ),
-    Setting("gang-scheduling", str, "", '"volcano" or a scheduler-plugins scheduler name; "" = off'),
-    Setting(
-        "kube-api-qps",
-        float,
-        20.0,
-        "client requests per second of this process (lists, watches, the Lease; not the runs)",
-    ),
-    Setting("kube-api-burst", int, 40, "client request burst"),
-    Setting("threadiness", int, 2, "concurrent ansible-runner runs"),
-    Setting("max-batch", int, 50, "most MPIJobs reconciled by one ansible-runner run"),
-    Setting(
-        "monitoring-port",
-        int,
-        8080,
-        "port of /metrics (and, unless --health-port differs, /healthz and /readyz); 0 = no /metrics",
-    ),
-    Setting("health-port", int, None, "port of /healthz and /readyz (default: the monitoring port); 0 = off"),
-    Setting("lock-namespace", str, "mpi-operator", "namespace of the leader-election Lease"),
-    Setting("leader-elect", bool, True, "elect one active replica through a Lease (default: on; --no-leader-elect)"),
-    Setting(
-        "leader-elect-lease-duration",
-        float,
-        Timing.lease_duration,
-        "seconds a follower waits after the last renewal it saw before it takes the Lease",
-    ),
-    Setting(
-        "leader-elect-renew-deadline",
-        float,
-        Timing.renew_deadline,
-        "seconds the leader may fail to renew before it steps down",
-    ),
-    Setting("leader-elect-retry-period", float, Timing.retry_period, "seconds between two tries to acquire or renew"),
-    Setting("log-level", str, "info", choices=LOG_LEVELS),
-    Setting("log-format", str, "text", "logfmt text or JSON lines", choices=("text", "json")),
-    Setting("cluster-domain", str, "", "DNS suffix of hostfile entries (e.g. cluster.local)"),
-    Setting(
-        "kubeconfig",
-        str,
-        None,
-        "kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)",
-        env="KUBECONFIG",
-    ),
-    Setting(
-        "work-dir",
-        str,
-        None,
-        f"ansible-runner private data dirs (default: {IN_CLUSTER_WORK_DIR} in-cluster, else a temp dir)",
-    ),
-    Setting("runner-timeout", int, 300, "seconds before a stuck run is killed"),
-    Setting("rotate-artifacts", int, 3, "runner artifact dirs kept per runner slot"),
-    Setting(
-        "apis",
-        str,
-        "kubeflow.org",
-        "comma-separated MPIJob API groups to reconcile, of "
-        + ", ".join(a.group for a in REGISTRY.values())
-        + " (default: kubeflow.org)",
-        field_type=tuple[str, ...],
-    ),
-    Setting(
-        "warm-runs",
+@dataclass
+class Config:
+    """The operator's settings as parse() returns them, in the order `-help` lists their flags; a field annotated
+    with a Flag is set by that flag."""
+
+    namespace: Annotated[
+        str, Flag('watched namespace; "" = all (default: $KUBEFLOW_NAMESPACE, else all)', env="KUBEFLOW_NAMESPACE")
+    ] = ""
+    gang_scheduling: Annotated[str, Flag('"volcano" or a scheduler-plugins scheduler name; "" = off')] = ""
+    kube_api_qps: Annotated[
+        float, Flag("client requests per second of this process (lists, watches, the Lease; not the runs)")
+    ] = 20.0
+    kube_api_burst: Annotated[int, Flag("client request burst")] = 40
+    threadiness: Annotated[int, Flag("concurrent ansible-runner runs")] = 2
+    max_batch: Annotated[int, Flag("most MPIJobs reconciled by one ansible-runner run")] = 50
+    monitoring_port: Annotated[
+        int, Flag("port of /metrics (and, unless --health-port differs, /healthz and /readyz); 0 = no /metrics")
+    ] = 8080
+    health_port: Annotated[int | None, Flag("port of /healthz and /readyz (default: the monitoring port); 0 = off")] = (
+        None
+    )
+    lock_namespace: Annotated[str, Flag("namespace of the leader-election Lease")] = "mpi-operator"
+    leader_elect: Annotated[bool, Flag("elect one active replica through a Lease (default: on; --no-leader-elect)")] = (
+        True
+    )
+    leader_elect_lease_duration: Annotated[
+        float, Flag("seconds a follower waits after the last renewal it saw before it takes the Lease")
+    ] = Timing.lease_duration
+    leader_elect_renew_deadline: Annotated[float, Flag("seconds the leader may fail to renew before it steps down")] = (
+        Timing.renew_deadline
+    )
+    leader_elect_retry_period: Annotated[float, Flag("seconds between two tries to acquire or renew")] = (
+        Timing.retry_period
+    )
+    log_level: Annotated[str, Flag(choices=LOG_LEVELS)] = "info"
+    log_format: Annotated[str, Flag("logfmt text or JSON lines", choices=("text", "json"))] = "text"
+    cluster_domain: Annotated[str, Flag("DNS suffix of hostfile entries (e.g. cluster.local)")] = ""
+    kubeconfig: Annotated[
+        str | None,
+        Flag("kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)", env="KUBECONFIG"),
+    ] = None
+    work_dir: Annotated[
+        str | None,
+        Flag(f"ansible-runner private data dirs (default: {IN_CLUSTER_WORK_DIR} in-cluster, else a temp dir)"),
+    ] = None
+    runner_timeout: Annotated[int, Flag("seconds before a stuck run is killed")] = 300
+    rotate_artifacts: Annotated[int, Flag("runner artifact dirs kept per runner slot")] = 3
+    apis: Annotated[
+        tuple[str, ...],
+        Flag(
+            "comma-separated MPIJob API groups to reconcile, of "
+            + ", ".join(a.group for a in REGISTRY.values())
+            + " (default: kubeflow.org)"
+        ),
+    ] = ("kubeflow.org",)
+    warm_runs: Annotated[
         bool,
-        True,
-        "keep one ansible-runner run started ahead of need, serving the batches of every "
-        "worker (default: on; --no-warm-runs: each batch in a run of its own)",
-    ),
-    Setting("warm-run-timeout", int, 300, "seconds a warm run serves batches before it is replaced"),
-    Setting(
-        "kubectl-delivery-image",
+        Flag(
+            "keep one ansible-runner run started ahead of need, serving the batches of every "
+            "worker (default: on; --no-warm-runs: each batch in a run of its own)"
+        ),
+    ] = True
+    warm_run_timeout: Annotated[int, Flag("seconds a warm run serves batches before it is replaced")] = 300
+    kubectl_delivery_image: Annotated[
         str,
-        "",
-        "image whose entrypoint copies kubectl into the directory it is given, for launchers that start MPI with "
-        "kubectl exec ("
-        + ", ".join(a.group for a in REGISTRY.values() if a.launcher_rbac)
-        + '); "" = kubectl is in the launcher\'s image',
-    ),
-    Setting("watch-timeout", int, 300, "seconds a watch request stays open before it is resumed"),
-    Setting("identity", str, "", flag=False),  # identity(): this process, in the Lease
-    Setting("temporary-work-dir", bool, False, flag=False),  # made for this process: removed at exit
-)
+        Flag(
+            "image whose entrypoint copies kubectl into the directory it is given, for launchers that start MPI with "
+            "kubectl exec ("
+            + ", ".join(a.group for a in REGISTRY.values() if a.launcher_rbac)
+            + '); "" = kubectl is in the launcher\'s image'
+        ),
+    ] = ""
+    watch_timeout: Annotated[int, Flag("seconds a watch request stays open before it is resumed")] = 300
+    identity: str = ""
+    temporary_work_dir: bool = False  # made for this process: removed at exit
 
 
-def _kind(setting: Setting) -> Any:
-    return setting.field_type or (setting.type if setting.default is not None else setting.type | None)
-
-
-def _default(setting: Setting) -> Any:
-    return tuple(setting.default.split(",")) if setting.field_type else setting.default
-
-
-# The operator's settings as parse() returns them: one field per Setting.
-Config = make_dataclass("Config", [(s.field, _kind(s), field(default=_default(s))) for s in SETTINGS])
+def _flags() -> list[tuple[str, type, Flag, Any]]:
+    """Each flag's name, the type of its value (an optional field's: the type beside None), the Flag and its
+    default."""
+    hints = get_type_hints(Config, include_extras=True)
+    out = []
+    for f in fields(Config):
+        hint = hints[f.name]
+        flag = next((m for m in getattr(hint, "__metadata__", ()) if isinstance(m, Flag)), None)
+        if flag is None:
+            continue
+        kind = get_args(hint)[0]
+        if isinstance(kind, types.UnionType):
+            kind = next(a for a in get_args(kind) if a is not type(None))
+        out.append((f.name.replace("_", "-"), get_origin(kind) or kind, flag, f.default))
+    return out
 
 
 TRUE, FALSE = ("1", "t", "true", "yes", "on"), ("0", "f", "false", "no", "off")
@@ -175,7 +160,7 @@ class GoFlags(argparse.ArgumentParser):
     def flag(self, name: str, **kwargs: Any) -> None:
         self.add_argument(f"-{name}", f"--{name}", **kwargs)
 
-    def switch(self, name: str, default: bool, help: str) -> None:
+    def switch(self, name: str, default: bool, help: str | None) -> None:
         """A boolean: `-name`, `-name=true|false` (`--` alike) and `--no-name`."""
         dest = name.replace("-", "_")
         self.add_argument(
@@ -194,14 +179,19 @@ class GoFlags(argparse.ArgumentParser):
 
 def parser() -> GoFlags:
     p = GoFlags(prog="python3 -m mpijob_operator", description="MPIJob operator (kubeflow.org, T9k and bdap MPIJobs)")
-    for s in SETTINGS:
-        if not s.flag:
+    for name, kind, flag, field_default in _flags():
+        if kind is bool:
+            p.switch(name, field_default, flag.help)
             continue
-        if s.type is bool:
-            p.switch(s.name, s.default, s.help)
-            continue
-        default = (os.environ.get(s.env) or s.default) if s.env else s.default
-        p.flag(s.name, type=None if s.type is str else s.type, default=default, help=s.help, choices=s.choices)
+        default = ",".join(field_default) if kind is tuple else field_default
+        default = (os.environ.get(flag.env) or default) if flag.env else default
+        p.flag(
+            name,
+            type=kind if kind in (int, float) else None,
+            default=default,
+            help=flag.help,
+            choices=flag.choices,
+        )
     return p
 
 
@@ -252,7 +242,7 @@ def parse(argv: list[str] | None = None) -> Config:
     if errors:
         p.error("; ".join(errors))
     work_dir = a.work_dir or (IN_CLUSTER_WORK_DIR if in_cluster() else tempfile.mkdtemp(prefix="mpi-operator-"))
-    given = {s.field: getattr(a, s.field) for s in SETTINGS if s.flag}
+    given = {name.replace("-", "_"): getattr(a, name.replace("-", "_")) for name, _kind, _flag, _default in _flags()}
     return Config(
         **{
             **given,
