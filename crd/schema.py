@@ -162,7 +162,7 @@ class Dumper(yaml.SafeDumper):
     def generate_anchor(self, node: yaml.Node) -> str:
         return self.anchor_names[id(node)]
 
-    def represent_dict(self, data: dict[str, Any]) -> yaml.Node:
+    def represent_dict(self, data: Any) -> yaml.MappingNode:
         leaf = all(not isinstance(v, dict | list) or v == [] or v == {} for v in data.values())
         short = len(json.dumps(data)) <= 100
         return self.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=leaf and short)

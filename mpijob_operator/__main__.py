@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any
 
-from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import mpijob_path
+from ansible_collections.mpi.operator.plugins.module_utils.kube.paths import mpijob_path
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 
 from . import config as config_mod
@@ -70,6 +70,7 @@ class Operator:
             self.warm = WarmRuns(warm, lifetime=cfg.warm_run_timeout, slots=cfg.threadiness)
 
     def _runner(self, slot: int | str, rotate_artifacts: int = 0) -> BatchRunner:
+        assert self.cfg.work_dir is not None  # parse() derives it
         return BatchRunner(
             self.cfg.work_dir,
             slot=slot,
@@ -89,7 +90,9 @@ class Operator:
         API server that is not reachable yet (both starting together) gets `timeout` seconds."""
         end = time.monotonic() + timeout
         for group in self.cfg.apis:
-            api_version = by_group(group).api_version
+            api = by_group(group)
+            assert api is not None  # parse() refuses a group not served
+            api_version = api.api_version
             path = mpijob_path(api_version, self.cfg.namespace or "")
             self._check_api(path, f"{PLURAL}.{group} {api_version.partition('/')[2]}", end)
 
@@ -192,6 +195,7 @@ class Operator:
     def run(self) -> int:
         # The endpoints come up first, so a start-up probe sees a live process while it still checks the API.
         self.heartbeats.beat("main", CRD_CHECK_TIMEOUT + MAIN_LOOP_ALLOWANCE)
+        assert self.cfg.health_port is not None  # parse() derives it
         servers = health.servers(
             self.cfg.monitoring_port,
             self.cfg.health_port,
@@ -252,6 +256,7 @@ class Operator:
 def main(argv: list[str] | None = None) -> int:
     cfg = config_mod.parse(argv)
     log_mod.setup(cfg.log_level, cfg.log_format)
+    assert cfg.work_dir is not None  # parse() derives it
     os.makedirs(cfg.work_dir, exist_ok=True)
     op = Operator(cfg)
 

@@ -37,9 +37,9 @@ def echoes(actions: list[dict], finished: bool = False) -> set[tuple[str, str, s
     A created object's ADDED event, and a patched Service/ConfigMap/Secret's MODIFIED event. The deletions of
     a finished job's cleanup (its pods marked, then gone). Not the deletions of a running job (its hostfile
     depends on which pods are gone) nor pod/Job updates (others write those too)."""
-    out = set()
+    out: set[tuple[str, str, str]] = set()
     for a in actions:
-        kind, name, verb = a.get("kind"), a.get("name"), a.get("action")
+        kind, name, verb = str(a.get("kind")), str(a.get("name")), a.get("action")
         if verb == "create":
             out.add((kind, name, "ADDED"))
         elif verb in ("patch", "update") and kind in OWN_CONTENT_KINDS:

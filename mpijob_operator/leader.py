@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ansible_collections.mpi.operator.plugins.module_utils.kube.rest import collection, item
+from ansible_collections.mpi.operator.plugins.module_utils.kube.paths import collection, item
 
 log = logging.getLogger("mpijob_operator.leader")
 LEASE_API_VERSION = "coordination.k8s.io/v1"
@@ -102,7 +102,7 @@ class LeaseLock:
 
     def write(self, record: Record) -> None:
         """Creates the Lease, or replaces the version we read (a 409 means someone else won)."""
-        body = {
+        body: dict[str, Any] = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": {"name": self.name, "namespace": self.namespace},

@@ -123,8 +123,8 @@ def has_launcher(actions: Iterable[dict[str, Any]], status: dict[str, Any] | Non
     """The job has a launcher Job: it just created one, or its status counts launcher replicas."""
     if any(a.get("action") == "create" and a.get("kind") == "Job" for a in actions):
         return True
-    launcher = ((status or {}).get("replicaStatuses") or {}).get(C.LAUNCHER)
-    return bool(launcher) and any(launcher.get(k) for k in ("active", "succeeded", "failed"))
+    launcher = ((status or {}).get("replicaStatuses") or {}).get(C.LAUNCHER) or {}
+    return any(launcher.get(k) for k in ("active", "succeeded", "failed"))
 
 
 def waiting(status: dict[str, Any] | None, phase_api: bool = False) -> tuple[bool, float | None]:

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# make lint: ruff, the generated CRDs' staleness (python -m crd --check), yamllint, ansible-lint (production profile),
+# make lint: ruff (lint and format), the import contracts, mypy, the generated CRDs' staleness (python -m crd --check), yamllint, ansible-lint (production profile),
 # antsibull-changelog's checks, `ansible-doc` for every module, and ansible-test sanity on the built collection
 # (hack/make/sanity.sh).
 set -uo pipefail
 source "$(dirname "$0")/env.sh" >/dev/null
 failed=()
-step() { echo "== $1"; shift; "$@" || failed+=("$1"); }
+step() { local name=$1; echo "== $name"; shift; "$@" || failed+=("$name"); }
 
 py_dirs=()
 for d in plugins tests hack mpijob_operator crd; do [ -d "$d" ] && py_dirs+=("$d"); done
 step ruff ruff check "${py_dirs[@]}"
+step ruff-format ruff format --check "${py_dirs[@]}"
+# The layering rules (.importlinter): the core imports only the standard library, modules over the shell over the core,
+# the operator never imports the modules, the product never imports hack/ or tests/.
+step import-contracts lint-imports --no-cache
+step mypy mypy --python-executable "$root/.venv/bin/python"
 # The generated CRDs match their sources (crd/; `make crd` writes them).
 step crd python -m crd --check
 step yamllint yamllint -s .

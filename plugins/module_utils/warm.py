@@ -76,7 +76,7 @@ def _take(path: str, until: float) -> tuple[list[dict], socket.socket | None]:
 
 
 def _read_to_eof(sock: socket.socket, deadline: float) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         sock.settimeout(max(0.001, deadline - time.monotonic()))
         chunk = sock.recv(65536)

@@ -17,6 +17,7 @@ import json
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from . import constants as C
 from .spec import MPIJob, ReplicaSpec
@@ -261,7 +262,7 @@ def _append(obj: dict, key: str, items: list) -> None:
 
 
 def _setup_ssh(job: MPIJob, pod_spec: dict) -> None:
-    secret = {
+    secret: dict[str, Any] = {
         "secretName": secret_name(job),
         "items": [
             {"key": C.SSH_PRIVATE_KEY, "path": "id_rsa"},

@@ -25,7 +25,7 @@ from .apis import Api, api_for
 from .errors import InvalidMPIJob
 from .plan import Action, Plan, World, controlled_by, replace_map
 from .protocol import Outcome
-from .spec import FieldError, MPIJob
+from .spec import FieldError, MPIJob, mapping
 
 SSHKeys = Callable[[], "tuple[bytes, bytes]"]
 
@@ -77,8 +77,8 @@ def _create(obj: dict, reason: str = "") -> Action:
 def plan_job(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys) -> Plan:
     """The plan for one MPIJob. `obj` is the MPIJob as read; `ssh_keys` makes a key pair (called only when the
     Secret must be created or repaired)."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    old_status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    meta = mapping(obj.get("metadata"))
+    old_status = mapping(obj.get("status"))
     api = api_for(obj)  # the API's own parse and status stages; children and plan are shared
     if meta.get("deletionTimestamp"):
         return Plan([], old_status, done=api.finished(old_status))
@@ -115,7 +115,7 @@ def _check_config_size(api: Api, job: MPIJob, opts: K.Options) -> None:
 
 
 def _invalid(api: Api, obj: dict, old: dict, exc: InvalidMPIJob, now_s: str) -> Plan:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = mapping(obj.get("metadata"))
     events: list[S.Event] = []
     message = S.truncate("Found validation errors: " + "; ".join(str(e) for e in exc.errors))
     status = api.invalid_status(old, message, now_s, events)
@@ -139,8 +139,8 @@ def rejected(obj: dict, kind: str, name: str, message: str, now: datetime) -> Pl
     so the job fails as an invalid spec does (Failed, ValidationError), naming the field of the job the server named in
     the child. `message` is the server's: a launcher Job's `spec.template.spec.containers[0].name` is the job's
     launcher template's `.spec.containers[0].name`, a worker Pod's `spec.containers[0].image` its worker template's."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    old = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    meta = mapping(obj.get("metadata"))
+    old = mapping(obj.get("status"))
     api = api_for(obj)
     error = child_field_error(api, kind, name == f"{meta.get('name')}-launcher", name, message)
     return _invalid(api, obj, old, InvalidMPIJob([error]), S.rfc3339(now))
@@ -171,7 +171,7 @@ class _Planner:
         self.api = api
         self.job, self.obj, self.world, self.opts, self.now, self.ssh_keys = job, obj, world, opts, now, ssh_keys
         self.now_s = S.rfc3339(now)
-        self.old_status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        self.old_status = mapping(obj.get("status"))
         self.actions: list[Action] = []
         self.events: list[S.Event] = []
         uid = job.uid
@@ -390,9 +390,9 @@ class _Planner:
         going = [by_index[i] for i in sorted(by_index, reverse=True) if i >= replicas and not terminating(by_index[i])]
         # A Running one may still be in the launcher's discover_hosts.sh: Horovod must drop it first (notice_hosts).
         hold = any(S.pod_phase(p) == "Running" for p in going) and not self.hosts_noticed()
-        for pod in going:
-            if not (hold and S.pod_phase(pod) == "Running"):
-                self.actions.append(_delete(pod, "Pod", "scale-down", "v1"))
+        for extra in going:
+            if not (hold and S.pod_phase(extra) == "Running"):
+                self.actions.append(_delete(extra, "Pod", "scale-down", "v1"))
         live = []
         for index in range(replicas):
             pod = by_index.get(index)

@@ -9,7 +9,7 @@ import re
 from fractions import Fraction
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
+_DECIMAL: dict[str, Fraction | int] = {
     "n": Fraction(1, 10**9),
     "u": Fraction(1, 10**6),
     "m": Fraction(1, 1000),
@@ -44,9 +44,9 @@ def format_quantity(value: Fraction, binary: bool = False) -> str:
     if value == 0:
         return "0"
     if binary and value.denominator == 1:
-        for suffix, factor in sorted(_BINARY.items(), key=lambda kv: -kv[1]):
-            if value % factor == 0:
-                return f"{value // factor}{suffix}"
+        for suffix, power in sorted(_BINARY.items(), key=lambda kv: -kv[1]):
+            if value % power == 0:
+                return f"{value // power}{suffix}"
     for suffix, factor in sorted(_DECIMAL.items(), key=lambda kv: -Fraction(kv[1])):
         scaled = value / Fraction(factor)
         if scaled.denominator == 1:

@@ -8,6 +8,7 @@ metadata, the hostname rule and the pod template check. Each API's parse is in i
 
 from __future__ import annotations
 
+import builtins
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +96,11 @@ class MPIJob:
         return self.run_policy.managed_by not in (None, C.MANAGED_BY_US)
 
 
+def mapping(value: object) -> dict:
+    """`value` when it is a JSON object, else an empty one: how a reader steps into a field it has not validated."""
+    return value if isinstance(value, dict) else {}
+
+
 class Reader:
     """Reads typed values out of untrusted JSON, collecting one FieldError per bad field (every API's parse uses it)."""
 
@@ -144,7 +150,7 @@ class Reader:
             return None
         return value
 
-    def strings(self, value: Any, path: str) -> list[str] | None:
+    def strings(self, value: Any, path: builtins.str) -> list[builtins.str] | None:
         if value is None:
             return None
         if not isinstance(value, list):
@@ -155,7 +161,9 @@ class Reader:
             self.fail(f"{path}[{i}]", f"must be a string, got {value[i]!r}")
         return None if bad else list(value)
 
-    def choice(self, value: Any, path: str, choices: tuple[str, ...], default: str) -> str:
+    def choice(
+        self, value: Any, path: builtins.str, choices: tuple[builtins.str, ...], default: builtins.str
+    ) -> builtins.str:
         text = self.str(value, path)
         if text is None or text == "":
             return default

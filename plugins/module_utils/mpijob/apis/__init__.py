@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import constants as C
-from ..spec import MPIJob
+from ..spec import MPIJob, mapping
 from ..status import Event, Observed
 
 
@@ -122,7 +122,7 @@ def group_of(api_version: str) -> str:
 def api_for(obj: Any) -> Api:
     """The API of an object by its apiVersion's group and its kind. Anything else goes to kubeflow.org, whose parse
     names the bad apiVersion exactly as it always did (and accepts a missing one)."""
-    top = obj if isinstance(obj, dict) else {}
+    top = mapping(obj)
     api_version, kind = top.get("apiVersion"), top.get("kind") or "MPIJob"
     if isinstance(api_version, str) and isinstance(kind, str):
         api = REGISTRY.get((group_of(api_version), kind))

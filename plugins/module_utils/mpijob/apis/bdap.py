@@ -71,7 +71,7 @@ def _replica(template: Any, default_restart: str, replicas: Any) -> dict:
 def as_kubeflow(obj: dict) -> dict:
     """The kubeflow.org/v2beta1 MPIJob that `obj` means (docs/apis.md lists each field's mapping)."""
     spec = obj.get("spec")
-    spec = spec if isinstance(spec, dict) else {}
+    spec = _spec.mapping(spec)
     launcher = _replica(spec.get("launcherTemplate"), "OnFailure", 1)
     worker = _replica(spec.get("workerTemplate"), "OnFailure", spec.get("numWorkers"))
     return {
@@ -97,7 +97,7 @@ def _user_path(path: str) -> str:
 
 def parse(obj: Any) -> _spec.MPIJob:
     """The model of a batch.test.bdap.com/v1 MPIJob; raises InvalidMPIJob naming this API's fields."""
-    top = obj if isinstance(obj, dict) else {}
+    top = _spec.mapping(obj)
     errors: list[_spec.FieldError] = []
     if top.get("apiVersion") != API_VERSION:
         errors.append(

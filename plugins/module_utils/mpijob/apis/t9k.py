@@ -38,6 +38,7 @@ from ..spec import (
     RunPolicy,
     SchedulingPolicy,
     check_hostnames,
+    mapping,
     pod_template,
     read_metadata,
 )
@@ -171,7 +172,7 @@ def parse(obj: Any) -> MPIJob:
     if r.errors:
         raise InvalidMPIJob(r.errors)
 
-    status = top.get("status") if isinstance(top.get("status"), dict) else {}
+    status = mapping(top.get("status"))
     # Once paused, the replicas made afterwards are the resumed ones (T9k: resumeSpecs apply on resume).
     resumed = not pause and S.get_condition(status, PAUSED) is not None
     commands = {
@@ -224,7 +225,7 @@ def parse(obj: Any) -> MPIJob:
 def _worker_template(r: Reader, value: Any) -> dict:
     path = "spec.worker.template"
     template = pod_template(r, value, path)
-    pod_spec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
+    pod_spec = mapping(template.get("spec"))
     restart = r.str(pod_spec.get("restartPolicy"), f"{path}.spec.restartPolicy")
     if restart is not None and restart not in C.RESTART_POLICIES:
         r.fail(

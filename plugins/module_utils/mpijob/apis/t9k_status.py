@@ -8,6 +8,7 @@ and the names its status holds. t9k.py parses the API and registers it with this
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from .. import constants as C
 from .. import status as S
@@ -35,8 +36,8 @@ def _set(status: dict, ctype: str, value: str, reason: str, message: str, now: s
     """Sets a condition in T9k's shape; True when its status changed (or it is new). A reason or message change
     alone keeps lastTransitionTime."""
     conds = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
-    current = next((c for c in conds if c.get("type") == ctype), None)
-    changed = current is None or current.get("status") != value
+    current = next((c for c in conds if c.get("type") == ctype), {})
+    changed = not current or current.get("status") != value
     new = {
         "type": ctype,
         "status": value,
@@ -92,7 +93,7 @@ def _aggregate(pods: list[dict], deleting: list[dict], launcher_coming: bool) ->
 
 def live_status(job: MPIJob, old: dict, seen: S.Observed, now: str, events: list[S.Event]) -> dict:
     """T9k's status of a live job: conditions, phase, tasks, aggregate."""
-    status = {
+    status: dict[str, Any] = {
         "conditions": [
             c
             for c in copy.deepcopy(old.get("conditions") or [])
