@@ -132,7 +132,9 @@ def test_a_real_prometheus_fires_the_operators_alerts_on_injected_faults(
 
     def reconcile_errors() -> dict[str, dict[str, Any]] | None:
         alerts = prometheus.alerts()
-        return alerts if alerts.get(NOW, {}).get("state") == "firing" else None
+        # Both rules read the same counters, but each group is evaluated on its own tick: wait for both.
+        shipped = alerts.get("MPIOperatorReconcileErrors", {}).get("state")
+        return alerts if alerts.get(NOW, {}).get("state") == "firing" and shipped else None
 
     alerts = wait_until(reconcile_errors, 90, f"{NOW} firing", interval=1)
     assert alerts[NOW]["labels"] == {"alertname": NOW, "namespace": namespace, "severity": "warning"}
