@@ -136,7 +136,7 @@ def test_a_real_prometheus_fires_the_operators_alerts_on_injected_faults(
         shipped = alerts.get("MPIOperatorReconcileErrors", {}).get("state")
         return alerts if alerts.get(NOW, {}).get("state") == "firing" and shipped else None
 
-    alerts = wait_until(reconcile_errors, 90, f"{NOW} firing", interval=1)
+    alerts = wait_until(reconcile_errors, 90, f"{NOW} firing and the shipped rule pending", interval=1)
     assert alerts[NOW]["labels"] == {"alertname": NOW, "namespace": namespace, "severity": "warning"}
     # The share of failed reconciles, from the real counters (the stuck job's reconciles are `ok`).
     assert re.fullmatch(
