@@ -33,7 +33,12 @@ def install_crd(api_client: Any, path: pathlib.Path = CRD) -> None:
                     raise
                 ext.create_custom_resource_definition(body)
                 break
-            body["metadata"]["resourceVersion"] = current.metadata.resource_version
+            # The labels and annotations an install added (its common labels) stay: a test beside an install test
+            # must not change what that test's next run finds.
+            meta = body["metadata"]
+            meta["resourceVersion"] = current.metadata.resource_version
+            meta["labels"] = {**(current.metadata.labels or {}), **meta.get("labels", {})}
+            meta["annotations"] = {**(current.metadata.annotations or {}), **meta.get("annotations", {})}
             ext.replace_custom_resource_definition(name, body)
             break
         except ApiException as exc:

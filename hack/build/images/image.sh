@@ -59,14 +59,27 @@ if [ "$builder" = local ] && [ "$(id -u)" != 0 ]; then
 fi
 say "building $image with $builder"
 
+# The host's CA file, which pip inside the build needs behind a TLS-intercepting proxy as much as pip here does: copied
+# into the context for the Containerfile's CA_BUNDLE (the project's own builder mounts the same file).
+ca_args=()
+host_ca=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
+context_ca=$root_dir/build/ca-bundle.crt
+with_host_ca() {
+  [ -f "$host_ca" ] || return 0
+  mkdir -p "$(dirname "$context_ca")"
+  cp "$host_ca" "$context_ca"
+  trap 'rm -f "$context_ca"' EXIT
+  ca_args=(--build-arg "CA_BUNDLE=build/ca-bundle.crt")
+}
+
 # The build; for the local builder, leaves "<ref> <tar> <key>" of the cached build in $local_build.
 build() {
   case $builder in
     local) local_build=$(bash "$images_dir/build.sh" --no-import --print operator) ;;
-    buildah) operator_context
-             buildah bud -t "$image" -f "$root_dir/Containerfile" "$root_dir" ;;
-    *) operator_context
-       "$builder" build -t "$image" -f "$root_dir/Containerfile" "$root_dir" ;;
+    buildah) operator_context; with_host_ca
+             buildah bud "${ca_args[@]}" -t "$image" -f "$root_dir/Containerfile" "$root_dir" ;;
+    *) operator_context; with_host_ca
+       "$builder" build "${ca_args[@]}" -t "$image" -f "$root_dir/Containerfile" "$root_dir" ;;
   esac
 }
 
