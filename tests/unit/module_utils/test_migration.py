@@ -523,7 +523,7 @@ def test_plan_back_from_the_saved_objects() -> None:
     p = plan_back(first, second)
     assert p["refusals"] == []
     assert p["stop"]["selector"] == "app.kubernetes.io/name=mpi-operator"
-    assert [M.label(o) for o in p["restore"]][0] == "Deployment mpi-operator/mpi-operator"
+    assert M.label(p["restore"][0]) == "Deployment mpi-operator/mpi-operator"
     assert p["restore"][0]["spec"]["replicas"] == 1
     assert p["lease"] == {
         "namespace": "mpi-operator",
