@@ -135,6 +135,17 @@ component_healthy() {
   esac
 }
 
+# In a daemon's subshell, before it execs: every descriptor but stdin, stdout and stderr closed. A daemon must hold no
+# lock of whoever started it: cluster_lock's fd 8, and the lock of a `flock LOCKFILE CMD` around the run,
+# which a daemon inheriting its fd kept held after CMD ended, so no later flock ever got it.
+close_inherited_fds() {
+  local fd
+  for fd in /proc/$BASHPID/fd/*; do
+    fd=${fd##*/}
+    if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
+}
+
 # One cluster-up or cluster-down at a time per machine: a second caller waits, then sees the first one's cluster.
 cluster_lock() {
   mkdir -p "$STATE"
