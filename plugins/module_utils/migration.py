@@ -1093,11 +1093,10 @@ def plan_to_kubeflow(state: dict) -> Plan:
             f"deploy/v2beta1/mpi-operator.yaml) and mpi_operator_migrate_kubeflow_image"
         )
         source = ""
-    if refusals:
+    if refusals or ours is None:
         return p
     p.backup, p.restore = saved, restore
     step = iter(range(1, 100))
-    assert ours is not None
     p.stop = {"namespace": ours.namespace, "name": ours.name, "selector": selector(ours.selector)}
     lines.append(
         f"{next(step)}. stop   Deployment {ours.ref}: replicas {ours.replicas} -> 0, then wait until its pods are gone "
