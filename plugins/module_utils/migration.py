@@ -772,9 +772,34 @@ def _choose(operators: list[Operator], kind: str, wanted: str, refusals: list[st
     return candidates[0] if candidates else None
 
 
-def _others_running(operators: list[Operator], keep: list[Operator | None], scope: str) -> list[str]:
-    kept = {o.ref for o in keep if o is not None}
-    return [o.describe() for o in operators if o.ref not in kept and _running(o) and overlap(o.scope, scope)]
+def _header(p: Plan, operators: list[Operator], way: str) -> None:
+    target = f"namespace {p.scope}" if p.scope else "all namespaces"
+    p.lines.append(f"Switch the MPIJobs of {target} {way}")
+    p.lines += [f"found   {op.describe()}" for op in operators]
+
+
+def _survey(
+    p: Plan, state: dict, operators: list[Operator], leaving: Operator | None, arriving: Operator | None
+) -> tuple[dict | None, str]:
+    """The checks both ways share: no MPI operator but the one `leaving` reconciles the jobs of the scope (the one
+    `arriving` may be installed already, stopped, or running once the other is stopped: a re-run), and the CRD is
+    one both can serve. Returns the CRD and its owner."""
+    kept = [o for o in (leaving, arriving if leaving is None or not _running(leaving) else None) if o is not None]
+    others = [
+        o.describe() for o in operators if all(o is not k for k in kept) and _running(o) and overlap(o.scope, p.scope)
+    ]
+    if others:
+        p.refusals.append(
+            "more than one MPI operator would reconcile these MPIJobs: "
+            + "; ".join(others)
+            + (f" besides {leaving.ref}" if leaving else "")
+            + ". Stop the others first: two controllers of one job fight over its children"
+        )
+    crd = next(iter(state.get("crds") or []), None)
+    owner, crd_text = _crd_check(crd, p.refusals)
+    if crd is not None:
+        p.lines.append(f"found   CRD mpijobs.kubeflow.org: {crd_text}")
+    return crd, owner
 
 
 def _crd_check(crd: dict | None, refusals: list[str]) -> tuple[str, str]:
@@ -814,10 +839,7 @@ def plan_to_ours(state: dict) -> Plan:
     p.scope = scope
     p.kubeflow = asdict(kubeflow) if kubeflow else None
     p.ours = asdict(ours) if ours else None
-    target = f"namespace {scope}" if scope else "all namespaces"
-    lines.append(f"Switch the MPIJobs of {target} from the Kubeflow MPI Operator to mpi.operator")
-    for op in operators:
-        lines.append(f"found   {op.describe()}")
+    _header(p, operators, "from the Kubeflow MPI Operator to mpi.operator")
     if kubeflow is None and not refusals:
         if ours is None and previous is None:
             refusals.append(
@@ -827,20 +849,7 @@ def plan_to_ours(state: dict) -> Plan:
             )
         else:
             lines.append("the Kubeflow MPI Operator's Deployment is gone (an earlier run stopped it): carrying on")
-    others = _others_running(operators, [kubeflow, ours if kubeflow is None or not _running(kubeflow) else None], scope)
-    if kubeflow is not None and ours is not None and _running(kubeflow) and _running(ours):
-        others.append(ours.describe())
-    if others:
-        refusals.append(
-            "more than one MPI operator would reconcile these MPIJobs: "
-            + "; ".join(others)
-            + (f" besides {kubeflow.ref}" if kubeflow else "")
-            + ". Stop the others first: two controllers of one job fight over its children"
-        )
-    crd = next(iter(state.get("crds") or []), None)
-    owner, crd_text = _crd_check(crd, refusals)
-    if crd is not None:
-        lines.append(f"found   CRD mpijobs.kubeflow.org: {crd_text}")
+    crd, owner = _survey(p, state, operators, kubeflow, ours)
     jobs = [
         j
         for j in state.get("jobs") or []
@@ -1031,29 +1040,14 @@ def plan_to_kubeflow(state: dict) -> Plan:
     p.scope = scope
     p.ours = asdict(ours) if ours else None
     p.kubeflow = asdict(kubeflow) if kubeflow else None
-    target = f"namespace {scope}" if scope else "all namespaces"
-    lines.append(f"Switch the MPIJobs of {target} back from mpi.operator to the Kubeflow MPI Operator")
-    for op in operators:
-        lines.append(f"found   {op.describe()}")
+    _header(p, operators, "back from mpi.operator to the Kubeflow MPI Operator")
     if ours is None and not refusals:
         if kubeflow is not None and _running(kubeflow):
             p.nothing_to_do = True
             lines.append("nothing to do: the Kubeflow MPI Operator runs and mpi.operator is not installed")
             return p
         refusals.append("found no Deployment of mpi.operator to switch back from")
-    others = _others_running(operators, [ours, kubeflow if ours is None or not _running(ours) else None], scope)
-    if ours is not None and kubeflow is not None and _running(ours) and _running(kubeflow):
-        others.append(kubeflow.describe())
-    if others:
-        refusals.append(
-            "more than one MPI operator would reconcile these MPIJobs: "
-            + "; ".join(others)
-            + ". Stop the others first: two controllers of one job fight over its children"
-        )
-    crd = next(iter(state.get("crds") or []), None)
-    _owner, crd_text = _crd_check(crd, refusals)
-    if crd is not None:
-        lines.append(f"found   CRD mpijobs.kubeflow.org: {crd_text}")
+    _survey(p, state, operators, ours, kubeflow)
     all_jobs = state.get("jobs") or []
     jobs = [j for j in all_jobs if in_scope(j, scope)]
     lines.append(_jobs_line(jobs, scope))

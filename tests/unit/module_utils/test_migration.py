@@ -171,6 +171,16 @@ OURS_DEFAULT = [
     {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "mpi-operator", "namespace": "mpi-operator"}},
 ]
 DEFAULTS = {"mpi_operator_namespace_name": "mpi-operator", "mpi_operator_watch_namespace": ""}
+# What the switch saves of the Kubeflow install of kubeflow_deployment() and kubeflow_rbac().
+KUBEFLOW_OBJECTS = [
+    "Deployment mpi-operator/mpi-operator",
+    "ServiceAccount mpi-operator/mpi-operator",
+    "ClusterRole mpi-operator",
+    "ClusterRole kubeflow-mpijobs-admin",
+    "ClusterRole kubeflow-mpijobs-edit",
+    "ClusterRole kubeflow-mpijobs-view",
+    "ClusterRoleBinding mpi-operator",
+]
 
 
 def plan_to_ours(first, second, settings=DEFAULTS, **kwargs):
@@ -356,15 +366,7 @@ def test_plan_to_ours_in_place() -> None:
     ]
     assert p["stale_lease"]["metadata"] == {"name": "mpi-operator", "namespace": "mpi-operator"}
     saved = json.loads(p["backup"]["data"]["objects.json"])
-    assert [M.label(o) for o in saved] == [
-        "Deployment mpi-operator/mpi-operator",
-        "ServiceAccount mpi-operator/mpi-operator",
-        "ClusterRole mpi-operator",
-        "ClusterRole kubeflow-mpijobs-admin",
-        "ClusterRole kubeflow-mpijobs-edit",
-        "ClusterRole kubeflow-mpijobs-view",
-        "ClusterRoleBinding mpi-operator",
-    ]
+    assert [M.label(o) for o in saved] == KUBEFLOW_OBJECTS
     deployment = saved[0]
     assert "status" not in deployment and "uid" not in deployment["metadata"]
     assert "managedFields" not in deployment["metadata"] and "annotations" not in deployment["metadata"]
@@ -406,13 +408,7 @@ def test_plan_to_ours_in_another_namespace_keeps_kubeflow_objects() -> None:
     assert p["refusals"] == [] and p["delete_first"] == [] and p["stale_lease"] is None
     assert p["create_namespace"] is True and p["backup"]["metadata"]["namespace"] == "mpi-system"
     assert [M.label(o) for o in p["leftovers"]] == [
-        "Deployment mpi-operator/mpi-operator",
-        "ServiceAccount mpi-operator/mpi-operator",
-        "ClusterRole mpi-operator",
-        "ClusterRole kubeflow-mpijobs-admin",
-        "ClusterRole kubeflow-mpijobs-edit",
-        "ClusterRole kubeflow-mpijobs-view",
-        "ClusterRoleBinding mpi-operator",
+        *KUBEFLOW_OBJECTS,
         "Namespace mpi-operator",
         "Lease mpi-operator/mpi-operator",
     ]
