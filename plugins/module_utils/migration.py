@@ -862,9 +862,12 @@ def plan_to_ours(state: dict) -> Plan:
             f"{len(unreadable)} MPIJob(s) the Kubeflow operator runs would be refused by mpi.operator (it would mark "
             f"them Failed): {_few(unreadable, 5)}; fix or finish them first"
         )
+    carried = state.get("carried_variables") or {}
     for key, value in sorted(settings.items()):
         source = (state.get("settings_sources") or {}).get(key)
-        if source:
+        if source and key in carried and carried[key] != value:
+            lines.append(f"setting {key}={json.dumps(value)} (yours, over {json.dumps(carried[key])} from {source})")
+        elif source:
             lines.append(f"setting {key}={json.dumps(value)} (from {source})")
     for note in state.get("not_carried") or []:
         lines.append(f"not carried  {note}")
@@ -1201,6 +1204,7 @@ def plan(
         direction=direction,
         settings=settings or {},
         settings_sources=carried.get("sources") or {},
+        carried_variables=carried.get("variables") or {},
         not_carried=carried.get("not_carried") or [],
         unknown=carried.get("unknown") or [],
         ours_objects=ours_objects or [],

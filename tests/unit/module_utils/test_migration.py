@@ -333,6 +333,19 @@ def test_unknown_values_keys_are_listed() -> None:
     assert M.settings_from_values(["not", "a", "mapping"]).unknown == ["<values>: a mapping was expected, got list"]
 
 
+def test_the_plan_names_each_setting_and_an_override() -> None:
+    first, second = cluster([kubeflow_deployment(args=["--threadiness=4"])], [job()])
+    p = plan_to_ours(first, second, settings={**DEFAULTS, "mpi_operator_threadiness": 8})
+    assert (
+        "setting mpi_operator_threadiness=8 (yours, over 4 from Deployment mpi-operator/mpi-operator: --threadiness)"
+        in p["lines"]
+    )
+    assert (
+        'setting mpi_operator_namespace_name="mpi-operator" (from Deployment mpi-operator/mpi-operator: its namespace)'
+        in p["lines"]
+    )
+
+
 def test_values_win_over_the_deployment() -> None:
     first, _ = cluster([kubeflow_deployment(args=["--namespace=team", "--threadiness=4"])])
     carried = M.migration_settings(first, {"namespace": {"name": "mpi-system"}}, M.OURS)
