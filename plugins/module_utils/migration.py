@@ -601,9 +601,11 @@ def kubeflow_objects(
     cluster_role_bindings: list[dict],
     roles: list[dict],
     role_bindings: list[dict],
+    namespaces: list[dict] | None = None,
 ) -> list[dict]:
-    """The Kubeflow operator's own objects: its Deployment, its ServiceAccount, the bindings that grant that
-    ServiceAccount and the roles they bind, and its users' aggregated roles (kubeflow-mpijobs-*)."""
+    """The Kubeflow operator's own objects: its namespace when its manifest made it (first: the way back may have to
+    create it again), its Deployment, its ServiceAccount, the bindings that grant that ServiceAccount and the roles
+    they bind, and its users' aggregated roles (kubeflow-mpijobs-*)."""
 
     def binds_sa(binding: dict) -> bool:
         return any(
@@ -613,7 +615,13 @@ def kubeflow_objects(
             for s in binding.get("subjects") or []
         )
 
-    found = [deployment]
+    found = [
+        n
+        for n in namespaces or []
+        if (n.get("metadata") or {}).get("name") == operator.namespace
+        and any(labels_of(n).get(k) == v for k, v in KUBEFLOW_LABELS)
+    ]
+    found += [deployment]
     found += [
         sa
         for sa in service_accounts
@@ -847,6 +855,8 @@ def plan_to_ours(state: dict) -> Plan:
                 "kustomize.component=mpi-operator, an image named mpi-operator, or its flags such as "
                 "--lock-namespace) and no earlier migration: nothing to migrate; install with mpi.operator.install"
             )
+        elif ours is not None:
+            lines.append(f"already switched: mpi.operator runs in namespace {namespace}")
         else:
             lines.append("the Kubeflow MPI Operator's Deployment is gone (an earlier run stopped it): carrying on")
     crd, owner = _survey(p, state, operators, kubeflow, ours)
@@ -904,6 +914,7 @@ def plan_to_ours(state: dict) -> Plan:
             state.get("cluster_role_bindings") or [],
             state.get("roles") or [],
             state.get("role_bindings") or [],
+            state.get("namespaces") or [],
         )
         p.backup = backup(namespace, kf_objects, kubeflow, previous)
         p.create_namespace = not any(n["metadata"]["name"] == namespace for n in state.get("namespaces") or [])
@@ -999,10 +1010,11 @@ def plan_to_ours(state: dict) -> Plan:
 
 
 def _existing(state: dict) -> set[tuple[str, str, str]]:
-    """Every object the read found, by identity."""
+    """Every object the read found that is not this collection's (a re-run finds ours under the same names), by
+    identity."""
     found: set[tuple[str, str, str]] = set()
     for key in ("deployments", "service_accounts", "cluster_roles", "cluster_role_bindings", "roles", "role_bindings"):
-        found |= {identity(o) for o in state.get(key) or []}
+        found |= {identity(o) for o in state.get(key) or [] if labels_of(o).get(MANAGED_BY) != OUR_MANAGER}
     return found
 
 

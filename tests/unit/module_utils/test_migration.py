@@ -379,8 +379,8 @@ def test_plan_to_ours_in_place() -> None:
     ]
     assert p["stale_lease"]["metadata"] == {"name": "mpi-operator", "namespace": "mpi-operator"}
     saved = json.loads(p["backup"]["data"]["objects.json"])
-    assert [M.label(o) for o in saved] == KUBEFLOW_OBJECTS
-    deployment = saved[0]
+    assert [M.label(o) for o in saved] == ["Namespace mpi-operator", *KUBEFLOW_OBJECTS]
+    deployment = saved[1]
     assert "status" not in deployment and "uid" not in deployment["metadata"]
     assert "managedFields" not in deployment["metadata"] and "annotations" not in deployment["metadata"]
     assert p["takeover"] == ["team/a", "team/b", "team/c"]
@@ -434,14 +434,26 @@ def test_plan_to_ours_after_a_stop_keeps_the_first_record() -> None:
     first, second = cluster([kubeflow_deployment(replicas=0, running=0)], [job()], backups=[saved])
     again = plan_to_ours(first, second)["backup"]
     assert again["data"]["replicas"] == "2"
-    assert json.loads(again["data"]["objects.json"])[0]["spec"]["replicas"] == 2
+    assert json.loads(again["data"]["objects.json"])[1]["spec"]["replicas"] == 2
 
 
 def test_plan_to_ours_when_already_switched() -> None:
-    first, second = cluster([our_deployment()], [job()], the_crd=crd(labels=OUR_LABELS, annotations={}))
+    """A re-run: ours runs under the names the saved Kubeflow objects had; nothing of ours is deleted."""
+    first, second = cluster([kubeflow_deployment()], [job()])
+    saved = plan_to_ours(first, second)["backup"]
+    first, second = cluster(
+        [our_deployment()], [job()], the_crd=crd(labels=OUR_LABELS, annotations={}), backups=[saved]
+    )
+    for entry in first + second:  # every object of that name is ours now
+        for obj in entry["resources"]:
+            if obj["kind"] in ("ServiceAccount", "ClusterRoleBinding") or M.label(obj) == "ClusterRole mpi-operator":
+                obj["metadata"]["labels"] = dict(OUR_LABELS)
     p = plan_to_ours(first, second)
-    assert p["refusals"] == [] and p["stop"] is None and p["backup"] is None
+    assert p["refusals"] == [] and p["stop"] is None and p["backup"] is None and p["delete_first"] == []
+    assert "already switched: mpi.operator runs in namespace mpi-operator" in p["lines"]
     assert p["nothing_to_do"] is True
+    p = plan_to_ours(first, second, options={"remove_kubeflow": True})  # its users' roles are left: removed
+    assert [M.label(o) for o in p["leftovers"]] == KUBEFLOW_OBJECTS[3:6] and p["nothing_to_do"] is False
 
 
 def test_plan_protects_a_helm_crd() -> None:
@@ -532,8 +544,8 @@ def test_plan_back_from_the_saved_objects() -> None:
     p = plan_back(first, second)
     assert p["refusals"] == []
     assert p["stop"]["selector"] == "app.kubernetes.io/name=mpi-operator"
-    assert M.label(p["restore"][0]) == "Deployment mpi-operator/mpi-operator"
-    assert p["restore"][0]["spec"]["replicas"] == 1
+    assert [M.label(o) for o in p["restore"]] == ["Namespace mpi-operator", *KUBEFLOW_OBJECTS]
+    assert p["restore"][1]["spec"]["replicas"] == 1
     assert p["lease"] == {
         "namespace": "mpi-operator",
         "name": "mpi-operator",
