@@ -8,7 +8,6 @@ APISERVER_ROUTING=--enable-aggregator-routing=true
 # start NAME ARGS...: run a component detached from this session, logging to $LOGS/NAME.log.
 start() {
   local name=$1; shift
-  # No inherited lock (close_inherited_fds): a daemon holding one would block every later cluster-up.
   ( close_inherited_fds
     exec setsid env GOGC="$GOGC_CONTROL_PLANE" GOMEMLIMIT="$GOMEMLIMIT_CONTROL_PLANE" "$BIN/$name" "$@" >"$LOGS/$name.log" 2>&1 </dev/null ) &
   echo $! >"$PIDS/$name.pid"

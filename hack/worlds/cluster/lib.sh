@@ -135,14 +135,12 @@ component_healthy() {
   esac
 }
 
-# In a daemon's subshell, before it execs: every descriptor but stdin, stdout and stderr closed. A daemon must hold no
-# lock of whoever started it: cluster_lock's fd 8, and the lock of a `flock LOCKFILE CMD` around the run,
-# which a daemon inheriting its fd kept held after CMD ended, so no later flock ever got it.
+# close_inherited_fds: closes every file descriptor above 2 of this (sub)shell, before it execs a daemon: a daemon must
+# not hold a caller's lock (cluster_lock's fd 8, a `flock` around the whole command) or pipe for as long as it runs.
 close_inherited_fds() {
   local fd
-  for fd in /proc/$BASHPID/fd/*; do
-    fd=${fd##*/}
-    if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
+  for fd in $(ls "/proc/$BASHPID/fd"); do
+    [ "$fd" -le 2 ] || eval "exec $fd>&-" 2>/dev/null || true
   done
 }
 

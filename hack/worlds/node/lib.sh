@@ -36,7 +36,7 @@ start_daemon() {
   local name=$1; shift
   mkdir -p "$PIDS" "$LOGS"
   [ -z "$(daemon_pid "$name")" ] || return 0
-  ( close_inherited_fds; exec setsid "$@" >>"$LOGS/node-$name.log" 2>&1 </dev/null ) &  # no lock of ours held
+  ( close_inherited_fds; exec setsid "$@" >>"$LOGS/node-$name.log" 2>&1 </dev/null ) &
   printf '%s\n%s\n' "$!" "$1" >"$PIDS/node-$name.pid"
 }
 
