@@ -192,14 +192,19 @@ class PlaybookRun:
     output: str
     seconds: float
 
-    def plan(self) -> list[str]:
-        """The lines of the plan the role showed (its "Show the plan" task)."""
+    def shown_plan(self) -> str:
+        """The role's "Show the plan" task as ansible-playbook printed it (its TASK line and its result)."""
         match = re.search(
             r"TASK \[mpi\.operator\.migrate : Show the plan\].*?\n(ok: \[localhost\] => \{.*?\n\})", self.output, re.S
         )
-        if not match:
+        return match[0] if match else ""
+
+    def plan(self) -> list[str]:
+        """The lines of the plan the role showed (its "Show the plan" task)."""
+        shown = self.shown_plan()
+        if not shown:
             return []
-        return json.loads(match[1].split("=>", 1)[1])["msg"]
+        return json.loads(shown.split("=>", 1)[1])["msg"]
 
 
 def run_migrate(kubeconfig: str, variables: dict[str, Any], work: pathlib.Path, *args: str) -> PlaybookRun:

@@ -157,7 +157,7 @@ def switch(api: client.ApiClient, core: client.CoreV1Api, variables: dict, name:
     (OUT / f"{name}-check.log").write_text(preview.output)
     if preview.returncode != 0:
         sys.exit(f"the preview of {name} failed:\n{preview.output[-6000:]}")
-    (OUT / f"{name}-plan.txt").write_text("\n".join(preview.plan()) + "\n")
+    (OUT / f"{name}-plan.txt").write_text(preview.shown_plan() + "\n")
     before = snapshot(api, NAMESPACES)
     to_ours = variables.get("mpi_operator_migrate_to", "ours") == "ours"
     gone = PodsGone(core, KUBEFLOW_SELECTOR if to_ours else OUR_SELECTOR).start()
@@ -195,6 +195,8 @@ def switch(api: client.ApiClient, core: client.CoreV1Api, variables: dict, name:
 
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
+    for stale in OUT.glob("*"):
+        stale.unlink()
     log("cluster with its real node (hack/worlds/cluster/up.sh)")
     subprocess.run(
         ["bash", "hack/worlds/cluster/up.sh"], cwd=ROOT, check=True, env=dict(os.environ, MPI_CLUSTER_REAL_NODE="1")
@@ -204,7 +206,15 @@ def main() -> int:
     check_alone(api)
     repository, tag = built_image("operator")
     openmpi = ":".join(built_image("openmpi4"))
-    results: dict[str, Any] = {"kwok_jobs": KWOK_JOBS, "real_jobs": REAL_JOBS, "namespaces": NAMESPACES}
+    results: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+        ).stdout.strip(),
+        "kwok_jobs": KWOK_JOBS,
+        "real_jobs": REAL_JOBS,
+        "namespaces": NAMESPACES,
+    }
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -275,6 +285,13 @@ def main() -> int:
             (OUT / "results.json").write_text(json.dumps(results, indent=2))
             teardown(api)
     print(table(results))
+    for name, command in (
+        ("to-ours", "ansible-playbook playbooks/migrate.yml -e @ours.yml --check --diff"),
+        ("to-kubeflow", "ansible-playbook playbooks/migrate.yml -e mpi_operator_migrate_to=kubeflow --check --diff"),
+    ):
+        plan = OUT / f"{name}-plan.txt"
+        if plan.exists():
+            print(f"\nThe preview, as `{command}` shows it:\n\n{plan.read_text().rstrip()}")
     bad = [
         f"{way}: {k}={results[way][k]}"
         for way in ("to_ours", "to_kubeflow")
@@ -327,6 +344,8 @@ def teardown(api: client.ApiClient) -> None:
 
 def table(r: dict[str, Any]) -> str:
     rows = [
+        f"{r.get('date')}, commit {r.get('commit')}: {r['kwok_jobs']} MPIJobs on kwok nodes and {r['real_jobs']} real "
+        f"mpirun jobs on the real node, in {len(r['namespaces'])} namespaces\n",
         "| | to ours | back to Kubeflow's |",
         "|---|---|---|",
     ]
