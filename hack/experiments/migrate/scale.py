@@ -167,16 +167,22 @@ def switch(api: client.ApiClient, core: client.CoreV1Api, variables: dict, name:
     (OUT / f"{name}.log").write_text(run.output)
     if run.returncode != 0:
         sys.exit(f"{name} failed:\n{run.output[-8000:]}")
+    keys = list(before.jobs)
     if to_ours:
-        first = watch.first
+        first = watch.first  # the playbook waited until ours had reconciled every job
     else:
-        pod = core.list_namespaced_pod(OPERATOR_NS, label_selector=KUBEFLOW_SELECTOR).items[0]
-        first = kubeflow_first_syncs(
-            core.read_namespaced_pod_log(pod.metadata.name, OPERATOR_NS), time.gmtime().tm_year
-        )
+        # The playbook waits only until Kubeflow's pod leads: its first sync of each job is read from its log.
+        first = {}
+
+        def synced() -> bool:
+            pod = core.list_namespaced_pod(OPERATOR_NS, label_selector=KUBEFLOW_SELECTOR).items[0]
+            log = core.read_namespaced_pod_log(pod.metadata.name, OPERATOR_NS)
+            first.update(kubeflow_first_syncs(log, time.gmtime().tm_year))
+            return all(k in first for k in keys)
+
+        wait_until(synced, TIMEOUT, "the Kubeflow operator's first sync of every job", interval=2)
     after = snapshot(api, NAMESPACES)
     found = compare(before, after)
-    keys = list(before.jobs)
     unreconciled = [first[k] - gone.at for k in keys if k in first and gone.at]
     report = [line for line in run.output.splitlines() if "without an operator" in line or "pods took" in line]
     return {
