@@ -348,6 +348,13 @@ def teardown(api: client.ApiClient) -> None:
     install_crd(api)
 
 
+def cell(value: Any) -> str:
+    """A table cell: a spread as min / median / p90 / max."""
+    if isinstance(value, dict):
+        return " / ".join(str(value.get(k)) for k in ("min", "median", "p90", "max")) if value else "none"
+    return str(value)
+
+
 def table(r: dict[str, Any]) -> str:
     rows = [
         f"{r.get('date')}, commit {r.get('commit')}: {r['kwok_jobs']} MPIJobs on kwok nodes and {r['real_jobs']} real "
@@ -367,10 +374,13 @@ def table(r: dict[str, Any]) -> str:
         ("backwards", "statuses backwards"),
         ("reconciled", "jobs reconciled by the new operator"),
         ("stopped_after_seconds", "old operator's pods gone after (s)"),
-        ("unreconciled_seconds", "unreconciled: old pods gone -> each job's first reconcile (s)"),
+        (
+            "unreconciled_seconds",
+            "unreconciled: old pods gone -> each job's first reconcile, min / median / p90 / max (s)",
+        ),
         ("playbook_seconds", "playbook (s)"),
     ):
-        rows.append(f"| {what} | {a.get(key)} | {b.get(key)} |")
+        rows.append(f"| {what} | {cell(a.get(key))} | {cell(b.get(key))} |")
     rows.append(
         f"\nSucceeded when told: {r.get('jobs_succeeded')} of {r['kwok_jobs'] + r['real_jobs']} (half under ours in "
         f"{r.get('succeeded_under_ours_seconds')} s, the rest under Kubeflow's in {r.get('succeeded_under_kubeflow_seconds')} s); "
