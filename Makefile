@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue lint crd sanity-all run cluster-up cluster-down kubeconfig bench bench-scale chaos e2e peer-e2e kind-up kind-down
+.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue lint crd sanity-all run cluster-up cluster-down kubeconfig bench bench-scale chaos e2e peer-e2e migrate-scale kind-up kind-down
 
 venv:
 	@bash hack/build/venv.sh
@@ -96,6 +96,11 @@ e2e: venv
 # them.
 peer-e2e: venv
 	bash hack/make/env.sh python -m hack.experiments.peer_e2e.peer_e2e
+
+# The switch from the Kubeflow MPI Operator (its own manifest, its pod on the real node) to ours and back under 100 kwok
+# jobs and 2 real mpirun jobs (hack/experiments/migrate/scale.py; docs/migrate-scale.md): alone, it replaces the CRD.
+migrate-scale: venv
+	bash hack/make/env.sh python -m hack.experiments.migrate.scale
 
 demo: venv
 	bash hack/make/demo.sh

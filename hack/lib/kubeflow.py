@@ -83,3 +83,89 @@ class KubeflowProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(5)
+
+
+# The Kubeflow MPI Operator installed in-cluster as its users install it: the release's own manifest
+# (deploy/v2beta1/mpi-operator.yaml: Namespace, CRD, ServiceAccount, RBAC, Deployment), applied with
+# `kubectl apply --server-side`, its Deployment's image the peer binary's (hack/build/images/kubeflow-operator).
+MANIFEST_NAMESPACE = "mpi-operator"  # the manifest's namespace, and its --lock-namespace
+
+
+def kubeflow_manifest_path() -> pathlib.Path:
+    """The release's install manifest in the Go module cache (the module source hack/build/kubeflow.sh builds from)."""
+    gomodcache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
+    return (
+        pathlib.Path(gomodcache)
+        / f"github.com/kubeflow/mpi-operator@{KUBEFLOW_VERSION}/deploy/v2beta1/mpi-operator.yaml"
+    )
+
+
+def kubeflow_manifest(
+    image: str,
+    *,
+    pull_policy: str | None = None,
+    node_selector: dict[str, str] | None = None,
+    tolerations: list[dict] | None = None,
+    namespace: str = MANIFEST_NAMESPACE,
+    watch_namespace: str = "",
+    crd: bool = True,
+) -> list[dict]:
+    """The manifest's objects with its Deployment's image replaced by `image`, and only what is asked changed besides:
+    the pull policy and the pod's node selector and tolerations (where its image is: the real node), and, for a test
+    that shares the cluster, the operator's namespace and the cluster-scoped names made its own (`namespace`: as
+    kustomize's namespace and nameSuffix would rename them, the lock namespace with them), the jobs it watches
+    (`watch_namespace`, its --namespace flag) and the CRD left out (`crd=False`)."""
+    import yaml
+
+    docs = [d for d in yaml.safe_load_all(kubeflow_manifest_path().read_text()) if d]
+    if not crd:
+        docs = [d for d in docs if d["kind"] != "CustomResourceDefinition"]
+    renamed = namespace != MANIFEST_NAMESPACE
+    for doc in docs:
+        meta = doc["metadata"]
+        if renamed:
+            if doc["kind"] == "Namespace":
+                meta["name"] = namespace
+            elif "namespace" in meta:
+                meta["namespace"] = namespace
+            elif doc["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+                meta["name"] = f"{meta['name']}-{namespace}"
+            if doc["kind"] == "ClusterRoleBinding":
+                doc["roleRef"]["name"] = f"{doc['roleRef']['name']}-{namespace}"
+                for subject in doc["subjects"]:
+                    subject["namespace"] = namespace
+        if doc["kind"] != "Deployment":
+            continue
+        pod = doc["spec"]["template"]["spec"]
+        for container in pod["containers"]:
+            container["image"] = image
+            if pull_policy:
+                container["imagePullPolicy"] = pull_policy
+            if renamed:
+                container["args"] = [
+                    f"--lock-namespace={namespace}" if a.startswith("--lock-namespace") else a
+                    for a in container["args"]
+                ]
+            if watch_namespace:
+                container["args"].append(f"--namespace={watch_namespace}")
+        if node_selector:
+            pod["nodeSelector"] = node_selector
+        if tolerations:
+            pod["tolerations"] = tolerations
+    return docs
+
+
+def apply_manifest(docs: list[dict], kubeconfig: str, kubectl: str) -> None:
+    """`kubectl apply --server-side -f`, the install command of the Kubeflow MPI Operator's README (taking over fields
+    another manager set, as a re-install over an earlier one does)."""
+    import yaml
+
+    proc = subprocess.run(
+        [kubectl, f"--kubeconfig={kubeconfig}", "apply", "--server-side", "--force-conflicts", "-f", "-"],
+        input=yaml.safe_dump_all(docs, sort_keys=False),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"kubectl apply of the Kubeflow manifest failed:\n{proc.stdout}{proc.stderr}")

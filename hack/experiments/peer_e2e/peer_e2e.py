@@ -39,6 +39,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from hack.lib.ansible import ansible_env
+from hack.lib.kubeflow import KUBEFLOW_VERSION, apply_manifest, kubeflow_manifest
 from hack.lib.paths import ROOT, cache, local_kubeconfig
 from hack.lib.wait import wait_until
 
@@ -46,7 +47,7 @@ CACHE = cache()
 KUBECONFIG = local_kubeconfig()
 KUBECTL = CACHE / "bin/kubectl"
 OUT = ROOT / "build/peer-e2e"
-VERSION = "v0.8.2"
+VERSION = KUBEFLOW_VERSION
 NAMESPACE = "mpi-operator"  # the suite's mpiOperator constant: the Deployment's name and namespace
 REAL_NODE = os.environ.get("MPI_REAL_NODE_NAME", "mpi-real-node")
 REAL_NODE_TAINT = "mpi.operator/real-node"
@@ -120,23 +121,9 @@ class Cluster:
         return not [n for n in self.core.list_namespace().items if n.metadata.name.startswith("e2e-")]
 
 
-def kubeflow_manifest(operator_image: str) -> list[dict]:
-    gomodcache = run(["go", "env", "GOMODCACHE"]).strip()
-    path = pathlib.Path(gomodcache) / f"github.com/kubeflow/mpi-operator@{VERSION}/deploy/v2beta1/mpi-operator.yaml"
-    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
-    for doc in docs:
-        if doc["kind"] == "Deployment":
-            for container in doc["spec"]["template"]["spec"]["containers"]:
-                container["image"] = operator_image
-    return docs
-
-
 def install(kind: str, cluster: Cluster, tmp: pathlib.Path) -> None:
     if kind == "kubeflow":
-        docs = kubeflow_manifest(image("kubeflow-operator"))
-        kubectl(
-            "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump_all(docs, sort_keys=False)
-        )
+        apply_manifest(kubeflow_manifest(image("kubeflow-operator")), str(KUBECONFIG), str(KUBECTL))
     else:
         ref = image("operator")
         repository, tag = ref.rsplit(":", 1)
@@ -154,7 +141,7 @@ def install(kind: str, cluster: Cluster, tmp: pathlib.Path) -> None:
 def uninstall(kind: str, tmp: pathlib.Path) -> None:
     if kind == "kubeflow":
         # Everything of its manifest but the CRD (jobs are never deleted as a side effect).
-        docs = [d for d in kubeflow_manifest("unused") if d["kind"] != "CustomResourceDefinition"]
+        docs = kubeflow_manifest("unused", crd=False)
         kubectl("delete", "--ignore-not-found", "--wait=true", "-f", "-", stdin=yaml.safe_dump_all(docs))
     else:
         playbook("uninstall.yml", {}, tmp)
