@@ -29,6 +29,7 @@ COUNTED_CONDITIONS = (C.CREATED, C.SUCCEEDED, C.FAILED)
 RECONCILE_RESULTS = tuple(o.value for o in Outcome)  # ok, retry, error, deleted
 RUN_STATUSES = ("successful", "failed", "timeout", "canceled", "error")
 RUNNER_KINDS = ("warm", "cold")
+RESTART_SCOPES = ("world", "worker")
 # A job that stopped waiting: one of these conditions True.
 _NOT_WAITING = (C.RUNNING, C.SUCCEEDED, C.FAILED, C.SUSPENDED)
 
@@ -100,12 +101,22 @@ class Metrics:
             ["namespace", "mpijob"],
             registry=r,
         )
+        self.job_restarts = Counter(
+            "mpi_operator_job_restarts",
+            "Restarts of MPIJobs by their failure policy, by cause (program, disruption) and scope (world: the whole "
+            "world restarted; worker: one worker of an elastic job replaced)",
+            ["cause", "scope"],
+            registry=r,
+        )
         for result in RECONCILE_RESULTS:
             self.reconciles.labels(result=result)
         for status in RUN_STATUSES:
             self.runner_runs.labels(status=status)
         for kind in RUNNER_KINDS:
             self.runner_starts.labels(kind=kind)
+        for cause in C.CAUSES:
+            for scope in RESTART_SCOPES:
+                self.job_restarts.labels(cause=cause, scope=scope)
 
     def job_counter(self, condition_type: str) -> Counter:
         """Kubeflow's counter of jobs whose condition `condition_type` (one of COUNTED_CONDITIONS) became True."""
