@@ -337,6 +337,16 @@ summary:
         - For a job that waits for Kueue (in a queue, suspended, not finished), why it waits, from its Workload's
           conditions, for example C(QuotaReserved Pending - couldn't assign flavors ...); empty otherwise.
       type: str
+    restarts:
+      description: World restarts of a job with a failure policy so far (C(status.restartCount)); 0 without one.
+      type: int
+    restarts_by_cause:
+      description: Its restarts (and replaced workers) by cause, C(program) and C(disruption) (C(status.restarts)).
+      type: dict
+      sample: {program: 1, disruption: 0}
+    restarting:
+      description: While the job's world restarts, why (the pod, its node, its exit code or condition); empty otherwise.
+      type: str
     progress:
       description: One line for humans.
       type: str

@@ -218,6 +218,25 @@ def test_summary_of_failed_job_stops_the_clock_and_says_why():
     assert msg.endswith("Job has reached the specified backoff limit\n(launcher log unavailable: x)")
 
 
+def test_summary_and_progress_line_show_restarts_and_why_the_world_restarts():
+    why = "MPIJob ns/pi is restarting (attempt 2): worker pod pi-worker-1 on node n2 exited with code 1 (Error)"
+    j = job(
+        2,
+        conditions=[("Created", "True", "MPIJobCreated", ""), ("Restarting", "True", "MPIJobProgramFailure", why)],
+        status_extra={"restartCount": 2, "restarts": {"program": 1, "disruption": 1}},
+    )
+    s = S.summary(j, NOW)
+    assert (s["phase"], s["restarts"], s["restarts_by_cause"]) == ("Restarting", 2, {"program": 1, "disruption": 1})
+    assert s["progress"] == (
+        f"ns/pi: Restarting, workers 0/2 running, restarts 2 (program 1, disruption 1), 30s elapsed (restarting: {why})"
+    )
+    # running again: the count stays, the reason goes
+    j = job(2, conditions=[("Running", "True", "MPIJobRunning", "")], status_extra={"restartCount": 2})
+    assert S.summary(j, NOW)["progress"] == "ns/pi: Running, workers 0/2 running, restarts 2, 30s elapsed"
+    s = S.summary(job(), NOW)
+    assert (s["restarts"], s["restarting"]) == (0, "") and "restarts" not in s["progress"]
+
+
 def launcher_pod(phase="Running", statuses=(), reason=None, message=None):
     status = {"phase": phase, "containerStatuses": list(statuses)}
     if reason:

@@ -288,3 +288,18 @@ def test_labelled_counters_start_at_zero_so_a_rate_sees_their_first_event():
     assert value(m, "mpi_operator_reconciles_total", result="error") == 0
     assert value(m, "mpi_operator_runner_runs_total", status="failed") == 0
     assert value(m, "mpi_operator_runner_starts_total", kind="cold") == 0
+
+
+def test_restarts_are_counted_by_cause_and_scope():
+    """mpi_operator_job_restarts_total: one per restart whose status the module wrote, exported at 0 from the start."""
+    c, _q, m = controller({})
+    for cause in ("program", "disruption"):
+        for scope in ("world", "worker"):
+            assert value(m, "mpi_operator_job_restarts_total", cause=cause, scope=scope) == 0
+    st = {"conditions": [cond("Created")], "restartCount": 1}
+    c.record(result("a", uid="u1", status=st, restart={"cause": "disruption", "scope": "world"}))
+    c.record(result("a", uid="u1", status=st, restart={"cause": "program", "scope": "worker"}))
+    c.record(result("a", uid="u1", status=st))  # no restart written in this pass
+    assert value(m, "mpi_operator_job_restarts_total", cause="disruption", scope="world") == 1
+    assert value(m, "mpi_operator_job_restarts_total", cause="program", scope="worker") == 1
+    assert value(m, "mpi_operator_job_restarts_total", cause="program", scope="world") == 0
