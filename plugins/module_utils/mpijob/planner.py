@@ -567,8 +567,9 @@ class _Planner:
             self.job = replace(self.job, attempt=R.restart_count(status))
             self.restart_world()
         else:
-            pod = next(p for p in self.worker_pods if _name(p) == decision.fault.pod)
-            self.actions.append(_delete(pod, "Pod", decision.reason, "v1", force=self.node_lost(pod)))
+            pod = next((p for p in self.worker_pods if _name(p) == decision.fault.pod), None)
+            if pod is not None:  # a worker that is gone already is made again by the next pass
+                self.actions.append(_delete(pod, "Pod", decision.reason, "v1", force=self.node_lost(pod)))
         plan = self.result(status, requeue=self.restart_requeue, status_at=at)
         plan.restart = {"cause": decision.cause, "scope": "world" if world else "worker"}
         return plan
@@ -586,12 +587,31 @@ class _Planner:
                 found.append(fault)
             elif wait is not None:
                 waits.append(wait)
+        found += self.vanished_workers()
         if launcher_failed is not None and not any(f.role == C.ROLE_LAUNCHER for f in found):
             detail = f"failed ({launcher_failed.get('reason') or 'Failed'}: {launcher_failed.get('message') or ''})"
             found.append(R.Fault(K.launcher_name(self.job), C.ROLE_LAUNCHER, "", detail, C.ACTION_COUNT, kind="Job"))
         if waits:
             self.restart_requeue = max(min(waits), 0.0) + 1.0
         return found
+
+    def vanished_workers(self) -> list[R.Fault]:
+        """Workers of the running world that are gone (deleted by hand, by an eviction that finished, by the pod
+        garbage collector with their node): a disruption. A worker the hostfile (as read) does not list yet is one a
+        scale-up is adding, not a lost one. A job that replaces its workers (ReplaceWorker) has them made again."""
+        launcher, policy = self.world.launcher, self.policy
+        if launcher is None or S.launcher_finished(launcher) or policy is None:
+            return []
+        if R.worker_failure(self.job, policy) == C.REPLACE_WORKER:
+            return []  # an elastic job carries on without it; the sync makes it again
+        hostfile = ((self.world.config_map or {}).get("data") or {}).get(C.HOSTFILE) or ""
+        listed = {line.split()[0].split(":")[0].split(".")[0] for line in hostfile.splitlines() if line.strip()}
+        by_index = self.workers_by_index()
+        return [
+            R.Fault(name, C.ROLE_WORKER, "", "is gone: deleted while its world ran", C.ACTION_IGNORE)
+            for i in range(self.job.worker_replicas)
+            if i not in by_index and (name := K.worker_name(self.job, i)) in listed
+        ]
 
     def node_lost(self, pod: dict) -> bool:
         """The pod's node has been down for nodeLostSeconds (or is gone): the pod cannot end gracefully."""

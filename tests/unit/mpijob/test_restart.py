@@ -590,3 +590,22 @@ def test_bdap_restarts_with_its_launcher_pod() -> None:
     assert S.get_condition(p.status, "Running")["reason"] == C.REASON_PROGRAM_FAILURE
     deleted = {a.name for a in p.actions if a.action == "delete"}
     assert f"{B.NAME}-launcher" in deleted and f"{B.NAME}-worker-0" in deleted
+
+
+def test_a_worker_deleted_while_its_world_runs_is_a_disruption_but_not_one_a_scale_up_adds() -> None:
+    world = running(policy_job())
+    world.pods = [q for q in world.pods if q["metadata"]["name"] != "pi-worker-1"]
+    p = plan(world.mpijob, world, now=at(31))
+    cond = S.get_condition(p.status, "Restarting")
+    assert cond["reason"] == C.REASON_DISRUPTION and "worker pod pi-worker-1 is gone" in cond["message"]
+    # a scale-up while it runs: pi-worker-2 is not in the hostfile as read, so it is made, not mourned
+    world = running(policy_job())
+    world.mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 3
+    p = plan(world.mpijob, world, now=at(31))
+    assert ("create", "Pod", "pi-worker-2") in kinds(p) and "restartCount" not in p.status
+    # before its launcher exists, a missing worker is only made again (the new world being built)
+    world = running(policy_job())
+    world.pods = [q for q in world.pods if q["metadata"]["name"] != "pi-worker-1"]
+    world.launcher = None
+    p = plan(world.mpijob, world, now=at(31))
+    assert ("create", "Pod", "pi-worker-1") in kinds(p) and "restartCount" not in p.status
