@@ -26,7 +26,7 @@ RESUMED = re.compile(r"^attempt (\d+): \d+ ranks, resuming at step (\d+)", re.MU
 
 def example(suffix: str) -> list[dict]:
     """The example's documents, named apart (its PersistentVolume's directory too) so that runs never share one."""
-    docs = list(yaml.safe_load_all(EXAMPLE.read_text()))
+    docs = yaml.safe_load(EXAMPLE.read_text())["items"]
     name = f"checkpoint-restart-{suffix}"
     for doc in docs:
         doc["metadata"]["name"] = name

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from hack.lib.kwok import end_pod, kwok_node, lose_node, node_ready
 from hack.lib.wait import wait_until
 from tests.integration._fixtures.install import MANIFESTS
 from tests.support.mpijob import create_mpijob, delete_mpijob, get_mpijob, install_crd, new_mpijob, wait_condition
@@ -53,28 +54,7 @@ def live(api_client: Any, namespace: str, name: str, role: str) -> list[Any]:
 
 
 def fail_pod(api_client: Any, namespace: str, pod: str, code: int = 1, reason: str = "", disruption: str = "") -> None:
-    """What the kubelet writes when a pod's container exits (or the pod is evicted): its status, through the status
-    subresource (kwok leaves a Failed pod as it is)."""
-    conditions = [{"type": "Ready", "status": "False"}]
-    if disruption:
-        conditions.append({"type": "DisruptionTarget", "status": "True", "reason": disruption})
-    status: dict[str, Any] = {
-        "phase": "Failed",
-        "conditions": conditions,
-        "containerStatuses": [
-            {
-                "name": "worker",
-                "image": "mpioperator/mpi-pi:openmpi",
-                "imageID": "",
-                "ready": False,
-                "restartCount": 0,
-                "state": {"terminated": {"exitCode": code, "reason": "Error" if code else "Completed"}},
-            }
-        ],
-    }
-    if reason:
-        status["reason"] = reason
-    _core(api_client).patch_namespaced_pod_status(pod, namespace, {"status": status})
+    end_pod(_core(api_client), namespace, pod, code, pod_reason=reason, disruption=disruption)
 
 
 def restarted(api_client: Any, namespace: str, name: str, count: int, timeout: float = 60) -> dict[str, Any]:
@@ -286,34 +266,13 @@ def test_a_job_deleted_during_its_restart_leaves_nothing(running_operator, api_c
 # ---- a lost node -----------------------------------------------------------------------------------------------------
 
 
-def kwok_node(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"},
-            "labels": {"type": "kwok", "restarts-test": "yes", "kubernetes.io/hostname": name},
-        },
-        "spec": {"taints": []},
-        "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
-    }
-
-
 @pytest.fixture
 def two_nodes(api_client: Any) -> Any:
     core = _core(api_client)
     names = ["restarts-node-a", "restarts-node-b"]
     for n in names:
-        core.create_node(kwok_node(n))
-    wait_until(
-        lambda: all(
-            any(c.type == "Ready" and c.status == "True" for c in core.read_node(n).status.conditions or [])
-            for n in names
-        ),
-        60,
-        what="the test's kwok nodes Ready",
-    )
+        core.create_node(kwok_node(n, {"restarts-test": "yes"}))
+    wait_until(lambda: all(node_ready(core, n) for n in names), 60, what="the test's kwok nodes Ready")
     yield names
     from kubernetes.client.exceptions import ApiException
 
@@ -343,7 +302,7 @@ def test_a_lost_node_restarts_the_world_off_it(running_operator, api_client: Any
     assert {p.spec.node_name for p in pods(api_client, namespace, "lost")} == {a}
     core.patch_node(b, {"spec": {"unschedulable": False}})
     lost_at = time.monotonic()
-    core.patch_node(a, {"metadata": {"labels": {"type": "lost"}}})  # kwok lets go of it: no more heartbeats
+    lose_node(core, a)
     job = restarted(api_client, namespace, "lost", 1, timeout=180)
     cond = next(c for c in job["status"]["conditions"] if c["type"] == "Restarting")
     assert f"on node {a} is lost: node {a} unreachable" in cond["message"], cond

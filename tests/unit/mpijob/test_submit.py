@@ -79,9 +79,8 @@ def load(path):
 
 @pytest.mark.parametrize("path", sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "examples").rglob("*.yaml")))
 def test_every_example_is_a_valid_mpijob(path):
-    # a file may bring what its job needs along (a claim, a ConfigMap): the one MPIJob among its documents
-    docs = list(yaml.safe_load_all((ROOT / path).read_text()))
-    manifest = S.desired_manifest({}, S.one_mpijob(docs, path) if len(docs) > 1 else docs[0])
+    # a file may bring what its job needs along (a List with a claim, a ConfigMap): the one MPIJob in it
+    manifest = S.desired_manifest({}, S.one_mpijob([load(path)], path))
     assert parse(manifest).name == manifest["metadata"]["name"]
 
 
@@ -493,3 +492,11 @@ def test_queue_name_and_priority_class_label_the_job_with_a_manifest_or_the_shor
     )
     with pytest.raises(S.SubmitError, match="queue_name and priority_class label a job as it is submitted"):
         S.desired_manifest({"name": "pi", "queue_name": "team-a"}, None)
+
+
+def test_the_one_mpijob_of_a_file_may_be_in_a_list_with_what_it_needs():
+    job = load("examples/v2beta1/pi.yaml")
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"}}
+    assert S.one_mpijob([{"apiVersion": "v1", "kind": "List", "items": [claim, job]}], "f") is job
+    with pytest.raises(S.SubmitError, match="f must hold exactly one MPIJob, found 2"):
+        S.one_mpijob([{"kind": "List", "items": [job]}, job], "f")
