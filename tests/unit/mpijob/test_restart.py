@@ -609,3 +609,22 @@ def test_a_worker_deleted_while_its_world_runs_is_a_disruption_but_not_one_a_sca
     world.launcher = None
     p = plan(world.mpijob, world, now=at(31))
     assert ("create", "Pod", "pi-worker-1") in kinds(p) and "restartCount" not in p.status
+
+
+def test_a_second_restart_before_the_world_ran_again_says_why_anew() -> None:
+    world = running(policy_job(maxRestarts=2))
+    world.pods[0] = failed(world.pods[0])
+    p = plan(world.mpijob, world, now=at(31))
+    world = gone(world, p)
+    world = world_after(world, plan(world.mpijob, world, now=at(40)))  # the new workers, not running yet
+    world.pods[1] = set_phase(world.pods[1], "Failed", reason="Evicted")
+    world.pods[1]["spec"]["nodeName"] = "n2"
+    p = plan(world.mpijob, world, now=at(45))
+    cond = S.get_condition(p.status, "Restarting")
+    assert p.status["restartCount"] == 2 and p.status["restarts"] == {"program": 1, "disruption": 1}
+    assert cond["reason"] == C.REASON_DISRUPTION and "(attempt 2)" in cond["message"]
+    world.pods[1] = failed(world.pods[1])  # a program failure again, before anything ran: the same reason
+    p = plan(world.mpijob, world, now=at(45))
+    cond = S.get_condition(p.status, "Restarting")
+    assert cond["reason"] == C.REASON_PROGRAM_FAILURE and "(attempt 2)" in cond["message"]
+    assert "program failures 2 of 2" in cond["message"]

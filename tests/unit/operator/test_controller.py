@@ -303,3 +303,19 @@ def test_restarts_are_counted_by_cause_and_scope():
     assert value(m, "mpi_operator_job_restarts_total", cause="disruption", scope="world") == 1
     assert value(m, "mpi_operator_job_restarts_total", cause="program", scope="worker") == 1
     assert value(m, "mpi_operator_job_restarts_total", cause="program", scope="world") == 0
+
+
+def test_a_job_whose_world_restarts_waits_from_the_restart_not_from_its_creation():
+    """A training of days restarted by its failure policy: the waiting gauge (and MPIJobWaitingTooLong) count from the
+    restart, on every API."""
+    c, _, m = controller({})
+    waiting = "mpi_operator_job_waiting_since_seconds"
+    created = cond("Created", "2030-01-01T00:00:00Z")
+    restarting = cond("Restarting", "2030-01-03T00:00:00Z")
+    c.record(result("a", status={"conditions": [created, restarting], "phase": "Restarting"}))
+    assert value(m, waiting, namespace="ns", mpijob="a") == 1893456000 + 2 * 86400
+    stopped = {**cond("Running", "2030-01-03T00:00:00Z"), "status": "False"}
+    t9k = "batch.tensorstack.dev/v1beta1"
+    status = {"conditions": [cond("Initialized", "2030-01-01T00:00:00Z"), stopped], "phase": "Pending"}
+    c.record(result("b", status=status, api_version=t9k))
+    assert value(m, waiting, namespace="ns", mpijob="b") == 1893456000 + 2 * 86400

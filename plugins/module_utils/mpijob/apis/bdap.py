@@ -198,7 +198,8 @@ def invalid_status(old: dict, message: str, now: str, events: list[S.Event]) -> 
 
 def restarting(status: dict, reason: str, message: str, now: str) -> None:
     """This API has no Restarting condition: Running is False while the world restarts, saying why."""
-    S.set_condition(status, C.RUNNING, "False", reason, message, now)
+    if not S.set_condition(status, C.RUNNING, "False", reason, message, now):
+        S.update_message(status, C.RUNNING, message, now)  # another restart before it ran again
     status["phase"] = job_phase(status)
 
 

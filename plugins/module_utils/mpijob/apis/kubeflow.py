@@ -337,7 +337,8 @@ def invalid_status(old: dict, message: str, now: str, events: list[S.Event]) -> 
 
 def restarting(status: dict, reason: str, message: str, now: str) -> None:
     """The world restarts: Restarting (which turns Running off), the launcher's counts of the old attempt gone."""
-    S.set_condition(status, C.RESTARTING, "True", reason, message, now)
+    if not S.set_condition(status, C.RESTARTING, "True", reason, message, now):
+        S.update_message(status, C.RESTARTING, message, now)  # another restart before it ran again
     replicas = dict(status.get("replicaStatuses") or {})
     if C.LAUNCHER in replicas:
         replicas[C.LAUNCHER] = {}
