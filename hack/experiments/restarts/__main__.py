@@ -27,7 +27,8 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
-from hack.lib.images import REAL_NODE_SELECTOR, REAL_NODE_TOLERATION, built_image
+from hack.experiments.chaos.node import real_job as chaos_real_job
+from hack.lib.images import built_image
 from hack.lib.kubeflow import KubeflowProcess, kubeflow_operator_binary
 from hack.lib.kwok import end_pod, kwok_node, lose_node, node_ready
 from hack.lib.mpijob import GROUP, PLURAL, VERSION, install_crd, new_mpijob
@@ -131,30 +132,11 @@ def job_body(trial: Trial) -> dict[str, Any]:
 
 
 def real_job(name: str, run_policy: dict[str, Any]) -> dict[str, Any]:
-    """Four ranks of OpenMPI's pi on two workers of the real node, each rank sleeping 40 s first."""
-    image = ":".join(built_image("openmpi4"))
-
-    def template(role: str, args: list[str] | None = None) -> dict[str, Any]:
-        container: dict[str, Any] = {"name": role, "image": image, "imagePullPolicy": "Never"}
-        if args:
-            container["args"] = args
-        spec = {"nodeSelector": REAL_NODE_SELECTOR, "tolerations": [REAL_NODE_TOLERATION], "containers": [container]}
-        return {"spec": spec}
-
-    mpirun = ["mpirun", "--allow-run-as-root", "-np", "4", "sh", "-c", "sleep 40; exec /opt/mpi/pi"]
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "MPIJob",
-        "metadata": {"name": name},
-        "spec": {
-            "slotsPerWorker": 2,
-            "runPolicy": run_policy,
-            "mpiReplicaSpecs": {
-                "Launcher": {"replicas": 1, "template": template("launcher", mpirun)},
-                "Worker": {"replicas": WORKERS, "template": template("worker")},
-            },
-        },
-    }
+    """`make chaos`'s real-node job (four ranks of OpenMPI's pi on two workers, each sleeping 40 s first), with the
+    trial's run policy."""
+    body = chaos_real_job(name, ":".join(built_image("openmpi4")), 40)
+    body["spec"]["runPolicy"] = run_policy
+    return body
 
 
 def pods_of(core: client.CoreV1Api, trial: Trial) -> list[Any]:

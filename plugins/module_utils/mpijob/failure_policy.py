@@ -52,16 +52,8 @@ def read_failure_policy(r: Reader, value: Any, path: str) -> FailurePolicy | Non
 
 
 def _rules(r: Reader, value: Any, path: str) -> tuple[FailureRule, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        r.fail(path, f"must be a list, got {type(value).__name__}")
-        return ()
-    if len(value) > C.MAX_FAILURE_RULES:
-        r.fail(path, f"must have at most {C.MAX_FAILURE_RULES} items, got {len(value)}")
-        return ()
-    rules = []
-    for i, item in enumerate(value):
+    rules: list[FailureRule] = []
+    for i, item in enumerate(_list(r, value, path, "a list of rules")):
         rpath = f"{path}[{i}]"
         rule = r.obj(item, rpath, required=True)
         if rule is None:
@@ -81,6 +73,19 @@ def _rules(r: Reader, value: Any, path: str) -> tuple[FailureRule, ...]:
         if action in C.RULE_ACTIONS:
             rules.append(FailureRule(action=action, on_exit_codes=codes, on_pod_conditions=conditions))
     return tuple(rules)
+
+
+def _list(r: Reader, value: Any, path: str, what: str) -> list:
+    """`value` when it is a list of at most C.MAX_FAILURE_RULES items; else [] (absent) or [] and an error."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        r.fail(path, f"must be {what}, got {type(value).__name__}")
+        return []
+    if len(value) > C.MAX_FAILURE_RULES:
+        r.fail(path, f"must have at most {C.MAX_FAILURE_RULES} items, got {len(value)}")
+        return []
+    return value
 
 
 def _exit_codes(r: Reader, value: Any, path: str) -> ExitCodes | None:
@@ -115,16 +120,10 @@ def _exit_codes(r: Reader, value: Any, path: str) -> ExitCodes | None:
 
 
 def _pod_conditions(r: Reader, value: Any, path: str) -> tuple[tuple[str, str], ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not value:
+    if value == []:
         r.fail(path, "must be a non-empty list of {type, status}")
-        return ()
-    if len(value) > C.MAX_FAILURE_RULES:
-        r.fail(path, f"must have at most {C.MAX_FAILURE_RULES} items, got {len(value)}")
-        return ()
     out = []
-    for i, item in enumerate(value):
+    for i, item in enumerate(_list(r, value, path, "a non-empty list of {type, status}")):
         cpath = f"{path}[{i}]"
         cond = r.obj(item, cpath, required=True) or {}
         ctype = r.str(cond.get("type"), f"{cpath}.type")

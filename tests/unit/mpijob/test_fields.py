@@ -17,7 +17,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import spec
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
 from tests.support.paths import ROOT
 
-from ._helpers import at, kinds, manifest, plan
+from ._helpers import at, failure_policy_fields, kinds, manifest, plan
 
 CRD = ROOT / "roles" / "crds" / "files" / "mpijobs.kubeflow.org.yaml"
 
@@ -176,12 +176,7 @@ FIELDS = {
     "spec.runPolicy.backoffLimit": test_run_policy_job_limits,
     "spec.runPolicy.suspend": test_run_policy_suspend,
     "spec.runPolicy.managedBy": test_run_policy_managed_by,
-    "spec.runPolicy.failurePolicy": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.maxRestarts": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.maxDisruptionRestarts": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.nodeLostSeconds": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.workerFailure": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.rules": test_run_policy_failure_policy,
+    **dict.fromkeys(failure_policy_fields("spec.runPolicy.failurePolicy", False), test_run_policy_failure_policy),
     "spec.runPolicy.schedulingPolicy": test_scheduling_policy,
     "spec.runPolicy.schedulingPolicy.minAvailable": test_scheduling_policy,
     "spec.runPolicy.schedulingPolicy.queue": test_scheduling_policy,

@@ -17,7 +17,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
 from tests.support.paths import ROOT
 
-from ._helpers import finish_launcher, kinds, plan
+from ._helpers import failure_policy_fields, finish_launcher, kinds, plan
 from ._t9k import launcher_pod, random_walk, settle, step, t9k, workers_ready
 
 CRD = ROOT / "roles" / "crds" / "files" / "mpijobs.batch.tensorstack.dev.yaml"
@@ -428,20 +428,7 @@ FIELDS = {
     "spec.ssh.sshdPath": test_ssh_sshd_path,
     "spec.runPolicy": test_run_policy,
     "spec.runPolicy.cleanUpWorkers": test_run_policy_clean_up_workers,
-    "spec.runPolicy.failurePolicy": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.maxRestarts": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.maxDisruptionRestarts": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.nodeLostSeconds": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.workerFailure": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.rules": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.rules.action": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.rules.onExitCodes": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.rules.onExitCodes.containerName": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.rules.onExitCodes.operator": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.rules.onExitCodes.values": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.rules.onPodConditions": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.rules.onPodConditions.type": test_run_policy_failure_policy,
-    "spec.runPolicy.failurePolicy.rules.onPodConditions.status": test_run_policy_failure_policy,
+    **dict.fromkeys(failure_policy_fields("spec.runPolicy.failurePolicy", True), test_run_policy_failure_policy),
     "spec.scheduler": test_scheduler,
     "spec.scheduler.t9kScheduler": test_scheduler_t9k_scheduler,
     "spec.scheduler.t9kScheduler.queue": test_scheduler_t9k_scheduler_queue,
