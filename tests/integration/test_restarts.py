@@ -150,7 +150,7 @@ def test_an_eviction_then_a_program_failure_restart_the_world_each_on_its_own_bu
     body = new_mpijob(
         name,
         2,
-        launcher_annotations={OUTCOME_AFTER: "20s"},
+        launcher_annotations={OUTCOME_AFTER: "30s"},
         runPolicy={"failurePolicy": {"maxRestarts": 1, "maxDisruptionRestarts": 1}},
     )
     create_mpijob(api_client, namespace, body)
@@ -212,7 +212,7 @@ def test_a_pass_after_an_operator_killed_mid_restart_finishes_it(
 
     name = "crashed"
     body = new_mpijob(
-        name, 2, launcher_annotations={OUTCOME_AFTER: "15s"}, runPolicy={"failurePolicy": {"maxRestarts": 1}}
+        name, 2, launcher_annotations={OUTCOME_AFTER: "30s"}, runPolicy={"failurePolicy": {"maxRestarts": 1}}
     )
     create_mpijob(api_client, namespace, body)
     op = operator_factory("--namespace", namespace, "--no-leader-elect")
