@@ -296,10 +296,11 @@ def test_a_restart_of_the_world_keeps_the_jobs_admission(
         60,
         what="the restart",
     )
-    job = wait_condition(api_client, namespace, "restarted", "Succeeded", timeout=120)
-    watcher.join(10)
-    assert not seen_suspended.is_set() and job["status"]["restartCount"] == 1
+    wait_condition(api_client, namespace, "restarted", "Running", timeout=60)  # the new world runs
     after = queues.workload_of("restarted") or {}
     assert after["metadata"]["uid"] == workload["metadata"]["uid"]
     assert condition_time(after, "Admitted") == admitted  # admitted once, never again
     assert not any(c["type"] == "Evicted" and c["status"] == "True" for c in after["status"].get("conditions", []))
+    job = wait_condition(api_client, namespace, "restarted", "Succeeded", timeout=120)
+    watcher.join(10)
+    assert not seen_suspended.is_set() and job["status"]["restartCount"] == 1
