@@ -55,8 +55,8 @@ options:
     aliases: [resource_definition]
   src:
     description:
-      - Path of a YAML file holding one MPIJob, as a document or an item of a C(kind: List) (the other documents and
-        items are ignored: apply them first).
+      - Path of a YAML file holding one MPIJob, as a document or an item of a C(List) (the other documents and items
+        are ignored, apply them first).
       - On a local connection a relative path is looked up as M(kubernetes.core.k8s) looks it up (the role's
         C(files/), the playbook's C(files/), then the playbook's directory), then relative to the current directory,
         and last in this collection, so that its examples run from the installed collection

@@ -117,7 +117,9 @@ def _resources(value: dict, option: str) -> dict:
 def one_mpijob(docs: list, where: str) -> dict:
     """The one MPIJob among the YAML documents of `where` (a file, or a definition given as a YAML string), a `kind:
     List`'s items included (a file that brings what its job needs along)."""
-    items = [i for d in docs if isinstance(d, dict) for i in (d.get("items") if d.get("kind") == "List" else [d])]
+    items = [
+        i for d in docs if isinstance(d, dict) for i in ((d.get("items") or []) if d.get("kind") == "List" else [d])
+    ]
     jobs = [d for d in items if isinstance(d, dict) and d.get("kind") == C.KIND]
     if len(jobs) != 1:
         raise SubmitError(f"{where} must hold exactly one MPIJob, found {len(jobs)}")
