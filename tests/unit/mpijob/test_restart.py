@@ -497,6 +497,29 @@ def test_an_operator_killed_after_the_status_finishes_the_restart_in_its_next_pa
     assert p2.status["restartCount"] == 1
 
 
+def test_an_api_server_gone_in_the_middle_of_the_deletions_has_the_next_pass_finish_them() -> None:
+    """The status and the first deletion went through, then the API server went away (the rest of the plan failed):
+    the next pass, on the world read again, deletes what is left of attempt 0, counts nothing twice and makes
+    nothing of attempt 1 yet."""
+    world = running(policy_job())
+    world.pods[0] = failed(world.pods[0])
+    p = plan(world.mpijob, world, now=at(31))
+    first = next(a for a in p.actions if a.action == "delete")
+    world = world_after(world, P.Plan([first], p.status))
+    world.mpijob = {**world.mpijob, "status": p.status}
+    again = plan(world.mpijob, world, now=at(60))
+    assert kinds(again) == [
+        ("delete", "Pod", "pi-worker-1"),
+        ("delete", "Pod", "pi-launcher-abcde"),
+        ("delete", "Job", "pi-launcher"),
+    ]
+    assert again.status == p.status and again.restart is None
+    world = gone(world, again)
+    p2 = plan(world.mpijob, world, now=at(61))
+    assert [a.name for a in p2.actions if a.action == "create"] == ["pi-worker-0", "pi-worker-1"]
+    assert p2.status["restartCount"] == 1 and p2.status["restarts"] == {"program": 1, "disruption": 0}
+
+
 def test_suspend_during_a_restart_deletes_the_old_world_and_keeps_the_attempt() -> None:
     world = running(policy_job())
     world.pods[0] = failed(world.pods[0])
