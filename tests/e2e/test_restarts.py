@@ -62,6 +62,7 @@ def test_a_killed_rank_restarts_the_world_which_resumes_from_its_checkpoint(api,
         while (last := steps_done()) < 4:
             assert time.monotonic() - started < 180, f"no progress: {jobs.describe(name)}"
             time.sleep(1)
+        before_kill = jobs.launcher_log_so_far(name)
         killed = subprocess.run(
             [
                 kubectl_path(),
@@ -98,6 +99,10 @@ def test_a_killed_rank_restarts_the_world_which_resumes_from_its_checkpoint(api,
             f"\nrank killed after step {last}; restarted, resumed at step {resumed[2]}; "
             f"Succeeded {done.seconds - (killed_at - started):.0f} s after the kill ({done.seconds:.0f} s in all)"
         )
+        # the launcher's log around the restart: attempt 0's last checkpoints, attempt 1's start
+        ours = re.compile(r"^attempt \d+: .*$", re.MULTILINE)
+        print("\n".join(["attempt 0's launcher:", *ours.findall(before_kill)[-2:]]))
+        print("\n".join(["attempt 1's launcher:", *ours.findall(done.launcher_log)[:3]]))
     finally:
         for delete in (
             lambda: core.delete_namespaced_config_map(f"checkpoint-restart-{suffix}", JOBS_NAMESPACE),
