@@ -47,6 +47,7 @@ COLUMNS = {"policy": "ours + failurePolicy", "ours": "ours, no policy", "kubeflo
 WORKERS = 2
 LAUNCHER_RUNS = "60s"  # how long a simulated launcher runs before it succeeds
 TRIAL_S = float(os.environ.get("RESTARTS_TRIAL_S", "240"))
+NODE_TAINT = "restarts-node"  # the node row's nodes: its label and taint, valued by the trial's column
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +79,7 @@ class Trial:
     namespace: str
     name: str
     before: set[str] = dataclasses.field(default_factory=set)
+    ranks: dict[str, set[str]] = dataclasses.field(default_factory=dict)  # launcher pod -> the workers it started with
     fault_at: float | None = None
     running_again_s: float | None = None
     outcome: str = ""
@@ -123,9 +125,19 @@ def job_body(trial: Trial) -> dict[str, Any]:
         run_policy["failurePolicy"] = POLICY
     if trial.kind.real:
         return real_job(trial.name, run_policy)
-    body = new_mpijob(trial.name, WORKERS, launcher_annotations={"kwok.mpi.operator/outcome-after": LAUNCHER_RUNS})
+    # After a lost node a real mpirun hangs: that job's launcher runs until it is stopped (kwok's timer of a pod
+    # goes on after its node is lost, so a launcher that ends by itself would end there too).
+    ends = {"kwok.mpi.operator/outcome": "run"} if trial.kind.inject == "node" else {}
+    body = new_mpijob(
+        trial.name, WORKERS, launcher_annotations={"kwok.mpi.operator/outcome-after": LAUNCHER_RUNS, **ends}
+    )
     body["spec"]["runPolicy"] = run_policy
-    placement = {"nodeSelector": {"restarts-node": trial.column}} if trial.kind.inject == "node" else {}
+    placement: dict[str, Any] = {}
+    if trial.kind.inject == "node":  # on the trial's own nodes, which no other trial's pod may use (NODE_TAINT)
+        placement = {
+            "nodeSelector": {NODE_TAINT: trial.column},
+            "tolerations": [{"key": NODE_TAINT, "operator": "Equal", "value": trial.column, "effect": "NoSchedule"}],
+        }
     for replica in body["spec"]["mpiReplicaSpecs"].values():
         replica["template"]["spec"].update(placement)
     return body
@@ -191,7 +203,10 @@ class Runner:
         self.custom.create_namespaced_custom_object(GROUP, VERSION, trial.namespace, PLURAL, job_body(trial))
         wait_until(lambda: all_running(pods_of(core, trial)), 240, f"{trial.name} running", interval=0.5)
         time.sleep(10 if kind.real else 5)  # the ranks are up
-        trial.before = {p.metadata.uid for p in pods_of(core, trial)}
+        pods = pods_of(core, trial)
+        trial.before = {p.metadata.uid for p in pods}
+        workers = {p.metadata.uid for p in pods if role(p) == C.ROLE_WORKER}
+        trial.ranks = {p.metadata.uid: workers for p in pods if role(p) == C.ROLE_LAUNCHER}
         self.inject(trial, nodes)
         trial.fault_at = time.monotonic()
         dead_since: float | None = None
@@ -211,7 +226,9 @@ class Runner:
             time.sleep(0.5)
         else:
             job = self.job(trial) or {}
-            phase = (job.get("status") or {}).get("phase") or "?"
+            status = job.get("status") or {}
+            true = [c.get("type") for c in status.get("conditions") or [] if c.get("status") == "True"]
+            phase = status.get("phase") or (true[-1] if true else "?")  # Kubeflow's status has no phase
             trial.outcome = f"{phase} after {TRIAL_S:.0f} s"
             trial.note = "; ".join(
                 f"{p.metadata.name} {p.status.phase}{' terminating' if p.metadata.deletion_timestamp else ''}"
@@ -227,7 +244,9 @@ class Runner:
             if not _gone(lambda n=name: self.core.read_node(n)):
                 self.core.delete_node(name)
                 wait_until(lambda n=name: _gone(lambda: self.core.read_node(n)), 60, f"node {name} gone")
-            self.core.create_node(kwok_node(name, {"restarts-node": trial.column}))
+            body = kwok_node(name, {NODE_TAINT: trial.column})
+            body["spec"]["taints"] = [{"key": NODE_TAINT, "value": trial.column, "effect": "NoSchedule"}]
+            self.core.create_node(body)
         wait_until(lambda: all(node_ready(self.core, n) for n in names), 60, "the trial's nodes Ready")
         self.core.patch_node(names[1], {"spec": {"unschedulable": True}})
         return names
@@ -255,13 +274,16 @@ class Runner:
             )
 
     def play_mpirun(self, trial: Trial, pods: list[Any], dead_since: float | None, now: float) -> float | None:
-        """mpirun's part: a running launcher fails 1.5 s after a rank's pod failed or went (with the rank's exit code
-        for the fault's own rank, else 255: ssh could not reach it)."""
+        """mpirun's part: a running launcher fails 1.5 s after a rank's pod of the world it started with failed or
+        went, even if a new pod of that name came up since (with the rank's exit code for the fault's own rank, else
+        255: ssh could not reach it); a launcher started beside a dead worker fails too."""
         live = [p for p in pods if not p.metadata.deletion_timestamp]
+        running = {p.metadata.uid for p in live if role(p) == C.ROLE_WORKER and p.status.phase == "Running"}
         launchers = [p for p in live if role(p) == C.ROLE_LAUNCHER and p.status.phase == "Running"]
-        workers = [p for p in pods if role(p) == C.ROLE_WORKER]
-        dead = len([p for p in live if role(p) == C.ROLE_WORKER]) < WORKERS or any(
-            p.status.phase == "Failed" or p.metadata.deletion_timestamp for p in workers
+        for launcher in launchers:
+            trial.ranks.setdefault(launcher.metadata.uid, {p.metadata.uid for p in live if role(p) == C.ROLE_WORKER})
+        dead = any(
+            len(trial.ranks[p.metadata.uid]) < WORKERS or not trial.ranks[p.metadata.uid] <= running for p in launchers
         )
         if not launchers or not dead:
             return None
