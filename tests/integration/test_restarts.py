@@ -103,7 +103,10 @@ BAD = [
         {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [0, 3]}}]},
         "must not contain 0 with the operator In",
     ),
-    ({"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [3, 3]}}]}, "values[1]"),
+    (
+        {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [3, 3]}}]},
+        "failurePolicy.rules[0].onExitCodes.values",  # server-side apply: "duplicate entries for key [=3]"
+    ),
     ({"workerFailure": "Sometimes"}, "failurePolicy.workerFailure"),
 ]
 
