@@ -305,7 +305,8 @@ class Runner:
         if trial.column == "policy":
             by = status.get("restarts") or {}
             detail = ", ".join(f"{k} {v}" for k, v in by.items() if v)
-            return f"{status.get('restartCount') or 0} restarts" + (f" ({detail})" if detail else "")
+            count = status.get("restartCount") or 0
+            return f"{count} restart{'' if count == 1 else 's'}" + (f" ({detail})" if detail else "")
         try:
             failed = self.batch.read_namespaced_job(f"{trial.name}-launcher", trial.namespace).status.failed or 0
         except ApiException as exc:
