@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue lint crd sanity-all run cluster-up cluster-down kubeconfig bench bench-scale chaos e2e peer-e2e migrate-scale kind-up kind-down
+.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue lint crd sanity-all run cluster-up cluster-down kubeconfig bench bench-scale chaos restarts e2e peer-e2e migrate-scale kind-up kind-down
 
 venv:
 	@bash hack/build/venv.sh
@@ -83,6 +83,10 @@ bench: venv
 # make bench at several sizes, ours and Kubeflow tuned side by side: a table, a JSON and a plot (docs/benchmarks.md).
 bench-scale: venv
 	bash hack/experiments/bench/bench.sh --scale
+
+# What each kind of failure does to a job: ours with a failure policy, without, Kubeflow v0.8.2 (docs/restarts.md).
+restarts: venv
+	bash hack/experiments/restarts/restarts.sh
 
 # Faults at scale (docs/chaos.md): restarts the API server and etcd, so it runs alone.
 chaos: venv

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import Api
+from crd.failure_policy import failure_policy, restart_status
 from crd.openapi import Inliner
 from crd.schema import TIME, crd_object, int32, job_conditions, root, single_version, string, template
 
@@ -32,6 +33,7 @@ def crd(inliner: Inliner, api: Api) -> dict[str, Any]:
                 "Pod template of the workers; its first container gets the SSH keys. A change replaces the workers "
                 "one by one (a rolling update).",
             ),
+            "failurePolicy": failure_policy(),
         },
     }
     status = {
@@ -45,6 +47,7 @@ def crd(inliner: Inliner, api: Api) -> dict[str, Any]:
             "conditions": job_conditions(", ".join(api.condition_types[:-1]) + f" or {api.condition_types[-1]}."),
             "startTime": {**TIME, "description": "When the operator started working on the job."},
             "completionTime": {**TIME, "description": "When the launcher finished."},
+            **restart_status(),
         },
     }
     schema = root(

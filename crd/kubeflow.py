@@ -8,6 +8,7 @@ from typing import Any
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import Api
+from crd.failure_policy import backoff_rule, failure_policy, restart_status
 from crd.openapi import Inliner, quantity_schema
 from crd.schema import Dumper, columns, crd_object, int32, root, string
 
@@ -86,6 +87,7 @@ def run_policy(inliner: Inliner) -> dict[str, Any]:
                 "description": "Seconds the launcher may run before the job is failed (DeadlineExceeded).",
             },
             "backoffLimit": int32("Retries of the launcher before the job is failed.", minimum=0),
+            C.FAILURE_POLICY: failure_policy(),
             "schedulingPolicy": {
                 "type": "object",
                 "description": "Gang-scheduling settings, used when the operator runs with a gang scheduler.",
@@ -121,6 +123,7 @@ def run_policy(inliner: Inliner) -> dict[str, Any]:
                 },
             ),
         },
+        "x-kubernetes-validations": [backoff_rule("spec.runPolicy")],
     }
 
 
@@ -221,6 +224,7 @@ def mpijob_status(inliner: Inliner) -> dict[str, Any]:
                 "the job.",
                 enum=list(C.CONDITION_TYPES),
             ),
+            **restart_status(),
         },
     }
 

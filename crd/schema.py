@@ -79,9 +79,10 @@ def template(inliner: Inliner, description: str) -> dict[str, Any]:
 
 
 def columns(api: Api) -> list[dict[str, Any]]:
-    """The API's printer columns (name, JSON path), then Age; Workers and Ready are counts, the others words."""
+    """The API's printer columns (name, JSON path), then Age; Workers, Ready and Restarts are counts, the others
+    words."""
     out = [
-        {"name": name, "type": "integer" if name in ("Workers", "Ready") else "string", "jsonPath": path}
+        {"name": name, "type": "integer" if name in ("Workers", "Ready", "Restarts") else "string", "jsonPath": path}
         for name, path in api.columns
     ]
     return [*out, {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import Api, t9k
+from crd.failure_policy import failure_policy, restart_status
 from crd.openapi import Inliner
 from crd.schema import crd_object, int32, job_conditions, root, single_version, string, template
 
@@ -88,6 +89,7 @@ def crd(inliner: Inliner, api: Api) -> dict[str, Any]:
                         "default": False,
                         "description": "Delete the workers once the job finished, to free the cluster's resources.",
                     },
+                    "failurePolicy": failure_policy(),
                 },
             },
             "scheduler": {
@@ -184,6 +186,7 @@ def crd(inliner: Inliner, api: Api) -> dict[str, Any]:
                     k: count for k in ("creating", "pending", "running", "succeeded", "failed", "deleted", "unknown")
                 },
             },
+            **restart_status(),
         },
     }
     schema = root(

@@ -248,6 +248,8 @@ class Controller:
                     continue
                 self._counted.add(mark)
             self.metrics.job_counter(ctype).inc()
+        if result.restart is not None:
+            self.metrics.job_restarts.labels(**result.restart).inc()
 
     def _set_waiting(self, namespace: str, name: str, status: dict | None, phase_api: bool) -> None:
         """mpi_operator_job_waiting_since_seconds of one job: set while it waits to run, removed otherwise. A job

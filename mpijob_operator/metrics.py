@@ -29,6 +29,7 @@ COUNTED_CONDITIONS = (C.CREATED, C.SUCCEEDED, C.FAILED)
 RECONCILE_RESULTS = tuple(o.value for o in Outcome)  # ok, retry, error, deleted
 RUN_STATUSES = ("successful", "failed", "timeout", "canceled", "error")
 RUNNER_KINDS = ("warm", "cold")
+RESTART_SCOPES = ("world", "worker")
 # A job that stopped waiting: one of these conditions True.
 _NOT_WAITING = (C.RUNNING, C.SUCCEEDED, C.FAILED, C.SUSPENDED)
 
@@ -100,12 +101,22 @@ class Metrics:
             ["namespace", "mpijob"],
             registry=r,
         )
+        self.job_restarts = Counter(
+            "mpi_operator_job_restarts",
+            "Restarts of MPIJobs by their failure policy, by cause (program, disruption) and scope (world: the whole "
+            "world restarted; worker: one worker of an elastic job replaced)",
+            ["cause", "scope"],
+            registry=r,
+        )
         for result in RECONCILE_RESULTS:
             self.reconciles.labels(result=result)
         for status in RUN_STATUSES:
             self.runner_runs.labels(status=status)
         for kind in RUNNER_KINDS:
             self.runner_starts.labels(kind=kind)
+        for cause in C.CAUSES:
+            for scope in RESTART_SCOPES:
+                self.job_restarts.labels(cause=cause, scope=scope)
 
     def job_counter(self, condition_type: str) -> Counter:
         """Kubeflow's counter of jobs whose condition `condition_type` (one of COUNTED_CONDITIONS) became True."""
@@ -130,10 +141,10 @@ def has_launcher(actions: Iterable[dict[str, Any]], status: dict[str, Any] | Non
 def waiting(status: dict[str, Any] | None, phase_api: bool = False) -> tuple[bool, float | None]:
     """Whether the job waits to run, and since when (Unix seconds; None when its status cannot say).
 
-    kubeflow.org: `Created` True and none of Running, Succeeded, Failed, Suspended True; since the later of `Created`'s
-    and (a resumed job) `Suspended`'s lastTransitionTime. The APIs whose state is a phase (`phase_api`: T9k, bdap):
-    phase `Pending`, since the earliest lastTransitionTime of their conditions, or None when they have none (the
-    caller's first sight)."""
+    kubeflow.org: `Created` True and none of Running, Succeeded, Failed, Suspended True; since the latest of `Created`'s,
+    (a resumed job) `Suspended`'s and (a restarted one) `Restarting`'s lastTransitionTime. The APIs whose state is a
+    phase (`phase_api`: T9k, bdap): phase `Pending`, since its `Running` condition turned False (a restart), else the
+    earliest lastTransitionTime of their conditions, or None when they have none (the caller's first sight)."""
     if not isinstance(status, dict):
         return False, None
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
@@ -141,6 +152,8 @@ def waiting(status: dict[str, Any] | None, phase_api: bool = False) -> tuple[boo
     if phase_api:
         if status.get("phase") != "Pending":
             return False, None
+        if times.get(C.RUNNING) is not None:  # it ran, and stopped: a failure policy's restart
+            return True, times[C.RUNNING].timestamp()
         known = [t.timestamp() for t in times.values() if t is not None]
         return True, (min(known) if known else None)
     created = conditions.get(C.CREATED)
@@ -148,7 +161,7 @@ def waiting(status: dict[str, Any] | None, phase_api: bool = False) -> tuple[boo
         return False, None
     if any(conditions.get(kind, {}).get("status") == "True" for kind in _NOT_WAITING):
         return False, None
-    since = [times[C.CREATED]] + ([times[C.SUSPENDED]] if times.get(C.SUSPENDED) else [])
+    since = [times[C.CREATED]] + [times[k] for k in (C.SUSPENDED, C.RESTARTING) if times.get(k)]
     return True, max(since).timestamp()
 
 

@@ -44,10 +44,12 @@ def mpijob_fingerprint(obj: dict[str, Any]) -> Any:
 
 
 def pod_fingerprint(obj: dict[str, Any]) -> Any:
-    """What the job's status and hostfile depend on: phase, readiness, eviction, deletion."""
+    """What the job's status, its hostfile and its failure policy depend on: phase, readiness, eviction, a disruption
+    on its way (DisruptionTarget), deletion."""
     status = obj.get("status") or {}
-    ready = next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
-    return (status.get("phase"), ready, status.get("reason"), _deleting(obj))
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)}
+    ready, disruption = conditions.get("Ready"), conditions.get(C.DISRUPTION_TARGET)
+    return (status.get("phase"), ready, status.get("reason"), disruption, _deleting(obj))
 
 
 def job_fingerprint(obj: dict[str, Any]) -> Any:

@@ -55,7 +55,8 @@ options:
     aliases: [resource_definition]
   src:
     description:
-      - Path of a YAML file holding one MPIJob (other documents in it are ignored).
+      - Path of a YAML file holding one MPIJob, as a document or an item of a C(List) (the other documents and items
+        are ignored, apply them first).
       - On a local connection a relative path is looked up as M(kubernetes.core.k8s) looks it up (the role's
         C(files/), the playbook's C(files/), then the playbook's directory), then relative to the current directory,
         and last in this collection, so that its examples run from the installed collection
@@ -336,6 +337,16 @@ summary:
       description:
         - For a job that waits for Kueue (in a queue, suspended, not finished), why it waits, from its Workload's
           conditions, for example C(QuotaReserved Pending - couldn't assign flavors ...); empty otherwise.
+      type: str
+    restarts:
+      description: World restarts of a job with a failure policy so far (C(status.restartCount)); 0 without one.
+      type: int
+    restarts_by_cause:
+      description: Its restarts (and replaced workers) by cause, C(program) and C(disruption) (C(status.restarts)).
+      type: dict
+      sample: {program: 1, disruption: 0}
+    restarting:
+      description: While the job's world restarts, why (the pod, its node, its exit code or condition); empty otherwise.
       type: str
     progress:
       description: One line for humans.

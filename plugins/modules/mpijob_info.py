@@ -110,7 +110,8 @@ jobs:
     summary:
       description: The job's status at a glance, with the keys of P(mpi.operator.mpijob#module)'s C(summary) return
         value (name, namespace, phase, reason, message, workers, workers_running, workers_failed, launcher_active,
-        launcher_failed, suspended, start_time, completion_time, elapsed_seconds, finished, progress).
+        launcher_failed, suspended, start_time, completion_time, elapsed_seconds, finished, restarts,
+        restarts_by_cause, restarting, progress).
       type: dict
     launcher:
       description: The newest launcher pod and how it ended; empty unless O(launcher_log) asks for a log or the job

@@ -198,6 +198,21 @@ jobs:
           back when the job changes), V(deleted) the MPIJob is gone.
       type: str
       choices: [ok, retry, error, deleted]
+    restart:
+      description:
+        - The restart whose status this call wrote, for a job with a failure policy (what the operator's restart
+          metric counts).
+      type: dict
+      returned: when a restart was written
+      sample: {cause: disruption, scope: world}
+      contains:
+        cause:
+          description: C(program) (counted against C(maxRestarts)) or C(disruption) (against C(maxDisruptionRestarts)).
+          type: str
+        scope:
+          description: C(world) (every pod and the launcher made again) or C(worker) (one worker of an elastic job
+            replaced).
+          type: str
 batch:
   description: How the jobs came, C(args) (O(jobs)) or C(served) (a warm run's batches, O(batch_from)).
   returned: always

@@ -60,7 +60,8 @@ def test_printer_columns(kubectl: Kubectl, api_crds: None, namespace: str) -> No
     assert apply(kubectl, api_example("t9k-mpi-example.yaml", namespace)).returncode == 0
     bdap = kubectl("get", f"mpijobs.{BDAP}", "-n", namespace).stdout.splitlines()[0].split()
     t9k = kubectl("get", f"mpijobs.{T9K}", "-n", namespace).stdout.splitlines()[0].split()
-    assert bdap == ["NAME", "WORKERS", "READY", "PHASE", "AGE"] and t9k == ["NAME", "PHASE", "WORKERS", "AGE"]
+    assert bdap == ["NAME", "WORKERS", "READY", "PHASE", "RESTARTS", "AGE"]
+    assert t9k == ["NAME", "PHASE", "WORKERS", "RESTARTS", "AGE"]
     assert kubectl("get", f"mpijobs.{BDAP}", "-n", namespace).stdout.splitlines()[1].split()[1] == "5"
 
 

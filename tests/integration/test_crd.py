@@ -280,7 +280,7 @@ def test_printer_columns_and_short_names(kubectl: Kubectl, custom: Any, namespac
         proc = kubectl("get", short, "-n", namespace)
         assert proc.returncode == 0, proc.stderr
         header, row = proc.stdout.splitlines()[:2]
-        assert header.split() == ["NAME", "STATE", "WORKERS", "AGE"]
+        assert header.split() == ["NAME", "STATE", "WORKERS", "RESTARTS", "AGE"]
         assert row.split()[:3] == ["job", "Created", "3"]
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from hack.lib.kwok import end_pod
 from hack.lib.wait import wait_until
 from tests.kueue.conftest import JOB_CPU, QUEUE_LABEL, Queues, queued_job
 from tests.support.mpijob import create_mpijob, get_mpijob, has_condition, wait_condition
@@ -263,3 +264,43 @@ def test_submit_playbook_queues_the_job_says_why_it_waits_and_reruns_without_tou
     done = playbook("submit.yml", extra_vars={**submit, "mpijob_wait_timeout": 120}).expect_ok()
     assert done.recap["changed"] == 0, done.output[-4000:]
     assert has_condition(get_mpijob(api_client, namespace, "waits"), "Succeeded")
+
+
+def test_a_restart_of_the_world_keeps_the_jobs_admission(
+    queues: Queues, running_operator: Any, api_client: client.ApiClient, namespace: str
+) -> None:
+    """A failure policy's restart under Kueue: the job is never suspended, its Workload stays the same one and stays
+    admitted (no re-queue, no eviction), and the restarted world runs to the end within the quota."""
+    local = queues.local_queue(queues.cluster_queue(queues.flavor(), f"{JOB_CPU}m"))
+    body = queued_job("restarted", local, "20s")
+    body["spec"]["runPolicy"]["failurePolicy"] = {"maxRestarts": 1}
+    create_mpijob(api_client, namespace, body)
+    wait_condition(api_client, namespace, "restarted", "Running", timeout=60)
+    workload = queues.workload_of("restarted") or {}
+    admitted = condition_time(workload, "Admitted")
+    seen_suspended = threading.Event()
+
+    def watch() -> None:
+        while not seen_suspended.is_set() and not has_condition(
+            get_mpijob(api_client, namespace, "restarted"), "Succeeded"
+        ):
+            if suspended(get_mpijob(api_client, namespace, "restarted")):
+                seen_suspended.set()
+            time.sleep(0.3)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    end_pod(client.CoreV1Api(api_client), namespace, "restarted-worker-1", 1)
+    wait_until(
+        lambda: (get_mpijob(api_client, namespace, "restarted") or {}).get("status", {}).get("restartCount") == 1,
+        60,
+        what="the restart",
+    )
+    wait_condition(api_client, namespace, "restarted", "Running", timeout=60)  # the new world runs
+    after = queues.workload_of("restarted") or {}
+    assert after["metadata"]["uid"] == workload["metadata"]["uid"]
+    assert condition_time(after, "Admitted") == admitted  # admitted once, never again
+    assert not any(c["type"] == "Evicted" and c["status"] == "True" for c in after["status"].get("conditions", []))
+    job = wait_condition(api_client, namespace, "restarted", "Succeeded", timeout=120)
+    watcher.join(10)
+    assert not seen_suspended.is_set() and job["status"]["restartCount"] == 1

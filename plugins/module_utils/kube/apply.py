@@ -48,6 +48,7 @@ class Applier:
             self.result.actions.append(action.summary())
             if action.action == "status":
                 self.result.transitions = list(plan.transitions)  # written: the core's transitions happened
+                self.result.restart = plan.restart  # and the restart it records
         return True
 
     def do(self, a: Action) -> bool:
@@ -67,6 +68,8 @@ class Applier:
             # Background: what the object owns goes with it. Without a policy the API server orphans a batch/v1
             # Job's pods (its legacy default), so a deleted launcher Job would leave its pod running.
             body: dict = {"propagationPolicy": "Background"}
+            if a.force:
+                body["gracePeriodSeconds"] = 0
             if a.uid:
                 body["preconditions"] = {"uid": a.uid}
             try:

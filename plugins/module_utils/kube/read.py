@@ -16,7 +16,7 @@ from typing import Any
 
 from ..mpijob import children as K
 from ..mpijob import constants as C
-from ..mpijob.apis import api_for
+from ..mpijob.apis import api_for, has_failure_policy
 from ..mpijob.errors import ApiError
 from ..mpijob.plan import World
 from ..mpijob.protocol import Key
@@ -118,7 +118,31 @@ def _all_at_once(reads: dict[str, Callable[[], Any]]) -> dict[str, Any]:
         return {name: future.result() for name, future in futures.items()}
 
 
-def world_of(obj: dict, kids: Namespaced, priorities: dict[str, int]) -> World:
+def node_names(obj: dict, kids: Namespaced) -> set[str]:
+    """The nodes a job's pods run on, when it has a failure policy (restart.py: a pod whose node is lost)."""
+    if not has_failure_policy(obj):
+        return set()
+    pods = kids.pods_by_job.get(obj["metadata"]["name"], [])
+    return {n for p in pods if isinstance(n := (p.get("spec") or {}).get("nodeName"), str) and n}
+
+
+def read_nodes(rest: Rest, names: set[str]) -> dict[str, dict | None]:
+    """Each node by name, None for one that is gone; one the operator could not read (no RBAC, an error) is left out:
+    not known, never taken for lost."""
+
+    def one(name: str) -> dict | bool | None:
+        try:
+            return rest.get(item("v1", "Node", "", name))
+        except ApiError:
+            return False
+
+    if not names:
+        return {}
+    found = _all_at_once({name: partial(one, name) for name in sorted(names)})
+    return {name: node for name, node in found.items() if node is not False}
+
+
+def world_of(obj: dict, kids: Namespaced, priorities: dict[str, int], nodes: dict[str, dict | None]) -> World:
     name = obj["metadata"]["name"]
     return World(
         mpijob=obj,
@@ -134,6 +158,7 @@ def world_of(obj: dict, kids: Namespaced, priorities: dict[str, int]) -> World:
         },
         pods=kids.pods_by_job.get(name, []),
         priorities=priorities,
+        nodes={n: nodes[n] for n in node_names(obj, kids) if n in nodes},
     )
 
 

@@ -15,7 +15,7 @@ from ..mpijob.plan import Action, Plan, World
 from ..mpijob.planner import plan_job
 from ..mpijob.protocol import JobResult, Key, Outcome, job_key
 from .apply import Applier, split_after_status
-from .read import Namespaced, priority_values, read_namespace, world_of
+from .read import Namespaced, node_names, priority_values, read_namespace, read_nodes, world_of
 from .rest import Rest
 from .sshkeys import _placeholder_keys, generate_ssh_keys
 
@@ -47,12 +47,20 @@ def reconcile_batch(
         worlds: dict[Key, tuple[dict, World] | Exception | None] = {}
         all_jobs = [obj for _ns, found, _kids in reads for obj in found.values()]
         priorities = priority_values(rest, all_jobs, opts)
+        wanted = {
+            n
+            for _ns, found, kids in reads
+            if not isinstance(kids, Exception)
+            for o in found.values()
+            for n in node_names(o, kids)
+        }
+        nodes = read_nodes(rest, wanted)
         for ns, found, kids in reads:
             for key in by_ns[ns]:
                 if isinstance(kids, Exception):
                     worlds[key] = kids
                 elif key in found:
-                    worlds[key] = (found[key], world_of(found[key], kids, priorities))
+                    worlds[key] = (found[key], world_of(found[key], kids, priorities, nodes))
                 else:
                     worlds[key] = None
         now = datetime.now(timezone.utc)

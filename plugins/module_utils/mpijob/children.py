@@ -301,7 +301,18 @@ def _pod_template(job: MPIJob, replica: ReplicaSpec, role: str, hostname: str, o
             labels[C.PLUGINS_GROUP_LABEL] = job.name
     _append(_main_container(job, spec), "env", [{"name": C.ROLE_ENV, "value": role}])
     _setup_ssh(job, spec)
+    _with_attempt(job, labels, spec)
     return meta, spec
+
+
+def _with_attempt(job: MPIJob, labels: dict, spec: dict) -> None:
+    """With a failure policy, a pod belongs to an attempt (its label, and C.ATTEMPT_ENV for the program, to resume
+    from its checkpoint) and never restarts in place: a failed container is a fault of the world (restart.py)."""
+    if job.run_policy.failure_policy is None:
+        return
+    labels[C.ATTEMPT_LABEL] = str(job.attempt)
+    spec["restartPolicy"] = "Never"
+    _append(_main_container(job, spec), "env", [{"name": C.ATTEMPT_ENV, "value": str(job.attempt)}])
 
 
 def worker_template_hash(job: MPIJob) -> str:
@@ -459,7 +470,12 @@ def launcher_job(job: MPIJob, opts: Options) -> dict:
     spec["podReplacementPolicy"] = "Failed"
     if job.suspended:
         spec["suspend"] = True
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(job, launcher_name(job)), "spec": spec}
+    meta = _meta(job, launcher_name(job))
+    if job.run_policy.failure_policy is not None:
+        # The operator retries, after the whole world was made again (restart.py): the Job's failure is seen once.
+        spec["backoffLimit"] = 0
+        meta["labels"][C.ATTEMPT_LABEL] = str(job.attempt)
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
 
 
 def scheduling_directives(job: MPIJob, opts: Options) -> dict:

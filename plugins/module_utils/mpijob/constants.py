@@ -140,3 +140,33 @@ REASON_WAITING_WORKERS = "MPIJobWaitingForWorkers"  # ours: launcher held until 
 MESSAGE_RESOURCE_EXISTS = 'Resource "{name}" of Kind "{kind}" already exists and is not managed by MPIJob'
 EVENT_MESSAGE_LIMIT = 1024
 EVENT_COMPONENT = "mpi-job-controller"
+
+# The failure policy (ours, opt-in: failure_policy.py, restart.py): the operator restarts the whole world.
+FAILURE_POLICY = "failurePolicy"
+ACTION_FAIL_JOB = "FailJob"  # a bug: the job fails at once
+ACTION_IGNORE = "Ignore"  # a disruption: restart, counted against maxDisruptionRestarts, not maxRestarts
+ACTION_COUNT = "Count"  # a program failure: restart, counted against maxRestarts
+RULE_ACTIONS = (ACTION_FAIL_JOB, ACTION_IGNORE, ACTION_COUNT)
+EXIT_CODE_OPERATORS = ("In", "NotIn")
+CONDITION_STATUSES = ("True", "False", "Unknown")
+# What a worker's failure restarts: the whole world, or (elastic Horovod) only that worker, which is replaced.
+RESTART_WORLD, REPLACE_WORKER = "RestartWorld", "ReplaceWorker"
+WORKER_FAILURE_SCOPES = (RESTART_WORLD, REPLACE_WORKER)
+DEFAULT_MAX_DISRUPTION_RESTARTS = 10
+DEFAULT_NODE_LOST_SECONDS = 60
+MAX_FAILURE_RULES = 20  # as a Job's podFailurePolicy
+MAX_EXIT_CODES = 255
+# The two budgets, as status.restarts counts them and the metric labels them.
+CAUSE_PROGRAM, CAUSE_DISRUPTION = "program", "disruption"
+CAUSES = (CAUSE_PROGRAM, CAUSE_DISRUPTION)
+# On the launcher Job and on every pod of a job with a failure policy: the attempt (status.restartCount) it belongs to.
+ATTEMPT_LABEL = "mpi.operator/attempt"
+# In the launcher's and the workers' MPI container: the attempt, 0 on the first run, n after n restarts.
+ATTEMPT_ENV = "MPIJOB_RESTART_ATTEMPT"
+DISRUPTION_TARGET = "DisruptionTarget"  # the pod condition Kubernetes sets before it evicts or preempts a pod
+REASON_PROGRAM_FAILURE = "MPIJobProgramFailure"  # Restarting (and its Event): a program failure restarted the world
+REASON_DISRUPTION = "MPIJobDisruption"  # Restarting (and its Event): a disruption restarted the world
+REASON_WORKER_REPLACED = "MPIJobWorkerReplaced"  # the Event of a worker replaced (ReplaceWorker)
+REASON_MAX_RESTARTS = "MaxRestartsExceeded"  # Failed: failurePolicy.maxRestarts is spent
+REASON_MAX_DISRUPTIONS = "MaxDisruptionRestartsExceeded"  # Failed: failurePolicy.maxDisruptionRestarts is spent
+REASON_FAIL_JOB_RULE = "PodFailurePolicy"  # Failed: a FailJob rule matched (the Job's reason for the same)

@@ -24,6 +24,7 @@ class Action:
     subresource: str = ""  # "status" for a patch of the launcher Job's status
     api_version: str = ""
     uid: str = ""  # delete precondition
+    force: bool = False  # delete at once (grace period 0): a pod whose node is lost never confirms a graceful one
 
     def summary(self) -> dict:
         out = {"action": self.action, "kind": self.kind, "name": self.name}
@@ -46,6 +47,8 @@ class World:
     launcher_rbac: dict[str, dict] = field(default_factory=dict)
     pods: list[dict] = field(default_factory=list)  # pods labelled with the job's name (workers and launcher)
     priorities: dict[str, int] = field(default_factory=dict)  # PriorityClass values, for PodGroup minResources
+    # The nodes of the pods of a job with a failure policy, by name (None: the node is gone; not here: not read).
+    nodes: dict[str, dict | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -58,6 +61,7 @@ class Plan:
     transitions: tuple[S.Transition, ...] = ()  # the conditions the status this plan writes changes
     done: bool | None = None  # the API's own word on the status (apis.Api.finished); None: kubeflow.org's
     cleanup_pending: bool = False  # the job finished in this pass and its clean-up is left to the next (cleanup_later)
+    restart: dict[str, str] | None = None  # the recovery this plan's status records: {cause, scope} (restart.py)
 
     @property
     def finished(self) -> bool:

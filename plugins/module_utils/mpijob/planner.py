@@ -11,6 +11,7 @@ World, Plan) is plan.py's; the builders of each child are children.py's and podg
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 from collections.abc import Callable
@@ -20,12 +21,13 @@ from datetime import datetime, timedelta
 from . import children as K
 from . import constants as C
 from . import podgroup as PG
+from . import restart as R
 from . import status as S
 from .apis import Api, api_for
 from .errors import InvalidMPIJob
 from .plan import Action, Plan, World, controlled_by, replace_map
 from .protocol import Outcome
-from .spec import FieldError, MPIJob, mapping
+from .spec import FailurePolicy, FieldError, MPIJob, mapping
 
 SSHKeys = Callable[[], "tuple[bytes, bytes]"]
 
@@ -59,7 +61,7 @@ def _event(ev: S.Event) -> Action:
     )
 
 
-def _delete(obj: dict, kind: str, reason: str, api_version: str = "") -> Action:
+def _delete(obj: dict, kind: str, reason: str, api_version: str = "", force: bool = False) -> Action:
     return Action(
         "delete",
         kind,
@@ -67,6 +69,7 @@ def _delete(obj: dict, kind: str, reason: str, api_version: str = "") -> Action:
         reason=reason,
         uid=obj["metadata"].get("uid", ""),
         api_version=api_version or obj.get("apiVersion", ""),
+        force=force,
     )
 
 
@@ -172,6 +175,10 @@ class _Planner:
         self.job, self.obj, self.world, self.opts, self.now, self.ssh_keys = job, obj, world, opts, now, ssh_keys
         self.now_s = S.rfc3339(now)
         self.old_status = mapping(obj.get("status"))
+        self.policy = job.run_policy.failure_policy
+        if self.policy is not None:
+            self.job = job = replace(job, attempt=R.restart_count(self.old_status))
+        self.restart_requeue: float | None = None  # when a node that is down counts as lost (restart.py)
         self.actions: list[Action] = []
         self.events: list[S.Event] = []
         uid = job.uid
@@ -235,6 +242,10 @@ class _Planner:
             return Plan(
                 [conflict], self.old_status, error=msg, outcome=Outcome.RETRY, done=self.api.finished(self.old_status)
             )
+        if self.policy is not None:
+            handled = self.sync_failures(self.policy)
+            if handled is not None:
+                return handled
         job, w = self.job, self.world
         launcher = w.launcher
         done = launcher is not None and S.launcher_finished(launcher)
@@ -254,6 +265,7 @@ class _Planner:
                 launcher is None
                 and not self.launcher_paused()
                 and (job.launcher_creation_policy == C.AT_STARTUP or all_ready)
+                and self.world_remade(live_workers)
             ):
                 launcher = self.create_launcher()
         launcher_pods, deleting = self.launcher_pods, []
@@ -268,10 +280,12 @@ class _Planner:
             deleting += [p for _i, p in sorted(by_index.items())]
             live_workers = []
         seen = S.Observed(launcher=launcher, launcher_pods=launcher_pods, workers=live_workers, deleting=deleting)
-        status = self.api.live_status(job, self.old_status, seen, self.now_s, self.events)
+        status = R.carry(self.old_status, self.api.live_status(job, self.old_status, seen, self.now_s, self.events))
         if self.api.settled(status):
             return self.finished(status)  # clean up in the same pass
-        requeues = [r for r in (self.deadline_requeue(status), self.hosts_requeue) if r is not None]
+        requeues = [
+            r for r in (self.deadline_requeue(status), self.hosts_requeue, self.restart_requeue) if r is not None
+        ]
         return self.result(status, requeue=min(requeues, default=None))
 
     def sync_service(self) -> None:
@@ -424,6 +438,10 @@ class _Planner:
 
     def create_launcher(self) -> dict:
         body = K.launcher_pod(self.job, self.opts) if self.job.launcher_pod else K.launcher_job(self.job, self.opts)
+        left = self.deadline_requeue(self.old_status)
+        if self.job.attempt > 0 and left is not None and not self.job.launcher_pod:
+            # activeDeadlineSeconds is the job's, from its startTime: a restarted launcher gets what is left of it.
+            body["spec"]["activeDeadlineSeconds"] = max(int(left), 1)
         self.actions.append(_create(body))
         if self.job.launcher.template_restart_policy:
             self.events.append(
@@ -515,6 +533,138 @@ class _Planner:
         if deadline is None or start is None or self.job.suspended:
             return None
         return max((start + timedelta(seconds=deadline) - self.now).total_seconds(), 0.0) + 1.0
+
+    # ---- the failure policy (restart.py) ----
+    def sync_failures(self, policy: FailurePolicy) -> Plan | None:
+        """A job with a failure policy: the old attempt's objects deleted before anything of the new one is made;
+        else the current attempt's faults, and what the policy does about them. None: go on with the sync."""
+        if self.restart_world():
+            # Nothing of the new attempt until the old one is gone: its pods have the same names, and no old rank may
+            # talk to a new one.
+            return self.result(self.old_status, requeue=self.restart_requeue)
+        launcher = self.world.launcher
+        if self.job.suspended or (launcher is None and not self.worker_pods):
+            return None
+        if S.job_condition(launcher, "Complete") is not None:
+            return None
+        failed = S.job_condition(launcher, "Failed")
+        if failed is not None and failed.get("reason") == "DeadlineExceeded" and not self.job.launcher_pod:
+            return None  # activeDeadlineSeconds is the job's: it fails (live_status), no restart
+        faults = self.faults(policy, failed)
+        if not faults:
+            return None
+        decision = R.decide(self.job, policy, self.old_status, faults)
+        self.events.append(S.Event("Warning", decision.reason, decision.message))
+        if decision.kind == "fail":
+            status = copy.deepcopy(self.old_status)
+            self.api.given_up(status, decision.reason, S.truncate(decision.message), self.now_s)
+            return self.finished(status)
+        world = decision.kind == "restart"
+        status = R.counted(self.old_status, decision.cause, world)
+        at = len(self.actions)
+        if world:
+            self.api.restarting(status, decision.reason, S.truncate(decision.message), self.now_s)
+            self.job = replace(self.job, attempt=R.restart_count(status))
+            self.restart_world()
+        else:
+            pod = next((p for p in self.worker_pods if _name(p) == decision.fault.pod), None)
+            if pod is not None:  # a worker that is gone already is made again by the next pass
+                self.actions.append(_delete(pod, "Pod", decision.reason, "v1", force=self.node_lost(pod)))
+        plan = self.result(status, requeue=self.restart_requeue, status_at=at)
+        plan.restart = {"cause": decision.cause, "scope": "world" if world else "worker"}
+        return plan
+
+    def faults(self, policy: FailurePolicy, launcher_failed: dict | None) -> list[R.Fault]:
+        """The faults of the current attempt's workers (index < replicas) and launcher pods; a launcher Job that failed
+        without a pod to say why is a program failure of its own."""
+        found = []
+        pods = [(p, C.ROLE_WORKER) for i, p in sorted(self.workers_by_index().items()) if i < self.job.worker_replicas]
+        pods += [(p, C.ROLE_LAUNCHER) for p in self.launcher_pods]
+        waits = []
+        for pod, role in pods:
+            fault, wait = R.pod_fault(pod, role, policy, self.world.nodes, self.now)
+            if fault is not None:
+                found.append(fault)
+            elif wait is not None:
+                waits.append(wait)
+        found += self.vanished_workers()
+        if launcher_failed is not None and not any(f.role == C.ROLE_LAUNCHER for f in found):
+            detail = f"failed ({launcher_failed.get('reason') or 'Failed'}: {launcher_failed.get('message') or ''})"
+            found.append(R.Fault(K.launcher_name(self.job), C.ROLE_LAUNCHER, "", detail, C.ACTION_COUNT, kind="Job"))
+        if waits:
+            self.restart_requeue = max(min(waits), 0.0) + 1.0
+        return found
+
+    def vanished_workers(self) -> list[R.Fault]:
+        """Workers of the running world that are gone (deleted by hand, by an eviction that finished, by the pod
+        garbage collector with their node): a disruption. A worker the hostfile (as read) does not list yet is one a
+        scale-up is adding, not a lost one. A job that replaces its workers (ReplaceWorker) has them made again."""
+        launcher, policy = self.world.launcher, self.policy
+        if launcher is None or S.launcher_finished(launcher) or policy is None:
+            return []
+        if R.worker_failure(self.job, policy) == C.REPLACE_WORKER:
+            return []  # an elastic job carries on without it; the sync makes it again
+        hostfile = ((self.world.config_map or {}).get("data") or {}).get(C.HOSTFILE) or ""
+        listed = {line.split()[0].split(":")[0].split(".")[0] for line in hostfile.splitlines() if line.strip()}
+        by_index = self.workers_by_index()
+        return [
+            R.Fault(name, C.ROLE_WORKER, "", "is gone: deleted while its world ran", C.ACTION_IGNORE)
+            for i in range(self.job.worker_replicas)
+            if i not in by_index and (name := K.worker_name(self.job, i)) in listed
+        ]
+
+    def node_lost(self, pod: dict) -> bool:
+        """The pod's node has been down for nodeLostSeconds (or is gone): the pod cannot end gracefully."""
+        down = R.node_down(pod, self.world.nodes, self.now)
+        return down is not None and self.policy is not None and down[1] >= self.policy.node_lost_seconds
+
+    def old_world(self) -> tuple[list[dict], dict | None]:
+        """The pods and the launcher Job of attempts other than the current one."""
+        attempt, uid = self.job.attempt, self.job.uid
+        launcher_job = K.launcher_name(self.job)
+
+        def ours(pod: dict) -> bool:
+            refs = (pod.get("metadata") or {}).get("ownerReferences") or []
+            return controlled_by(pod, uid) or any(
+                r.get("controller") and r.get("kind") == "Job" and r.get("name") == launcher_job for r in refs
+            )
+
+        pods = [p for p in self.world.pods if ours(p) and R.attempt_of(p) != attempt]
+        launcher = self.world.launcher
+        old_job = (
+            launcher
+            if launcher is not None
+            and not self.job.launcher_pod
+            and controlled_by(launcher, uid)
+            and R.attempt_of(launcher) != attempt
+            else None
+        )
+        return pods, old_job
+
+    def restart_world(self) -> bool:
+        """Deletes every pod and the launcher Job of the attempts before the current one (the Service, the hostfile
+        and the SSH Secret stay: their names are the world's); a pod whose node is lost is deleted at once, as the
+        pod garbage collector does on an out-of-service node. True while any of them is left."""
+        pods, old_job = self.old_world()
+        for pod in pods:
+            force = self.node_lost(pod)
+            if not terminating(pod) or force:
+                self.actions.append(_delete(pod, "Pod", "restart", "v1", force=force))
+            elif (down := R.node_down(pod, self.world.nodes, self.now)) is not None and self.policy is not None:
+                wait = self.policy.node_lost_seconds - down[1] + 1.0
+                self.restart_requeue = min(wait, self.restart_requeue or wait)
+        if old_job is not None and not terminating(old_job):
+            self.actions.append(_delete(old_job, "Job", "restart", "batch/v1"))
+        return bool(pods or old_job)
+
+    def world_remade(self, workers: list[dict]) -> bool:
+        """After a restart, the new launcher waits for every new worker to be Running (reachability is the launch
+        gate's, as for any launcher)."""
+        if self.job.attempt == 0:
+            return True
+        return len(workers) == self.job.worker_replicas and all(
+            S.pod_phase(p) == "Running" and not terminating(p) for p in workers
+        )
 
     # ---- finished jobs ----
     def finished(self, status: dict) -> Plan:

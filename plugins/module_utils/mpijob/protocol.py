@@ -15,7 +15,7 @@ Who sends what:
 
 The JSON of one job's result (mpijob_reconcile's RETURN documents each field): `{namespace, name, uid, actions:
 [{action, kind, name, reason?}], status, finished, transitions: [{type, status, reason}], error, retry,
-requeue_after, deleted, cleanup_pending, outcome, api_version?}`; `retry` and `deleted` say two of the outcomes
+requeue_after, deleted, cleanup_pending, outcome, api_version?, restart?}`; `retry` and `deleted` say two of the outcomes
 again, for playbooks that read them.
 
 A warm run receives its batches over a unix socket instead of the `jobs` argument: the same entries in (`{"jobs":
@@ -99,6 +99,7 @@ class JobResult:
     requeue_after: float | None = None  # seconds until a known deadline (TTL, activeDeadlineSeconds)
     api_version: str | None = None  # the job's API as the `jobs` entry named it; None: kubeflow.org (the short form)
     cleanup_pending: bool = False  # it finished in this pass; its clean-up wants a pass of its own (cleanup_later)
+    restart: dict[str, str] | None = None  # the restart whose status this reconcile wrote: {cause, scope}
 
     @property
     def key(self) -> Key:
@@ -132,6 +133,8 @@ class JobResult:
         }
         if self.api_version:
             out["api_version"] = self.api_version
+        if self.restart:
+            out["restart"] = self.restart
         return out
 
     @classmethod
@@ -155,4 +158,12 @@ class JobResult:
             requeue_after=float(after) if after is not None else None,
             api_version=entry.get("api_version") or None,
             cleanup_pending=bool(entry.get("cleanup_pending")),
+            restart=_restart(entry.get("restart")),
         )
+
+
+def _restart(value: object) -> dict[str, str] | None:
+    """A result's `restart` as the loop may count it: {cause, scope} with a known cause; anything else is None."""
+    if not isinstance(value, dict) or value.get("cause") not in C.CAUSES:
+        return None
+    return {"cause": str(value["cause"]), "scope": str(value.get("scope") or "world")}

@@ -49,6 +49,37 @@ class SchedulingPolicy:
 
 
 @dataclass(frozen=True)
+class ExitCodes:
+    """A rule's onExitCodes: the exit codes of the pod's containers (or of the one named) In or NotIn `values`."""
+
+    operator: str
+    values: tuple[int, ...]
+    container_name: str | None = None
+
+
+@dataclass(frozen=True)
+class FailureRule:
+    """One rule of a failure policy, as a Job's podFailurePolicy rule: its action (C.RULE_ACTIONS) when a failed pod
+    matches onExitCodes, or has one of onPodConditions ((type, status) pairs)."""
+
+    action: str
+    on_exit_codes: ExitCodes | None = None
+    on_pod_conditions: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class FailurePolicy:
+    """The opt-in failure policy (failure_policy.py parses it, restart.py applies it): the operator restarts the whole
+    world, up to max_restarts times for program failures and max_disruption_restarts times for disruptions."""
+
+    max_restarts: int = 0
+    max_disruption_restarts: int = C.DEFAULT_MAX_DISRUPTION_RESTARTS
+    node_lost_seconds: int = C.DEFAULT_NODE_LOST_SECONDS
+    rules: tuple[FailureRule, ...] = ()
+    worker_failure: str | None = None  # C.WORKER_FAILURE_SCOPES; None: by the job (elastic jobs replace the worker)
+
+
+@dataclass(frozen=True)
 class RunPolicy:
     clean_pod_policy: str = C.CLEAN_NONE
     ttl_seconds_after_finished: int | None = None
@@ -57,6 +88,7 @@ class RunPolicy:
     scheduling_policy: SchedulingPolicy | None = None
     suspend: bool = False
     managed_by: str | None = None
+    failure_policy: FailurePolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +114,7 @@ class MPIJob:
     roll_workers: bool = False  # a changed worker template replaces the workers one by one (apis/bdap.py)
     launcher_pod: bool = False  # the launcher is a bare Pod <job>-launcher, not a Job (apis/bdap.py)
     launch_agent: str = C.LAUNCH_SSH  # C.LAUNCH_KUBEXEC: daemons started by `kubectl exec` (apis/bdap.py)
+    attempt: int = 0  # with a failure policy: the world's attempt (status.restartCount), set by the planner
 
     @property
     def worker_replicas(self) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 from . import constants as C
 from .apis import api_for, suspended_phases
 from .errors import InvalidMPIJob, SubmitError
+from .restart import restart_count, restarts
 from .status import get_condition, parse_time
 
 PENDING = C.PENDING
@@ -114,8 +115,12 @@ def _resources(value: dict, option: str) -> dict:
 
 
 def one_mpijob(docs: list, where: str) -> dict:
-    """The one MPIJob among the YAML documents of `where` (a file, or a definition given as a YAML string)."""
-    jobs = [d for d in docs if isinstance(d, dict) and d.get("kind") == C.KIND]
+    """The one MPIJob among the YAML documents of `where` (a file, or a definition given as a YAML string), a `kind:
+    List`'s items included (a file that brings what its job needs along)."""
+    items = [
+        i for d in docs if isinstance(d, dict) for i in ((d.get("items") or []) if d.get("kind") == "List" else [d])
+    ]
+    jobs = [d for d in items if isinstance(d, dict) and d.get("kind") == C.KIND]
     if len(jobs) != 1:
         raise SubmitError(f"{where} must hold exactly one MPIJob, found {len(jobs)}")
     return jobs[0]
@@ -323,17 +328,41 @@ def summary(job: dict, now: datetime, workload: dict | None = None) -> dict:
         "finished": phase in FINISHED,
         "queue": queue_name(job),
         "queued": queue_state(workload) if queued(job) else "",
+        **restart_summary(status, phase in FINISHED),
     }
     result["progress"] = progress_line(result)
     return result
+
+
+def restart_summary(status: dict, finished: bool) -> dict:
+    """A failure policy's restarts: how many (the attempt), by cause, and while the world restarts, why (the
+    Restarting condition, or on the APIs without one, Running False with a restart's reason)."""
+    why = ""
+    if not finished:
+        for cond in status.get("conditions") or []:
+            restart_reason = cond.get("reason") in (C.REASON_PROGRAM_FAILURE, C.REASON_DISRUPTION)
+            if (cond.get("type") == C.RESTARTING and cond.get("status") == "True") or (
+                cond.get("type") == C.RUNNING and cond.get("status") == "False" and restart_reason
+            ):
+                why = str(cond.get("message") or "")
+    return {
+        "restarts": restart_count(status),
+        "restarts_by_cause": restarts(status),
+        "restarting": why,
+    }
 
 
 def progress_line(s: dict) -> str:
     line = f"{s['namespace']}/{s['name']}: {s['phase']}, workers {s['workers_running']}/{s['workers']} running"
     if s["workers_failed"]:
         line += f", {s['workers_failed']} failed"
+    if s.get("restarts"):
+        causes = ", ".join(f"{k} {v}" for k, v in s["restarts_by_cause"].items() if v)
+        line += f", restarts {s['restarts']}" + (f" ({causes})" if causes else "")
     line += f", {s['elapsed_seconds']}s elapsed"
-    if s["queued"]:
+    if s.get("restarting"):
+        line += f" (restarting: {s['restarting']})"
+    elif s["queued"]:
         line += f" (queued by Kueue in LocalQueue {s['queue']}: {s['queued']})"
     elif s["phase"] in (C.FAILED, *SUSPENDED) or (s["phase"] == C.CREATED and s["reason"] != C.REASON_CREATED):
         line += f" ({s['reason']}: {s['message']})"

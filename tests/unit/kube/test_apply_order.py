@@ -3,9 +3,10 @@ status write that records it, every other Event and a finished job's clean-up af
 
 from __future__ import annotations
 
-from ansible_collections.mpi.operator.plugins.module_utils.kube.apply import split_after_status
+from ansible_collections.mpi.operator.plugins.module_utils.kube.apply import Applier, split_after_status
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import Action, Plan
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import JobResult
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.status import Transition
 
 
@@ -48,3 +49,39 @@ def test_without_a_status_write_everything_goes_in_order() -> None:
     actions = [Action("create", "Pod", "pi-worker-0"), event("FieldNotApplied")]
     head, tail = split_after_status(Plan(actions, {}))
     assert names(head) == ["create:pi-worker-0", "event:FieldNotApplied"] and tail == []
+
+
+class _Recorder:
+    """A Rest that answers every request with an empty object and remembers them."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, object]] = []
+
+    def request(self, method: str, path: str, body: object = None, **_kw: object) -> dict:
+        self.requests.append((method, path, body))
+        return {"status": {"restartCount": 1}} if path.endswith("/status") else {}
+
+
+def test_a_restart_is_reported_once_its_status_is_written_and_lost_pods_go_at_once() -> None:
+    obj = {"apiVersion": C.API_VERSION, "kind": C.KIND, "metadata": {"name": "pi", "namespace": "ns", "uid": "u"}}
+    plan = Plan(
+        [
+            Action("status", C.KIND, "pi", body={"restartCount": 1}),
+            Action("delete", "Pod", "pi-worker-0", api_version="v1", uid="w0", force=True),
+            Action("delete", "Pod", "pi-worker-1", api_version="v1", uid="w1"),
+        ],
+        {"restartCount": 1},
+        restart={"cause": "disruption", "scope": "world"},
+    )
+    rest, result = _Recorder(), JobResult(namespace="ns", name="pi")
+    applier = Applier(rest, obj, result)  # type: ignore[arg-type]
+    head, tail = split_after_status(plan)
+    assert applier.apply(plan, head) and result.restart == {"cause": "disruption", "scope": "world"}
+    applier.apply(plan, tail)
+    deletes = {path.rsplit("/", 1)[1]: body for method, path, body in rest.requests if method == "DELETE"}
+    assert deletes["pi-worker-0"] == {
+        "propagationPolicy": "Background",
+        "gracePeriodSeconds": 0,
+        "preconditions": {"uid": "w0"},
+    }
+    assert deletes["pi-worker-1"] == {"propagationPolicy": "Background", "preconditions": {"uid": "w1"}}

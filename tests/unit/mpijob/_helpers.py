@@ -229,3 +229,17 @@ def malformed(base: dict):
             target = target[key]
         target[path[-1]] = value
         yield path, obj
+
+
+def failure_policy_fields(path: str, with_rule_fields: bool) -> list[str]:
+    """The failure policy's field paths under `path`, as a CRD's field list names them (its rules' own fields too when
+    the walker steps into array items)."""
+    fields = [path] + [
+        f"{path}.{k}" for k in ("maxRestarts", "maxDisruptionRestarts", "nodeLostSeconds", "workerFailure", "rules")
+    ]
+    if with_rule_fields:
+        rule = f"{path}.rules"
+        fields += [f"{rule}.action", f"{rule}.onExitCodes", f"{rule}.onPodConditions"]
+        fields += [f"{rule}.onExitCodes.{k}" for k in ("containerName", "operator", "values")]
+        fields += [f"{rule}.onPodConditions.{k}" for k in ("type", "status")]
+    return fields

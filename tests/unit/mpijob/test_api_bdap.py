@@ -190,7 +190,24 @@ def test_editing_the_worker_template_rolls_the_workers_one_by_one() -> None:
     assert deletes(plan(world.mpijob, world, now=at(63))) == [f"{NAME}-worker-1"]
 
 
+def test_failure_policy() -> None:
+    """Ours, at this API's top: spec.failurePolicy; its errors are named there."""
+    obj = example()
+    obj["spec"]["failurePolicy"] = {
+        "maxRestarts": 2,
+        "rules": [{"action": "Count", "onPodConditions": [{"type": "X"}]}],
+    }
+    job = bdap.parse(obj)
+    assert job.run_policy.failure_policy.max_restarts == 2
+    assert K.worker_pod(job, 0, K.Options())["spec"]["restartPolicy"] == "Never"
+    obj["spec"]["failurePolicy"]["rules"][0]["action"] = "Retry"
+    with pytest.raises(InvalidMPIJob) as info:
+        bdap.parse(obj)
+    assert str(info.value.errors[0]).startswith("spec.failurePolicy.rules[0].action: unsupported value 'Retry'")
+
+
 FIELDS = {
+    "spec.failurePolicy": test_failure_policy,
     "spec.numWorkers": test_num_workers,
     "spec.launcherTemplate": test_launcher_template,
     "spec.workerTemplate": test_worker_template,

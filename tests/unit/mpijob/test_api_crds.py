@@ -231,7 +231,7 @@ def test_t9k_rules_from_its_doc() -> None:
         (
             "batch.test.bdap.com",
             "v1",
-            ["Workers", "Ready", "Phase", "Age"],
+            ["Workers", "Ready", "Phase", "Restarts", "Age"],
             {
                 "specReplicasPath": ".spec.numWorkers",
                 "statusReplicasPath": ".status.readyWorkers",
@@ -241,7 +241,7 @@ def test_t9k_rules_from_its_doc() -> None:
         (
             "batch.tensorstack.dev",
             "v1beta1",
-            ["Phase", "Workers", "Age"],
+            ["Phase", "Workers", "Restarts", "Age"],
             {"specReplicasPath": ".spec.worker.replicas", "statusReplicasPath": ".status.aggregate.running"},
         ),
     ],

@@ -17,7 +17,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import spec
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import kubeflow
 from tests.support.paths import ROOT
 
-from ._helpers import at, kinds, manifest, plan
+from ._helpers import at, failure_policy_fields, kinds, manifest, plan
 
 CRD = ROOT / "roles" / "crds" / "files" / "mpijobs.kubeflow.org.yaml"
 
@@ -140,6 +140,27 @@ def test_run_policy_ttl_deletes_the_mpijob() -> None:
     assert kinds(plan(obj, now=at(1)))[-1] == ("delete-mpijob", "MPIJob", "pi")
 
 
+def test_run_policy_failure_policy() -> None:
+    """Every field of the policy is read; a worker's failure restarts the world (test_restart.py: the rest)."""
+    policy = {
+        "maxRestarts": 2,
+        "maxDisruptionRestarts": 3,
+        "nodeLostSeconds": 30,
+        "workerFailure": "RestartWorld",
+        "rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}],
+    }
+    fp = kubeflow.parse(manifest(runPolicy={"failurePolicy": policy})).run_policy.failure_policy
+    assert (fp.max_restarts, fp.max_disruption_restarts, fp.node_lost_seconds, fp.worker_failure) == (
+        2,
+        3,
+        30,
+        "RestartWorld",
+    )
+    assert fp.rules == (spec.FailureRule("FailJob", spec.ExitCodes("In", (42,))),)
+    _, _, launcher = build(manifest(runPolicy={"failurePolicy": policy}))
+    assert launcher["spec"]["backoffLimit"] == 0 and launcher["metadata"]["labels"]["mpi.operator/attempt"] == "0"
+
+
 FIELDS = {
     "spec.slotsPerWorker": test_slots_per_worker,
     "spec.runLauncherAsWorker": test_run_launcher_as_worker,
@@ -155,6 +176,7 @@ FIELDS = {
     "spec.runPolicy.backoffLimit": test_run_policy_job_limits,
     "spec.runPolicy.suspend": test_run_policy_suspend,
     "spec.runPolicy.managedBy": test_run_policy_managed_by,
+    **dict.fromkeys(failure_policy_fields("spec.runPolicy.failurePolicy", False), test_run_policy_failure_policy),
     "spec.runPolicy.schedulingPolicy": test_scheduling_policy,
     "spec.runPolicy.schedulingPolicy.minAvailable": test_scheduling_policy,
     "spec.runPolicy.schedulingPolicy.queue": test_scheduling_policy,

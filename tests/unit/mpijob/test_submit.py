@@ -79,7 +79,8 @@ def load(path):
 
 @pytest.mark.parametrize("path", sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "examples").rglob("*.yaml")))
 def test_every_example_is_a_valid_mpijob(path):
-    manifest = S.desired_manifest({}, load(path))
+    # a file may bring what its job needs along (a List with a claim, a ConfigMap): the one MPIJob in it
+    manifest = S.desired_manifest({}, S.one_mpijob([load(path)], path))
     assert parse(manifest).name == manifest["metadata"]["name"]
 
 
@@ -216,6 +217,25 @@ def test_summary_of_failed_job_stops_the_clock_and_says_why():
     assert msg.endswith("launcher log (last 2 lines):\na\nboom")
     msg = S.failure_message(s, {"pod": "", "exit": "", "log": [], "note": "launcher log unavailable: x"})
     assert msg.endswith("Job has reached the specified backoff limit\n(launcher log unavailable: x)")
+
+
+def test_summary_and_progress_line_show_restarts_and_why_the_world_restarts():
+    why = "MPIJob ns/pi is restarting (attempt 2): worker pod pi-worker-1 on node n2 exited with code 1 (Error)"
+    j = job(
+        2,
+        conditions=[("Created", "True", "MPIJobCreated", ""), ("Restarting", "True", "MPIJobProgramFailure", why)],
+        status_extra={"restartCount": 2, "restarts": {"program": 1, "disruption": 1}},
+    )
+    s = S.summary(j, NOW)
+    assert (s["phase"], s["restarts"], s["restarts_by_cause"]) == ("Restarting", 2, {"program": 1, "disruption": 1})
+    assert s["progress"] == (
+        f"ns/pi: Restarting, workers 0/2 running, restarts 2 (program 1, disruption 1), 30s elapsed (restarting: {why})"
+    )
+    # running again: the count stays, the reason goes
+    j = job(2, conditions=[("Running", "True", "MPIJobRunning", "")], status_extra={"restartCount": 2})
+    assert S.summary(j, NOW)["progress"] == "ns/pi: Running, workers 0/2 running, restarts 2, 30s elapsed"
+    s = S.summary(job(), NOW)
+    assert (s["restarts"], s["restarting"]) == (0, "") and "restarts" not in s["progress"]
 
 
 def launcher_pod(phase="Running", statuses=(), reason=None, message=None):
@@ -472,3 +492,11 @@ def test_queue_name_and_priority_class_label_the_job_with_a_manifest_or_the_shor
     )
     with pytest.raises(S.SubmitError, match="queue_name and priority_class label a job as it is submitted"):
         S.desired_manifest({"name": "pi", "queue_name": "team-a"}, None)
+
+
+def test_the_one_mpijob_of_a_file_may_be_in_a_list_with_what_it_needs():
+    job = load("examples/v2beta1/pi.yaml")
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"}}
+    assert S.one_mpijob([{"apiVersion": "v1", "kind": "List", "items": [claim, job]}], "f") is job
+    with pytest.raises(S.SubmitError, match="f must hold exactly one MPIJob, found 2"):
+        S.one_mpijob([{"kind": "List", "items": [job]}, job], "f")

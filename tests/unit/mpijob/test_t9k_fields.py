@@ -17,7 +17,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import t9
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import InvalidMPIJob
 from tests.support.paths import ROOT
 
-from ._helpers import finish_launcher, kinds, plan
+from ._helpers import failure_policy_fields, finish_launcher, kinds, plan
 from ._t9k import launcher_pod, random_walk, settle, step, t9k, workers_ready
 
 CRD = ROOT / "roles" / "crds" / "files" / "mpijobs.batch.tensorstack.dev.yaml"
@@ -386,6 +386,36 @@ def test_status_aggregate() -> None:
     }
 
 
+def test_run_policy_failure_policy() -> None:
+    """T9k's runPolicy.failurePolicy, every field; a failed launcher restarts the world and status says so in T9k's
+    shape (Running False, its reason; restartCount, restarts)."""
+    policy = {
+        "maxRestarts": 1,
+        "maxDisruptionRestarts": 3,
+        "nodeLostSeconds": 30,
+        "workerFailure": "RestartWorld",
+        "rules": [
+            {"action": "FailJob", "onExitCodes": {"containerName": "mpi-worker", "operator": "NotIn", "values": [1]}},
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        ],
+    }
+    obj = t9k(runPolicy={"failurePolicy": policy})
+    fp = T.parse(obj).run_policy.failure_policy
+    assert (fp.max_restarts, fp.max_disruption_restarts, fp.node_lost_seconds, len(fp.rules)) == (1, 3, 30, 2)
+    world = settle(obj)
+    world = workers_ready(world)
+    world = settle(world.mpijob, world)
+    pod = launcher_pod(world, "Failed")
+    pod["status"]["containerStatuses"] = [{"name": "mpi-worker", "state": {"terminated": {"exitCode": 1}}}]
+    world.pods.append(pod)
+    p = plan(world.mpijob, world)
+    st = p.status
+    assert st["restartCount"] == 1 and st["restarts"] == {"program": 1, "disruption": 0}
+    running = next(c for c in st["conditions"] if c["type"] == "Running")
+    assert running["status"] == "False" and running["reason"] == "MPIJobProgramFailure" and st["phase"] == "Pending"
+    assert {a.name for a in p.actions if a.action == "delete"} >= {"mpi-example-worker-0", "mpi-example-launcher"}
+
+
 FIELDS = {
     "spec.worker": test_worker,
     "spec.worker.replicas": test_worker_replicas,
@@ -398,6 +428,7 @@ FIELDS = {
     "spec.ssh.sshdPath": test_ssh_sshd_path,
     "spec.runPolicy": test_run_policy,
     "spec.runPolicy.cleanUpWorkers": test_run_policy_clean_up_workers,
+    **dict.fromkeys(failure_policy_fields("spec.runPolicy.failurePolicy", True), test_run_policy_failure_policy),
     "spec.scheduler": test_scheduler,
     "spec.scheduler.t9kScheduler": test_scheduler_t9k_scheduler,
     "spec.scheduler.t9kScheduler.queue": test_scheduler_t9k_scheduler_queue,
@@ -420,6 +451,8 @@ FIELDS = {
     "status.phase": test_status_phase,
     "status.tasks": test_status_tasks,
     "status.aggregate": test_status_aggregate,
+    "status.restartCount": test_run_policy_failure_policy,
+    "status.restarts": test_run_policy_failure_policy,
 }
 
 # Every field T9k's documentation names (its examples and its field lists).

@@ -288,3 +288,34 @@ def test_labelled_counters_start_at_zero_so_a_rate_sees_their_first_event():
     assert value(m, "mpi_operator_reconciles_total", result="error") == 0
     assert value(m, "mpi_operator_runner_runs_total", status="failed") == 0
     assert value(m, "mpi_operator_runner_starts_total", kind="cold") == 0
+
+
+def test_restarts_are_counted_by_cause_and_scope():
+    """mpi_operator_job_restarts_total: one per restart whose status the module wrote, exported at 0 from the start."""
+    c, _q, m = controller({})
+    for cause in ("program", "disruption"):
+        for scope in ("world", "worker"):
+            assert value(m, "mpi_operator_job_restarts_total", cause=cause, scope=scope) == 0
+    st = {"conditions": [cond("Created")], "restartCount": 1}
+    c.record(result("a", uid="u1", status=st, restart={"cause": "disruption", "scope": "world"}))
+    c.record(result("a", uid="u1", status=st, restart={"cause": "program", "scope": "worker"}))
+    c.record(result("a", uid="u1", status=st))  # no restart written in this pass
+    assert value(m, "mpi_operator_job_restarts_total", cause="disruption", scope="world") == 1
+    assert value(m, "mpi_operator_job_restarts_total", cause="program", scope="worker") == 1
+    assert value(m, "mpi_operator_job_restarts_total", cause="program", scope="world") == 0
+
+
+def test_a_job_whose_world_restarts_waits_from_the_restart_not_from_its_creation():
+    """A training of days restarted by its failure policy: the waiting gauge (and MPIJobWaitingTooLong) count from the
+    restart, on every API."""
+    c, _, m = controller({})
+    waiting = "mpi_operator_job_waiting_since_seconds"
+    created = cond("Created", "2030-01-01T00:00:00Z")
+    restarting = cond("Restarting", "2030-01-03T00:00:00Z")
+    c.record(result("a", status={"conditions": [created, restarting], "phase": "Restarting"}))
+    assert value(m, waiting, namespace="ns", mpijob="a") == 1893456000 + 2 * 86400
+    stopped = {**cond("Running", "2030-01-03T00:00:00Z"), "status": "False"}
+    t9k = "batch.tensorstack.dev/v1beta1"
+    status = {"conditions": [cond("Initialized", "2030-01-01T00:00:00Z"), stopped], "phase": "Pending"}
+    c.record(result("b", status=status, api_version=t9k))
+    assert value(m, waiting, namespace="ns", mpijob="b") == 1893456000 + 2 * 86400

@@ -136,9 +136,25 @@ def test_every_field_of_the_result_is_documented_in_the_module() -> None:
         name="pi",
         transitions=[Transition("Created", "True", "MPIJobCreated")],
         api_version="batch.tensorstack.dev/v1beta1",
+        restart={"cause": "program", "scope": "world"},
     )
     assert set(documented) == set(result.as_dict())
+    assert set(documented["restart"]["contains"]) == set(result.as_dict()["restart"])
     assert set(documented["transitions"]["contains"]) == set(result.as_dict()["transitions"][0])
+
+
+@pytest.mark.parametrize(
+    ("sent", "read"),
+    [
+        ({"cause": "disruption", "scope": "worker"}, {"cause": "disruption", "scope": "worker"}),
+        ({"cause": "program"}, {"cause": "program", "scope": "world"}),
+        ({"cause": "cosmic rays"}, None),
+        ("program", None),
+    ],
+)
+def test_a_restart_goes_through_the_contract_as_the_metric_counts_it(sent: object, read: object) -> None:
+    entry = JobResult(namespace="ns", name="a").as_dict() | {"restart": sent}
+    assert JobResult.from_dict(json.loads(json.dumps(entry))).restart == read
 
 
 @pytest.mark.parametrize(

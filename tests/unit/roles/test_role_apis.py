@@ -51,7 +51,9 @@ def operator_rules(docs: list[dict]) -> list[dict]:
         for d in docs
         if d["kind"] in ("ClusterRole", "Role")
         and d["metadata"]["name"].startswith("mpi-operator")
-        and not d["metadata"]["name"].startswith(("mpi-operator-mpijobs", "mpi-operator-priorityclasses"))
+        and not d["metadata"]["name"].startswith(
+            ("mpi-operator-mpijobs", "mpi-operator-priorityclasses", "mpi-operator-nodes")
+        )
     ]
     return role["rules"]
 
@@ -180,3 +182,14 @@ def test_crds_role_applies_only_the_chosen_apis() -> None:
     # One task for every chosen API's file, mpijobs.<group>.yaml (tests/integration/test_api_crds.py applies them).
     assert "mpi_operator_apis" in definitions and "'mpijobs.\\1.yaml'" in definitions
     assert task["mpi.operator.k8s_objects"]["wait"] == "{{ mpi_operator_wait }}"
+
+
+@pytest.mark.parametrize("namespace", ["", "team-a"])
+def test_the_operator_may_get_nodes_in_both_modes_and_nothing_more(namespace: str) -> None:
+    """A failure policy reads the nodes of a job's pods (a lost node is a disruption): get, cluster-wide."""
+    docs = render_rbac(mpi_operator_watch_namespace=namespace)
+    node_rules = [r for d in docs if d["kind"] == "ClusterRole" for r in d["rules"] if "nodes" in r["resources"]]
+    assert node_rules == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+    if namespace:
+        bound = [d for d in docs if d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"] == "mpi-operator-nodes"]
+        assert bound and bound[0]["roleRef"]["name"] == "mpi-operator-nodes"

@@ -37,6 +37,10 @@ stage from t9k_status.py): it defines `API = Api(...)` with
   workers: `workers:` scales there), `suspend_path` (the field that suspends or pauses the job; None when the API has
   none), `counts(status) -> dict` (workers_running, workers_failed, launcher_active, launcher_failed, read from the
   API's own status);
+- for the failure policy (restart.py): `failure_policy_path` (where a job says it: the shell reads the nodes of such a
+  job's pods), `restarting(status, reason, message, now)` (marks the status: the world restarts, for that reason),
+  `given_up(status, reason, message, now)` (marks it Failed for good: a budget is spent or a FailJob rule matched);
+  status.restartCount and status.restarts are the same fields on every API (restart.py);
 - `launcher_rbac`: its jobs' launchers run with a ServiceAccount of their own (`launch_agent` kubexec), which the
   shell then reads with the other children.
 
@@ -84,6 +88,9 @@ class Api:
     workers_path: tuple[str, ...]
     suspend_path: tuple[str, ...] | None
     counts: Callable[[dict], dict]
+    restarting: Callable[[dict, str, str, str], None]
+    given_up: Callable[[dict, str, str, str], None]
+    failure_policy_path: tuple[str, ...] = ("spec", "runPolicy", C.FAILURE_POLICY)
     # The shell reads the launcher's ServiceAccount/Role/RoleBinding of this API's jobs (model launch_agent kubexec)
     launcher_rbac: bool = False
     short_names: tuple[str, ...] = ()
@@ -144,6 +151,14 @@ def storage_api_version(api_version: str | None) -> str:
         served = ", ".join(sorted(a.api_version for a in REGISTRY.values()))
         raise ValueError(f"{api_version!r} is not an MPIJob API served here ({served})")
     return api.api_version
+
+
+def has_failure_policy(obj: Any) -> bool:
+    """The job asks for a failure policy (the shell then reads the nodes its pods run on)."""
+    value: Any = mapping(obj)
+    for key in api_for(obj).failure_policy_path:
+        value = mapping(value).get(key)
+    return isinstance(value, dict)
 
 
 def served_api_versions() -> list[str]:

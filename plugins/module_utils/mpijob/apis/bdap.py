@@ -35,6 +35,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 NUM_WORKERS = "spec.numWorkers"
 LAUNCHER_TEMPLATE = "spec.launcherTemplate"
 WORKER_TEMPLATE = "spec.workerTemplate"
+FAILURE_POLICY = f"spec.{C.FAILURE_POLICY}"  # ours (kubeflow.org's runPolicy.failurePolicy, at this API's top)
 # Where kubeflow.parse names a field of the translated job -> the field the user wrote (longest prefix first).
 _PATHS = (
     (f"spec.mpiReplicaSpecs.{C.LAUNCHER}.restartPolicy", f"{LAUNCHER_TEMPLATE}.spec.restartPolicy"),
@@ -42,6 +43,7 @@ _PATHS = (
     (f"spec.mpiReplicaSpecs.{C.LAUNCHER}.template", LAUNCHER_TEMPLATE),
     (f"spec.mpiReplicaSpecs.{C.WORKER}.template", WORKER_TEMPLATE),
     (f"spec.mpiReplicaSpecs.{C.WORKER}.replicas", NUM_WORKERS),
+    (f"spec.runPolicy.{C.FAILURE_POLICY}", FAILURE_POLICY),
 )
 # The conditions this API's status keeps (the job cannot be suspended, so no Suspended; Restarting is Running=False).
 CONDITIONS = (C.CREATED, C.RUNNING, C.SUCCEEDED, C.FAILED)
@@ -74,6 +76,9 @@ def as_kubeflow(obj: dict) -> dict:
     spec = _spec.mapping(spec)
     launcher = _replica(spec.get("launcherTemplate"), "OnFailure", 1)
     worker = _replica(spec.get("workerTemplate"), "OnFailure", spec.get("numWorkers"))
+    run_policy: dict = {"cleanPodPolicy": C.CLEAN_NONE}  # the original never deleted pods: the user deletes the job
+    if spec.get(C.FAILURE_POLICY) is not None:
+        run_policy[C.FAILURE_POLICY] = spec[C.FAILURE_POLICY]
     return {
         "apiVersion": C.API_VERSION,
         "kind": C.KIND,
@@ -82,7 +87,7 @@ def as_kubeflow(obj: dict) -> dict:
             "slotsPerWorker": 1,
             "launcherCreationPolicy": C.WAIT_FOR_WORKERS_READY,
             "mpiImplementation": C.OPENMPI,
-            "runPolicy": {"cleanPodPolicy": C.CLEAN_NONE},  # the original never deleted pods: the user deletes the job
+            "runPolicy": run_policy,
             "mpiReplicaSpecs": {C.LAUNCHER: launcher, C.WORKER: worker},
         },
     }
@@ -156,7 +161,7 @@ def _project(full: dict, launcher: str | None = None, ready: int | None = None, 
     conditions = [c for c in full.get("conditions") or [] if c.get("type") in CONDITIONS]
     if conditions:
         out["conditions"] = conditions
-    for key in ("startTime", "completionTime", "launcher", "readyWorkers", "selector"):
+    for key in ("startTime", "completionTime", "launcher", "readyWorkers", "selector", "restartCount", "restarts"):
         if full.get(key) is not None:
             out[key] = full[key]
     if launcher is not None:
@@ -191,6 +196,19 @@ def invalid_status(old: dict, message: str, now: str, events: list[S.Event]) -> 
     return _project(kubeflow.invalid_status(old, message, now, events))
 
 
+def restarting(status: dict, reason: str, message: str, now: str) -> None:
+    """This API has no Restarting condition: Running is False while the world restarts, saying why."""
+    if not S.set_condition(status, C.RUNNING, "False", reason, message, now):
+        S.update_message(status, C.RUNNING, message, now)  # another restart before it ran again
+    status["phase"] = job_phase(status)
+
+
+def given_up(status: dict, reason: str, message: str, now: str) -> None:
+    S.set_condition(status, C.FAILED, "True", reason, message, now)
+    status.setdefault("completionTime", now)
+    status["phase"] = job_phase(status)
+
+
 def counts(status: dict) -> dict:
     """Ready workers, and the launcher pod while the job runs (this API's status has no per-role counts)."""
     phase = status.get("phase")
@@ -211,7 +229,12 @@ API = Api(
     phases=PHASES,
     suspended_phases=(),
     condition_types=CONDITIONS,
-    columns=(("Workers", ".spec.numWorkers"), ("Ready", ".status.readyWorkers"), ("Phase", ".status.phase")),
+    columns=(
+        ("Workers", ".spec.numWorkers"),
+        ("Ready", ".status.readyWorkers"),
+        ("Phase", ".status.phase"),
+        ("Restarts", ".status.restartCount"),
+    ),
     parse=parse,
     live_status=live_status,
     cleaned_status=cleaned_status,
@@ -224,5 +247,8 @@ API = Api(
     template_paths=(LAUNCHER_TEMPLATE, WORKER_TEMPLATE),
     suspend_path=None,  # the original has no way to suspend a job
     counts=counts,
+    restarting=restarting,
+    given_up=given_up,
+    failure_policy_path=("spec", C.FAILURE_POLICY),
     launcher_rbac=True,
 )

@@ -18,6 +18,7 @@ from .. import constants as C
 from .. import status as S
 from ..children import worker_selector
 from ..errors import InvalidMPIJob
+from ..failure_policy import read_failure_policy
 from ..quantity import parse_quantity
 from ..spec import (
     MPIJob,
@@ -96,6 +97,13 @@ def _run_policy(r: Reader, spec: dict) -> RunPolicy:
             "spec.runPolicy.managedBy",
             f"unsupported value {managed_by!r}: supported values: {', '.join(C.MANAGED_BY_VALUES)}",
         )
+    failure_policy = read_failure_policy(r, rp.get(C.FAILURE_POLICY), f"spec.runPolicy.{C.FAILURE_POLICY}")
+    if failure_policy is not None and rp.get("backoffLimit") is not None:
+        r.fail(
+            "spec.runPolicy.backoffLimit",
+            f"must not be set with spec.runPolicy.{C.FAILURE_POLICY}: the operator restarts the job, and "
+            "failurePolicy.maxRestarts counts the launcher's failures",
+        )
     return RunPolicy(
         clean_pod_policy=clean,
         ttl_seconds_after_finished=r.int(
@@ -108,6 +116,7 @@ def _run_policy(r: Reader, spec: dict) -> RunPolicy:
         scheduling_policy=_scheduling_policy(r, rp.get("schedulingPolicy")),
         suspend=r.bool(rp.get("suspend"), "spec.runPolicy.suspend") or False,
         managed_by=managed_by,
+        failure_policy=failure_policy,
     )
 
 
@@ -326,6 +335,24 @@ def invalid_status(old: dict, message: str, now: str, events: list[S.Event]) -> 
     return with_phase(status)
 
 
+def restarting(status: dict, reason: str, message: str, now: str) -> None:
+    """The world restarts: Restarting (which turns Running off), the launcher's counts of the old attempt gone."""
+    if not S.set_condition(status, C.RESTARTING, "True", reason, message, now):
+        S.update_message(status, C.RESTARTING, message, now)  # another restart before it ran again
+    replicas = dict(status.get("replicaStatuses") or {})
+    if C.LAUNCHER in replicas:
+        replicas[C.LAUNCHER] = {}
+        status["replicaStatuses"] = replicas
+
+
+def given_up(status: dict, reason: str, message: str, now: str) -> None:
+    """Failed for good by the failure policy."""
+    if S.is_true(status, C.RESTARTING):
+        S.set_condition(status, C.RESTARTING, "False", reason, message, now)
+    S.set_condition(status, C.FAILED, "True", reason, message, now)
+    status.setdefault("completionTime", now)
+
+
 def counts(status: dict) -> dict:
     """Pods by role and state, from replicaStatuses."""
     replicas = status.get("replicaStatuses") or {}
@@ -347,7 +374,11 @@ API = Api(
     phases=(C.PENDING, *PHASES),
     suspended_phases=(C.SUSPENDED,),
     condition_types=C.CONDITION_TYPES,
-    columns=(("State", ".status.phase"), ("Workers", ".spec.mpiReplicaSpecs.Worker.replicas")),
+    columns=(
+        ("State", ".status.phase"),
+        ("Workers", ".spec.mpiReplicaSpecs.Worker.replicas"),
+        ("Restarts", ".status.restartCount"),
+    ),
     short_names=("mpij", "mj"),
     categories=("all", "kubeflow"),
     parse=parse,
@@ -361,4 +392,6 @@ API = Api(
     workers_path=("spec", "mpiReplicaSpecs", C.WORKER, "replicas"),
     suspend_path=("spec", "runPolicy", "suspend"),
     counts=counts,
+    restarting=restarting,
+    given_up=given_up,
 )

@@ -30,6 +30,7 @@ from typing import Any
 from .. import constants as C
 from .. import status as S
 from ..errors import InvalidMPIJob
+from ..failure_policy import read_failure_policy
 from ..quantity import parse_quantity
 from ..spec import (
     MPIJob,
@@ -158,6 +159,7 @@ def parse(obj: Any) -> MPIJob:
     sshd = _abs_path(r, ssh.get("sshdPath"), "spec.ssh.sshdPath") or DEFAULT_SSHD
     run_policy = r.obj(spec.get("runPolicy"), "spec.runPolicy") or {}
     clean_up = r.bool(run_policy.get("cleanUpWorkers"), "spec.runPolicy.cleanUpWorkers") or False
+    failure_policy = read_failure_policy(r, run_policy.get(C.FAILURE_POLICY), f"spec.runPolicy.{C.FAILURE_POLICY}")
     scheduling, notices = _scheduler(r, spec.get("scheduler"))
 
     run_mode = r.obj(spec.get("runMode"), "spec.runMode") or {}
@@ -209,6 +211,7 @@ def parse(obj: Any) -> MPIJob:
             backoff_limit=0,
             scheduling_policy=scheduling,
             suspend=pause,
+            failure_policy=failure_policy,
         ),
         # Never: mpirun runs once (backoffLimit 0), and its failed pod stays with the log that says why.
         launcher=ReplicaSpec(1, "Never", _template(template, *commands[LAUNCHER], skip[LAUNCHER])),
@@ -280,7 +283,7 @@ API = Api(
     phases=T.PHASES,
     suspended_phases=(PAUSED,),
     condition_types=T.CONDITION_TYPES,
-    columns=(("Phase", ".status.phase"), ("Workers", ".spec.worker.replicas")),
+    columns=(("Phase", ".status.phase"), ("Workers", ".spec.worker.replicas"), ("Restarts", ".status.restartCount")),
     categories=("all", "t9k"),
     parse=parse,
     live_status=T.live_status,
@@ -294,4 +297,6 @@ API = Api(
     template_paths=("spec.worker.template", "spec.worker.template"),  # the launcher is a copy of the worker
     suspend_path=("spec", "runMode", "pause", "enabled"),
     counts=T.counts,
+    restarting=T.restarting,
+    given_up=T.given_up,
 )

@@ -220,6 +220,21 @@ def invalid_status(old: dict, message: str, now: str, events: list[S.Event]) -> 
     return status
 
 
+def restarting(status: dict, reason: str, message: str, now: str) -> None:
+    """T9k's status has no Restarting: Running is False while the world restarts, saying why."""
+    _set(status, RUNNING, "False", reason, message, now)
+    status["phase"] = phase(status)
+
+
+def given_up(status: dict, reason: str, message: str, now: str) -> None:
+    """Failed for good by the failure policy, as T9k marks a failed job."""
+    _set(status, FAILED, "True", reason, message, now)
+    _set(status, COMPLETED, "False", "Failed", message, now)
+    if S.get_condition(status, RUNNING) is not None:
+        _set(status, RUNNING, "False", reason, message, now)
+    status["phase"] = phase(status)
+
+
 def counts(status: dict) -> dict:
     """Pods by role and state, from status.tasks (each pod's phase)."""
     found = {"workers_running": 0, "workers_failed": 0, "launcher_active": 0, "launcher_failed": 0}
