@@ -111,8 +111,20 @@ class Config:
         ),
     ] = ""
     watch_timeout: Annotated[int, Flag("seconds a watch request stays open before it is resumed")] = 300
+    launch_gate_image: Annotated[
+        str,
+        Flag(
+            "the operator's own image, run by the init container that holds each launcher until its workers "
+            'answer (python3 -m mpijob_operator.gate); "" = no launch gate'
+        ),
+    ] = ""
     identity: str = ""
     temporary_work_dir: bool = False  # made for this process: removed at exit
+
+
+def reconcile_args(cfg: Config) -> dict[str, Any]:
+    """The reconcile module's options that the flags set beyond those BatchRunner takes by name."""
+    return {"launch_gate_image": cfg.launch_gate_image}
 
 
 def _flags() -> list[tuple[str, type, Flag, Any]]:

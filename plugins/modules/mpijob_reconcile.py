@@ -90,6 +90,15 @@ options:
         did); the launcher runs C(/opt/kube/kubectl). Empty means C(kubectl) is in the launcher's own image.
     type: str
     default: ""
+  launch_gate_image:
+    description:
+      - The operator's own image. Every launcher made then gets an init container from it that waits until each
+        worker of the hostfile resolves and its sshd answers (C(python3 -m mpijob_operator.gate)), so that mpirun
+        does not race workers still pulling their image or starting sshd. A job turns it off with the annotation
+        C(mpi.operator/launch-gate=false) (docs/submit.md).
+      - Empty means no launch gate.
+    type: str
+    default: ""
 attributes:
   check_mode:
     support: full
@@ -238,6 +247,7 @@ def argspec() -> dict:
         gang_scheduling=dict(type="str", default=""),
         cluster_domain=dict(type="str", default=""),
         kubectl_delivery_image=dict(type="str", default=""),
+        launch_gate_image=dict(type="str", default=""),
         batch_from=dict(type="path"),
         batch_timeout=dict(type="float", default=300.0),
         batch_slots=dict(type="int", default=1),
@@ -284,6 +294,7 @@ def reconcile_jobs(module, rest: Rest, batch: list[dict]) -> dict:
         cluster_domain=module.params["cluster_domain"].strip("."),
         gang_scheduling=module.params["gang_scheduling"],
         kubectl_delivery_image=module.params["kubectl_delivery_image"],
+        launch_gate_image=module.params["launch_gate_image"],
         cleanup_later=module.params["cleanup_later"],
     )
     results = reconcile_batch(rest, batch, opts, check_mode=module.check_mode)

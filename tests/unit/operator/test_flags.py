@@ -150,3 +150,13 @@ def test_leader_election_timings(kc, capsys):
     with pytest.raises(SystemExit):
         config.parse(["--kubeconfig", kc, "--leader-elect-lease-duration=5", "--leader-elect-renew-deadline=10"])
     assert "--leader-elect-lease-duration > --leader-elect-renew-deadline" in capsys.readouterr().err
+
+
+def test_launch_gate_image_is_given_to_the_module(kc):
+    from mpijob_operator.runner import BatchRunner
+
+    cfg = config.parse(["--kubeconfig", kc, "--launch-gate-image=registry.example.com/mpi-operator:1"])
+    assert config.reconcile_args(cfg) == {"launch_gate_image": "registry.example.com/mpi-operator:1"}
+    runner = BatchRunner(cfg.work_dir, slot=0, module_args=config.reconcile_args(cfg))
+    assert runner.base_args["launch_gate_image"] == "registry.example.com/mpi-operator:1"
+    assert config.parse(["--kubeconfig", kc]).launch_gate_image == ""  # out of a cluster: no gate unless asked

@@ -198,6 +198,20 @@ def test_rendered_flags_parse(tmp_path, monkeypatch):
     assert cfg.apis == ("kubeflow.org",)
 
 
+def test_the_launch_gate_runs_the_operator_image_unless_told_otherwise():
+    def flag(**variables) -> str:
+        args = container(render(**variables))["args"]
+        (found,) = [a for a in args if a.startswith("--launch-gate-image=")]
+        return found.partition("=")[2]
+
+    assert flag() == "localhost/mpi-operator:0.1.0"
+    assert flag(mpi_operator_image_repository="r.example.com/op", mpi_operator_image_digest="sha256:" + "a" * 64) == (
+        "r.example.com/op@sha256:" + "a" * 64
+    )
+    assert flag(mpi_operator_launch_gate_image="r.example.com/gate:1") == "r.example.com/gate:1"
+    assert flag(mpi_operator_launch_gate=False) == ""
+
+
 def test_extra_args_come_last_and_win():
     args = container(render(mpi_operator_extra_args=["--threadiness=8", "-watch-timeout=120"]))["args"]
     assert args[-2:] == ["--threadiness=8", "-watch-timeout=120"]
