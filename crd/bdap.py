@@ -7,7 +7,7 @@ from typing import Any
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import Api
 from crd.openapi import Inliner
-from crd.schema import TIME, crd_object, int32, job_conditions, root, single_version, string, template
+from crd.schema import TIME, crd_object, int32, job_conditions, record_status, root, single_version, string, template
 
 
 def crd(inliner: Inliner, api: Api) -> dict[str, Any]:
@@ -45,6 +45,7 @@ def crd(inliner: Inliner, api: Api) -> dict[str, Any]:
             "conditions": job_conditions(", ".join(api.condition_types[:-1]) + f" or {api.condition_types[-1]}."),
             "startTime": {**TIME, "description": "When the operator started working on the job."},
             "completionTime": {**TIME, "description": "When the launcher finished."},
+            "record": record_status(),
         },
     }
     schema = root(

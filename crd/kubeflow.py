@@ -9,7 +9,7 @@ from typing import Any
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import Api
 from crd.openapi import Inliner, quantity_schema
-from crd.schema import Dumper, columns, crd_object, int32, root, string
+from crd.schema import Dumper, columns, crd_object, int32, record_status, root, string
 
 CLEAN_POD_POLICY = list(C.CLEAN_POD_POLICIES)
 MANAGED_BY = list(C.MANAGED_BY_VALUES)
@@ -221,6 +221,7 @@ def mpijob_status(inliner: Inliner) -> dict[str, Any]:
                 "the job.",
                 enum=list(C.CONDITION_TYPES),
             ),
+            "record": record_status(),
         },
     }
 

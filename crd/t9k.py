@@ -7,7 +7,7 @@ from typing import Any
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import Api, t9k
 from crd.openapi import Inliner
-from crd.schema import crd_object, int32, job_conditions, root, single_version, string, template
+from crd.schema import crd_object, int32, job_conditions, record_status, root, single_version, string, template
 
 
 def replica_specs(description: str, command: str, with_args: bool) -> dict[str, Any]:
@@ -184,6 +184,7 @@ def crd(inliner: Inliner, api: Api) -> dict[str, Any]:
                     k: count for k in ("creating", "pending", "running", "succeeded", "failed", "deleted", "unknown")
                 },
             },
+            "record": record_status(),
         },
     }
     schema = root(

@@ -99,6 +99,23 @@ options:
       - Empty means no launch gate.
     type: str
     default: ""
+  record_lines:
+    description:
+      - Lines of each pod's log the record of a job keeps (docs/operations.md), the last ones. The record is kept
+        in ConfigMap C(<job>-record) before the operator deletes pods and when a job fails.
+    type: int
+    default: 50
+  record_pod_bytes:
+    description:
+      - Bytes of each pod's log the record keeps at most, as a quantity (V(8Ki), V(8192)); V(0) keeps no log.
+    type: str
+    default: 8Ki
+  record_total_bytes:
+    description:
+      - Bytes of a job's whole record at most (its summary, events and logs), as a quantity; from 16Ki plus
+        O(record_pod_bytes) to 900Ki.
+    type: str
+    default: 64Ki
 attributes:
   check_mode:
     support: full
@@ -227,9 +244,11 @@ from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
 from ..module_utils.kube.module import run_module, task_message  # noqa: E402
 from ..module_utils.kube.reconcile import reconcile_batch  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
+from ..module_utils.mpijob import constants as C  # noqa: E402
 from ..module_utils.mpijob.apis import storage_api_version  # noqa: E402
 from ..module_utils.mpijob.children import Options  # noqa: E402
 from ..module_utils.mpijob.errors import MPIJobError  # noqa: E402
+from ..module_utils.mpijob.record import parse_limits  # noqa: E402
 from ..module_utils.warm import serve_batches  # noqa: E402
 
 
@@ -248,6 +267,9 @@ def argspec() -> dict:
         cluster_domain=dict(type="str", default=""),
         kubectl_delivery_image=dict(type="str", default=""),
         launch_gate_image=dict(type="str", default=""),
+        record_lines=dict(type="int", default=C.RECORD_LINES),
+        record_pod_bytes=dict(type="str", default="8Ki"),
+        record_total_bytes=dict(type="str", default="64Ki"),
         batch_from=dict(type="path"),
         batch_timeout=dict(type="float", default=300.0),
         batch_slots=dict(type="int", default=1),
@@ -290,11 +312,24 @@ def reconcile_jobs(module, rest: Rest, batch: list[dict]) -> dict:
                 storage_api_version(job["api_version"])
             except ValueError as exc:
                 raise MPIJobError(f"jobs[{i}].api_version: {exc}") from exc
+    p = module.params
+    try:
+        limits = parse_limits(
+            p["record_lines"],
+            p["record_pod_bytes"],
+            p["record_total_bytes"],
+            ("record_lines", "record_pod_bytes", "record_total_bytes"),
+        )
+    except ValueError as exc:
+        raise MPIJobError(str(exc)) from exc
     opts = Options(
         cluster_domain=module.params["cluster_domain"].strip("."),
         gang_scheduling=module.params["gang_scheduling"],
         kubectl_delivery_image=module.params["kubectl_delivery_image"],
         launch_gate_image=module.params["launch_gate_image"],
+        record_lines=limits.lines,
+        record_pod_bytes=limits.pod_bytes,
+        record_total_bytes=limits.total_bytes,
         cleanup_later=module.params["cleanup_later"],
     )
     results = reconcile_batch(rest, batch, opts, check_mode=module.check_mode)

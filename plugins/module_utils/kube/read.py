@@ -20,6 +20,7 @@ from ..mpijob.apis import api_for
 from ..mpijob.errors import ApiError
 from ..mpijob.plan import World
 from ..mpijob.protocol import Key
+from ..mpijob.record import record_name
 from .paths import collection, item, mpijob_path
 from .rest import Rest
 
@@ -134,6 +135,7 @@ def world_of(obj: dict, kids: Namespaced, priorities: dict[str, int]) -> World:
         },
         pods=kids.pods_by_job.get(name, []),
         priorities=priorities,
+        record=kids.config_maps.get(record_name(name)),
     )
 
 

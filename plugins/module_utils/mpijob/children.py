@@ -38,6 +38,10 @@ class Options:
     cleanup_later: bool = False
     # The operator's image, which the launch gate runs in (gate.py); "" = no gate.
     launch_gate_image: str = ""
+    # The record of a job's pods (record.py): lines and bytes of each pod's log, bytes of the whole record.
+    record_lines: int = C.RECORD_LINES
+    record_pod_bytes: int = C.RECORD_POD_BYTES
+    record_total_bytes: int = C.RECORD_TOTAL_BYTES
 
     @property
     def volcano(self) -> bool:

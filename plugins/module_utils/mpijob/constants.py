@@ -59,6 +59,11 @@ LAUNCH_GATE_CONTAINER = "launch-gate"
 # Kubeflow operator's images run sshd on as a non-root user.
 SSH_PORTS = (22, 2222)
 
+# The record of a job's pods kept before they are deleted (record.py): the defaults of the operator's --record-* flags.
+RECORD_LINES = 50
+RECORD_POD_BYTES = 8 * 1024
+RECORD_TOTAL_BYTES = 64 * 1024
+
 # ConfigMap and its mount.
 CONFIG_VOLUME = "mpi-job-config"
 # The most a ConfigMap's data holds, its keys and values together: the API server refuses a bigger one.

@@ -16,7 +16,7 @@ from .protocol import JobResult, Outcome
 
 @dataclass(frozen=True)
 class Action:
-    action: str  # create | patch | delete | status | event | delete-mpijob
+    action: str  # create | patch | delete | status | event | delete-mpijob | record (record.py)
     kind: str
     name: str
     reason: str = ""
@@ -46,6 +46,7 @@ class World:
     launcher_rbac: dict[str, dict] = field(default_factory=dict)
     pods: list[dict] = field(default_factory=list)  # pods labelled with the job's name (workers and launcher)
     priorities: dict[str, int] = field(default_factory=dict)  # PriorityClass values, for PodGroup minResources
+    record: dict | None = None  # ConfigMap <job>-record: what was kept of the job's pods (record.py)
 
 
 @dataclass

@@ -386,6 +386,28 @@ def test_status_aggregate() -> None:
     }
 
 
+def test_status_record() -> None:
+    """Ours: the record of the launcher pod a pause deletes (record.py), kept through the statuses after it."""
+    world = settle(random_walk())
+    _, world = step(workers_ready(world), 10)
+    world.pods.append(launcher_pod(world, "Running"))
+    _, world = step(world, 20)
+    world.mpijob = t9k(runMode={"pause": {"enabled": True}}) | {"status": world.mpijob.get("status")}
+    p, world = step(world, 30)
+    assert kinds(p)[: kinds(p).index(("delete", "Job", "mpi-example-launcher"))][-1] == (
+        "record",
+        "ConfigMap",
+        "mpi-example-record",
+    )
+    assert p.status["record"] == {
+        "configMap": "mpi-example-record",
+        "pods": 1,
+        "lastUpdateTime": "2026-01-01T00:00:30Z",
+    }
+    p, _ = step(world, 40)
+    assert p.status["record"]["configMap"] == "mpi-example-record"  # the next status keeps it
+
+
 FIELDS = {
     "spec.worker": test_worker,
     "spec.worker.replicas": test_worker_replicas,
@@ -420,6 +442,7 @@ FIELDS = {
     "status.phase": test_status_phase,
     "status.tasks": test_status_tasks,
     "status.aggregate": test_status_aggregate,
+    "status.record": test_status_record,
 }
 
 # Every field T9k's documentation names (its examples and its field lists).

@@ -179,6 +179,9 @@ def test_container_security_context_merges():
         ("mpi_operator_threadiness", 4, "--threadiness=4"),
         ("mpi_operator_cluster_domain", "cluster.local", "--cluster-domain=cluster.local"),
         ("mpi_operator_apis", ["kubeflow.org"], "--apis=kubeflow.org"),
+        ("mpi_operator_record_lines", 20, "--record-lines=20"),
+        ("mpi_operator_record_pod_bytes", "4Ki", "--record-pod-bytes=4Ki"),
+        ("mpi_operator_record_total_bytes", "128Ki", "--record-total-bytes=128Ki"),
         ("mpi_operator_apis", ["kubeflow.org", "batch.tensorstack.dev"], "--apis=kubeflow.org,batch.tensorstack.dev"),
     ],
 )
