@@ -19,6 +19,7 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from ansible_collections.mpi.operator.plugins.module_utils.kube.auth import in_cluster
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.accelerators import names
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import REGISTRY, by_group
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.record import parse_limits
 
@@ -127,6 +128,13 @@ class Config:
     record_total_bytes: Annotated[
         str, Flag("bytes of a job's whole record at most (a quantity, 16Ki plus --record-pod-bytes to 900Ki)")
     ] = "64Ki"
+    accelerators: Annotated[
+        tuple[str, ...],
+        Flag(
+            "comma-separated extended resources (<domain>/<name>) besides nvidia.com/gpu whose count per worker the "
+            "slots are checked against"
+        ),
+    ] = ()
     identity: str = ""
     temporary_work_dir: bool = False  # made for this process: removed at exit
 
@@ -138,6 +146,7 @@ def reconcile_args(cfg: Config) -> dict[str, Any]:
         "record_lines": cfg.record_lines,
         "record_pod_bytes": cfg.record_pod_bytes,
         "record_total_bytes": cfg.record_total_bytes,
+        "accelerators": list(cfg.accelerators),
     }
 
 
@@ -270,6 +279,11 @@ def parse(argv: list[str] | None = None) -> Config:
         )
     except ValueError as exc:
         errors.append(str(exc))
+    accelerators = tuple(g.strip() for g in a.accelerators.split(",") if g.strip())
+    try:
+        names(accelerators, "--accelerators")
+    except ValueError as exc:
+        errors.append(str(exc))
     if a.kubeconfig and not os.path.exists(a.kubeconfig):
         errors.append(f"--kubeconfig {a.kubeconfig}: no such file")
     if not a.kubeconfig and not in_cluster():
@@ -285,6 +299,7 @@ def parse(argv: list[str] | None = None) -> Config:
             "kubeconfig": os.path.abspath(a.kubeconfig) if a.kubeconfig else None,
             "work_dir": work_dir,
             "apis": apis,
+            "accelerators": accelerators,
             "identity": identity(),
             "temporary_work_dir": not a.work_dir and not in_cluster(),
         }

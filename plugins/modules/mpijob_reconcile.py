@@ -116,6 +116,16 @@ options:
         O(record_pod_bytes) to 900Ki.
     type: str
     default: 64Ki
+  accelerators:
+    description:
+      - Extended resources (a device plugin's C(<domain>/<name>)) besides C(nvidia.com/gpu) whose count per worker the
+        job's slots are checked against. A job whose workers request them with other slots per worker gets a
+        Warning event C(SlotsDifferFromAccelerators) and its first condition says so; the annotation
+        C(mpi.operator/slots-from-accelerators=true) makes the slots the count (docs/submit.md). A name that is not
+        an extended resource is refused.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full
@@ -245,6 +255,7 @@ from ..module_utils.kube.module import run_module, task_message  # noqa: E402
 from ..module_utils.kube.reconcile import reconcile_batch  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
 from ..module_utils.mpijob import constants as C  # noqa: E402
+from ..module_utils.mpijob.accelerators import names  # noqa: E402
 from ..module_utils.mpijob.apis import storage_api_version  # noqa: E402
 from ..module_utils.mpijob.children import Options  # noqa: E402
 from ..module_utils.mpijob.errors import MPIJobError  # noqa: E402
@@ -270,6 +281,7 @@ def argspec() -> dict:
         record_lines=dict(type="int", default=C.RECORD_LINES),
         record_pod_bytes=dict(type="str", default="8Ki"),
         record_total_bytes=dict(type="str", default="64Ki"),
+        accelerators=dict(type="list", elements="str", default=[]),
         batch_from=dict(type="path"),
         batch_timeout=dict(type="float", default=300.0),
         batch_slots=dict(type="int", default=1),
@@ -320,6 +332,7 @@ def reconcile_jobs(module, rest: Rest, batch: list[dict]) -> dict:
             p["record_total_bytes"],
             ("record_lines", "record_pod_bytes", "record_total_bytes"),
         )
+        accelerators = names(p["accelerators"], "accelerators")
     except ValueError as exc:
         raise MPIJobError(str(exc)) from exc
     opts = Options(
@@ -330,6 +343,7 @@ def reconcile_jobs(module, rest: Rest, batch: list[dict]) -> dict:
         record_lines=limits.lines,
         record_pod_bytes=limits.pod_bytes,
         record_total_bytes=limits.total_bytes,
+        accelerators=accelerators,
         cleanup_later=module.params["cleanup_later"],
     )
     results = reconcile_batch(rest, batch, opts, check_mode=module.check_mode)

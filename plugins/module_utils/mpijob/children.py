@@ -42,6 +42,8 @@ class Options:
     record_lines: int = C.RECORD_LINES
     record_pod_bytes: int = C.RECORD_POD_BYTES
     record_total_bytes: int = C.RECORD_TOTAL_BYTES
+    # The extended resources a worker's slots are checked against (accelerators.py).
+    accelerators: tuple[str, ...] = C.ACCELERATORS
 
     @property
     def volcano(self) -> bool:

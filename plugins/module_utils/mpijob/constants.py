@@ -59,6 +59,9 @@ LAUNCH_GATE_CONTAINER = "launch-gate"
 # Kubeflow operator's images run sshd on as a non-root user.
 SSH_PORTS = (22, 2222)
 
+# The extended resources whose count per worker the slots are checked against (accelerators.py); the install adds more.
+ACCELERATORS = ("nvidia.com/gpu",)
+
 # The record of a job's pods kept before they are deleted (record.py): the defaults of the operator's --record-* flags.
 RECORD_LINES = 50
 RECORD_POD_BYTES = 8 * 1024

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from . import accelerators as A
 from . import children as K
 from . import constants as C
 from . import podgroup as PG
@@ -94,11 +95,14 @@ def plan_job(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: 
         return Plan([], old_status)  # another controller (e.g. MultiKueue) owns this job, status included
     now_s = S.rfc3339(now)
     try:
-        job = api.parse(obj)
+        parsed = api.parse(obj)
+        job = A.with_slots(parsed, opts.accelerators)
         _check_config_size(api, job, opts)
     except InvalidMPIJob as exc:
         return _invalid(api, obj, old_status, exc, now_s)
-    return _Planner(api, job, obj, world, opts, now, ssh_keys).run()
+    planner = _Planner(api, job, obj, world, opts, now, ssh_keys)
+    planner.slots_notice = A.notice(parsed, opts.accelerators)
+    return planner.run()
 
 
 def _check_config_size(api: Api, job: MPIJob, opts: K.Options) -> None:
@@ -189,6 +193,7 @@ class _Planner:
         self.hosts: tuple[str, dict | None] | None = None  # discover_hosts.sh as wanted, the ConfigMap as seen
         self.hosts_requeue: float | None = None  # when a held scale-down may go on (notice_hosts)
         self.record_ref: dict | None = None  # status.record, when this plan keeps a record (keep_record)
+        self.slots_notice: str | None = None  # the slots disagree with the workers' accelerators (accelerators.py)
         launcher_uid = ((world.launcher or {}).get("metadata") or {}).get("uid")
         self.launcher_pods = [p for p in world.pods if launcher_uid and controlled_by(p, launcher_uid)]
         if job.launcher_pod:
@@ -225,6 +230,7 @@ class _Planner:
         status = self.api.with_phase(status)
         if record:
             self.keep_record(status)
+        status = self.tell_at_creation(status)
         ref = self.record_ref or self.old_status.get("record")
         if ref and status.get("record") != ref:
             status = {**status, "record": ref}  # every API's status stage keeps it
@@ -239,6 +245,16 @@ class _Planner:
             transitions=S.transitions(self.old_status, status),
             done=self.api.finished(status),
         )
+
+    def tell_at_creation(self, status: dict) -> dict:
+        """The pass that gives the job its first condition (Created, T9k's Initialized) adds the slots notice to that
+        condition's message, and a Warning event."""
+        if not self.slots_notice or self.old_status.get("conditions") or not status.get("conditions"):
+            return status
+        first, *rest = status["conditions"]
+        message = f"{first.get('message') or ''} {self.slots_notice}".strip()
+        self.events.append(S.Event("Warning", A.REASON, S.truncate(self.slots_notice)))
+        return {**status, "conditions": [{**first, "message": S.truncate(message)}, *rest]}
 
     def keep_record(self, status: dict) -> None:
         """The record (record.py) of every pod this plan removes (a Pod deleted, a launcher Job deleted or suspended,

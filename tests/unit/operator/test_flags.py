@@ -176,3 +176,12 @@ def test_record_sizes_are_quantities_and_a_bad_one_is_refused_naming_the_flag(kc
             config.parse(["--kubeconfig", kc, f"{flag}={value}"])
         err = capsys.readouterr().err
         assert f"{flag}:" in err and why in err, err
+
+
+def test_accelerators_extend_nvidia_gpu_and_a_bad_name_is_refused_naming_the_flag(kc, capsys):
+    cfg = config.parse(["--kubeconfig", kc, "--accelerators=amd.com/gpu, habana.ai/gaudi"])
+    assert config.reconcile_args(cfg)["accelerators"] == ["amd.com/gpu", "habana.ai/gaudi"]
+    assert config.parse(["--kubeconfig", kc]).accelerators == ()
+    with pytest.raises(SystemExit):
+        config.parse(["--kubeconfig", kc, "--accelerators=gpu"])
+    assert "--accelerators: 'gpu' is not an extended resource name" in capsys.readouterr().err

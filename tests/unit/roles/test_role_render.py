@@ -180,6 +180,8 @@ def test_container_security_context_merges():
         ("mpi_operator_cluster_domain", "cluster.local", "--cluster-domain=cluster.local"),
         ("mpi_operator_apis", ["kubeflow.org"], "--apis=kubeflow.org"),
         ("mpi_operator_record_lines", 20, "--record-lines=20"),
+        ("mpi_operator_accelerators", [], "--accelerators="),
+        ("mpi_operator_accelerators", ["amd.com/gpu", "habana.ai/gaudi"], "--accelerators=amd.com/gpu,habana.ai/gaudi"),
         ("mpi_operator_record_pod_bytes", "4Ki", "--record-pod-bytes=4Ki"),
         ("mpi_operator_record_total_bytes", "128Ki", "--record-total-bytes=128Ki"),
         ("mpi_operator_apis", ["kubeflow.org", "batch.tensorstack.dev"], "--apis=kubeflow.org,batch.tensorstack.dev"),
