@@ -9,6 +9,7 @@ ConfigMap that cannot be written raises, which stops the plan before the deletio
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 from ..mpijob import record as R
 from ..mpijob.errors import ApiError, Unreachable
@@ -64,25 +65,29 @@ def write_record(rest: Rest, a: Action, now: str) -> bool:
     meta = body["metadata"]
     ns = meta["namespace"]
     limits = body.get("limits") or {}
-    logs: dict[str, tuple[str | None, str]] = {}
-    for entry in body.get("pods") or []:
-        if not entry.get("log"):
-            continue
+
+    def log(entry: dict) -> tuple[str | None, str]:
         query = {
             "container": entry.get("container") or "",
             "tailLines": str(limits.get("lines") or R.Limits().lines),
             # more than is kept: the core keeps the last bytes of the last lines, the API server would cut the end
             "limitBytes": str(4 * int(limits.get("podBytes") or R.Limits().pod_bytes)),
         }
-        key = entry.get("uid") or entry["name"]
         try:
-            logs[key] = (read_text(rest, item("v1", "Pod", ns, entry["name"]) + "/log", query), "")
+            return read_text(rest, item("v1", "Pod", ns, entry["name"]) + "/log", query), ""
         except (ApiError, Unreachable) as exc:
-            logs[key] = (None, f"log unavailable: {exc}")
+            return None, f"log unavailable: {exc}"
+
+    wanted = [e for e in body.get("pods") or [] if e.get("log")]
     owner = (meta.get("ownerReferences") or [{}])[0]
     subjects = [(f"{owner.get('kind')}/{owner.get('name')}", owner.get("uid", ""))]
-    subjects += [(f"Pod/{e['name']}", e["uid"]) for e in body.get("pods") or [] if e.get("log") and e.get("uid")]
-    events = warning_events(rest, ns, subjects, R.EVENTS)
+    subjects += [(f"Pod/{e['name']}", e["uid"]) for e in wanted if e.get("uid")]
+    # at once: a kubelet that cannot serve a log (a node gone) costs one LOG_TIMEOUT, not one per pod
+    with ThreadPoolExecutor(max_workers=len(wanted) + 1) as pool:
+        reads = {e.get("uid") or e["name"]: pool.submit(log, e) for e in wanted}
+        found_events = pool.submit(warning_events, rest, ns, subjects, R.EVENTS)
+        logs = {key: read.result() for key, read in reads.items()}
+        events = found_events.result()
     cm = R.record_config_map(body, logs, events, now)
     seen = body.get("seen")
     if seen is None:
