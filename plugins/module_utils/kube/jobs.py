@@ -20,7 +20,7 @@ from ..mpijob import submit as S
 from ..mpijob.errors import ApiError, Conflict, JobError, Unreachable
 from ..mpijob.plan import controlled_by
 from .paths import collection, item, mpijob_path
-from .record import LOG_TIMEOUT, read_text
+from .record import LOG_TIMEOUT, event_time, read_text
 from .rest import Rest
 
 FIELD_MANAGER = "mpi.operator"
@@ -275,9 +275,7 @@ class Jobs:
                 "reason": e.get("reason"),
                 "message": e.get("message"),
                 "count": e.get("count") or 1,
-                "last_timestamp": e.get("lastTimestamp")
-                or e.get("eventTime")
-                or (e.get("metadata") or {}).get("creationTimestamp"),
+                "last_timestamp": event_time(e),
             }
             for e in found
         ]

@@ -33,6 +33,11 @@ def read_text(rest: Rest, path: str, query: dict, timeout: float = LOG_TIMEOUT) 
     return data
 
 
+def event_time(e: dict) -> str | None:
+    """When an Event last happened: its lastTimestamp, else its eventTime (events.k8s.io), else its creation."""
+    return e.get("lastTimestamp") or e.get("eventTime") or (e.get("metadata") or {}).get("creationTimestamp")
+
+
 def warning_events(rest: Rest, namespace: str, uids: list[tuple[str, str]], limit: int) -> list[dict]:
     """The Warning events of each (kind/name, uid), oldest first, `limit` at most; unreadable ones are skipped."""
     found = []
@@ -42,18 +47,11 @@ def warning_events(rest: Rest, namespace: str, uids: list[tuple[str, str]], limi
             items = rest.request("GET", collection("v1", "Event", namespace), query=query).get("items") or []
         except ApiError:
             continue
-        for e in items:
-            found.append(
-                {
-                    "object": what,
-                    "reason": e.get("reason"),
-                    "message": e.get("message"),
-                    "count": e.get("count") or 1,
-                    "lastTimestamp": e.get("lastTimestamp")
-                    or e.get("eventTime")
-                    or (e.get("metadata") or {}).get("creationTimestamp"),
-                }
-            )
+        keys = ("object", "reason", "message", "count", "lastTimestamp")
+        found += [
+            dict(zip(keys, (what, e.get("reason"), e.get("message"), e.get("count") or 1, event_time(e))))
+            for e in items
+        ]
     found.sort(key=lambda e: str(e.get("lastTimestamp") or ""))
     return found[-limit:]
 
