@@ -229,7 +229,9 @@ class _Planner:
         # every status this plan writes says its phase (also one written before it)
         status = self.api.with_phase(status)
         if record:
-            self.keep_record(status)
+            at_record = self.keep_record(status)
+            if at_record is not None and status_at is not None and at_record < status_at:
+                status_at += 1  # the status still goes where it was meant to, after what came before it
         status = self.tell_at_creation(status)
         ref = self.record_ref or self.old_status.get("record")
         if ref and status.get("record") != ref:
@@ -256,11 +258,12 @@ class _Planner:
         self.events.append(S.Event("Warning", A.REASON, S.truncate(self.slots_notice)))
         return {**status, "conditions": [{**first, "message": S.truncate(message)}, *rest]}
 
-    def keep_record(self, status: dict) -> None:
+    def keep_record(self, status: dict) -> int | None:
         """The record (record.py) of every pod this plan removes (a Pod deleted, a launcher Job deleted or suspended,
         whatever the reason: clean-up, suspend, pause, scale-down, a world restart), and of a job that has failed, goes
         into the plan right before the first such removal (at the end when none): the shell reads the logs and writes
-        it before any of them runs. A planner step that deletes pods needs nothing more to be recorded."""
+        it before any of them runs. A planner step that deletes pods needs nothing more to be recorded. Returns where
+        the record went among the actions (None: nothing to keep)."""
         by_name = {_name(p): p for p in self.world.pods}
         launcher = K.launcher_name(self.job)
         going: list[dict] = []
@@ -277,7 +280,7 @@ class _Planner:
                 first, why = i, a.reason
         job_failed = self.api.finished(status) and self.api.phase(status) == C.FAILED
         if not going and not job_failed:
-            return
+            return None
         name = R.record_name(self.job.name)
         meta = {
             "name": name,
@@ -300,11 +303,13 @@ class _Planner:
             limits,
         )
         if action is None:
-            return
-        self.actions.insert(len(self.actions) if first is None else first, action)
+            return None
+        at = len(self.actions) if first is None else first
+        self.actions.insert(at, action)
         count = len(R.recorded(self.world.record).get("pods") or []) + len((action.body or {}).get("pods") or [])
         self.record_ref = R.status_ref(name, count, self.now_s)
         self.events.append(S.Event("Normal", R.REASON, R.event_message(action)))
+        return at
 
     # ---- the sync ----
     def run(self) -> Plan:
