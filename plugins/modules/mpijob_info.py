@@ -139,7 +139,7 @@ jobs:
                 last_timestamp: "2026-01-01T12:00:00Z"}]
     record:
       description:
-        - What the operator kept of the job's pods before it deleted them (C(cleanPodPolicy), a suspend, a restart)
+        - What the operator kept of the job's pods before it deleted them (C(cleanPodPolicy), a suspend, a scale-down)
           and when the job failed, from the ConfigMap C(status.record) names (C(<job>-record), owned by the job); it
           outlives the pods. V(null) when the operator kept nothing.
       type: dict
