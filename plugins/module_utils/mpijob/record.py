@@ -103,12 +103,20 @@ def _terminated(pod: dict) -> tuple[str, dict]:
     return (bad or found or [("", {})])[0]
 
 
+def _disrupted(pod: dict) -> bool:
+    """Evicted, preempted, or its node drained: the pod's DisruptionTarget condition."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in conditions)
+
+
 def failed(pod: dict) -> bool:
-    """A pod that failed, was evicted or preempted, or whose container exited non-zero (a restarted one too)."""
+    """A pod that failed, was evicted or preempted, or whose container exited non-zero (a restarted one too); not one
+    that ended because it was being deleted without a disruption (the clean-up's own deletion, a user's): its exit
+    code says how it was stopped, not why the job failed."""
     st = pod.get("status") or {}
-    if S.pod_phase(pod) == "Failed" or st.get("reason") == "Evicted":
-        return True
-    if any(c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in st.get("conditions") or []):
+    if (pod.get("metadata") or {}).get("deletionTimestamp") and not _disrupted(pod):
+        return False
+    if S.pod_phase(pod) == "Failed" or st.get("reason") == "Evicted" or _disrupted(pod):
         return True
     return _terminated(pod)[1].get("exitCode") not in (0, None)
 

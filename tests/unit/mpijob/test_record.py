@@ -87,6 +87,22 @@ def test_the_record_is_kept_once_and_the_status_keeps_pointing_at_it() -> None:
     assert not [a for a in plan(stale.mpijob, stale, now=at(80)).actions if a.action == "record"]
 
 
+def test_a_pod_that_ends_while_it_is_deleted_is_not_a_failure_unless_disrupted() -> None:
+    world = failed_world(cleanPodPolicy="All")
+    world = world_after(world, plan(world.mpijob, world, now=at(60)))
+    # the clean-up's deletion stops a healthy worker: SIGKILL after the grace period, exit 137
+    stopped = ended(failed_world().pods[0], "Failed", "Error", 137, "node-1", 59)
+    stopped["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+    world.pods.append(stopped)
+    assert not [a for a in plan(world.mpijob, world, now=at(70)).actions if a.action == "record"]
+    # a worker preempted or drained is deleted too, with its DisruptionTarget condition: that one is kept
+    stopped["status"]["conditions"].append(
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+    )
+    (kept,) = [a for a in plan(world.mpijob, world, now=at(70)).actions if a.action == "record"]
+    assert [e["name"] for e in kept.body["pods"]] == ["pi-worker-0"]
+
+
 def test_a_failed_job_is_recorded_whatever_its_clean_up_policy() -> None:
     world = failed_world()  # cleanPodPolicy None: nothing deleted, the record kept all the same
     p = plan(world.mpijob, world, now=at(60))
