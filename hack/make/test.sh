@@ -225,6 +225,7 @@ import xml.etree.ElementTree as ET
 results, total_s, timings = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
 counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
 failed_phases = []
+failed_tests = []  # named again here: a log's tail (all CI shows) must say which tests failed, not only how many
 for rc_file in sorted(results.glob("*.rc")):
     if rc_file.stem == "build":
         continue
@@ -236,10 +237,16 @@ for rc_file in sorted(results.glob("*.rc")):
         for suite in ET.parse(xml).getroot().iter("testsuite"):
             for key in counts:
                 counts[key] += int(suite.get(key, 0))
+            for case in suite.iter("testcase"):
+                for bad in (*case.findall("failure"), *case.findall("error")):
+                    first = (bad.get("message") or "").strip().splitlines()[:1]
+                    failed_tests.append(f"  {rc_file.stem}: {case.get('classname')}::{case.get('name')}: {' '.join(first)[:200]}")
 passed = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
 print("time by phase: " + ", ".join(f"{name} {s} s" for name, s in (t.split() for t in timings)) + f"; total {total_s} s")
 if failed_phases:
     print("failed phases: " + ", ".join(failed_phases))
+if failed_tests:
+    print("failed tests:", *failed_tests, sep="\n")
 if counts["tests"] == 0:
     print("no test ran: failing")
 print(f"total: {passed} passed, {counts['failures'] + counts['errors']} failed, {counts['skipped']} skipped")

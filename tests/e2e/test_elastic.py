@@ -21,8 +21,8 @@ from tests.e2e.conftest import GROUP, JOBS_NAMESPACE, FinishedJob, Jobs, kubecon
 from tests.support.ansible import ansible_env, run_module
 from tests.support.paths import ROOT
 
-# Part of `make e2e` and `make test` (about 9 minutes for the two); MPI_E2E_ELASTIC=0 leaves them out. The first
-# build of the image compiles Horovod (433-464 s, once).
+# Part of `make e2e` and `make test` (their times: docs/testing.md); MPI_E2E_ELASTIC=0 leaves them out. The first
+# build of the image compiles Horovod, once.
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.slow,
@@ -31,7 +31,7 @@ pytestmark = [
         os.environ.get("MPI_E2E_ELASTIC") == "0", reason="MPI_E2E_ELASTIC=0: the elastic Horovod e2e tests are left out"
     ),
     pytest.mark.xdist_group("e2e-elastic"),
-]  # its own worker and operator: 10 minutes beside the other e2e tests
+]  # its own worker and operator, beside the other e2e tests
 
 EXAMPLE = ROOT / "examples/local/horovod-elastic.yaml"
 # What elastic_train.py's rank 0 prints when training (re)starts, and at the end.

@@ -8,8 +8,8 @@ APISERVER_ROUTING=--enable-aggregator-routing=true
 # start NAME ARGS...: run a component detached from this session, logging to $LOGS/NAME.log.
 start() {
   local name=$1; shift
-  # fd 8 is cluster_lock's: a daemon holding it would block every later cluster-up.
-  ( exec setsid env GOGC="$GOGC_CONTROL_PLANE" GOMEMLIMIT="$GOMEMLIMIT_CONTROL_PLANE" "$BIN/$name" "$@" >"$LOGS/$name.log" 2>&1 </dev/null 8>&- ) &
+  ( close_inherited_fds
+    exec setsid env GOGC="$GOGC_CONTROL_PLANE" GOMEMLIMIT="$GOMEMLIMIT_CONTROL_PLANE" "$BIN/$name" "$@" >"$LOGS/$name.log" 2>&1 </dev/null ) &
   echo $! >"$PIDS/$name.pid"
   # The pid is the forked shell's until it has exec'd the binary.
   wait_until "$name exec" 3 component_running "$name" || die "$name did not start (see $LOGS/$name.log)"

@@ -135,6 +135,15 @@ component_healthy() {
   esac
 }
 
+# close_inherited_fds: closes every file descriptor above 2 of this (sub)shell, before it execs a daemon: a daemon must
+# not hold a caller's lock (cluster_lock's fd 8, a `flock` around the whole command) or pipe for as long as it runs.
+close_inherited_fds() {
+  local fd
+  for fd in $(ls "/proc/$BASHPID/fd"); do
+    [ "$fd" -le 2 ] || eval "exec $fd>&-" 2>/dev/null || true
+  done
+}
+
 # One cluster-up or cluster-down at a time per machine: a second caller waits, then sees the first one's cluster.
 cluster_lock() {
   mkdir -p "$STATE"

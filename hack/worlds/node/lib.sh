@@ -36,7 +36,7 @@ start_daemon() {
   local name=$1; shift
   mkdir -p "$PIDS" "$LOGS"
   [ -z "$(daemon_pid "$name")" ] || return 0
-  setsid "$@" >>"$LOGS/node-$name.log" 2>&1 </dev/null 8>&- &  # fd 8 is cluster_lock's: a daemon must not hold it
+  ( close_inherited_fds; exec setsid "$@" >>"$LOGS/node-$name.log" 2>&1 </dev/null ) &
   printf '%s\n%s\n' "$!" "$1" >"$PIDS/node-$name.pid"
 }
 
