@@ -33,6 +33,8 @@ def test_a_job_that_failed_in_its_program_says_why_after_its_pods_are_gone(jobs,
     (entry,) = info["jobs"]
     record = entry["record"]
     print("\nmpijob_info's record (every pod gone):\n" + "\n".join(record["lines"]))
+    uids = [p["uid"] for p in record["pods"]]
+    assert len(set(uids)) == len(uids), ("a pod recorded twice", record["occasions"], record["pods"])
     launcher = [p for p in record["pods"] if p["role"] == "launcher"][-1]
     assert launcher["phase"] == "Failed" and launcher["exitCode"] not in (0, None), launcher
     assert any("rank 1: cannot open /data/input" in line for line in launcher["log"]), launcher

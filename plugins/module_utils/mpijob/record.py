@@ -272,7 +272,13 @@ def record_config_map(body: dict, logs: dict[str, tuple[str | None, str]], event
     summary = recorded(seen)
     limits = body.get("limits") or {}
     pods = [p for p in summary.get("pods") or [] if isinstance(p, dict)]
+    have = {p.get("uid") or p.get("name") for p in pods}
+    added = []
     for entry in body.get("pods") or []:
+        if (entry.get("uid") or entry.get("name")) in have:
+            continue  # recorded once, never again (the record there was written after the plan read it)
+        have.add(entry.get("uid") or entry.get("name"))
+        added.append(entry["name"])
         entry = dict(entry)
         wants_log = entry.pop("log", False)
         text, note = logs.get(entry.get("uid") or entry.get("name", ""), (None, "not read"))
@@ -291,7 +297,7 @@ def record_config_map(body: dict, logs: dict[str, tuple[str | None, str]], event
         for e in events[-EVENTS:]
     ]
     occasions = [o for o in summary.get("occasions") or [] if isinstance(o, dict)]
-    occasions.append({"at": now, "why": body.get("why") or "", "pods": [e["name"] for e in body.get("pods") or []]})
+    occasions.append({"at": now, "why": body.get("why") or "", "pods": added})
     omitted = int(summary.get("omitted") or 0) + int(body.get("omitted") or 0)
     out: dict = {
         "job": summary.get("job") or _job_ref(body["metadata"]),

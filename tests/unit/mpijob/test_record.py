@@ -236,9 +236,24 @@ def test_the_config_map_merges_into_the_record_there_and_never_loses_anything() 
     assert [p["uid"] for p in summary2["pods"]][:3] == [p["uid"] for p in summary["pods"]]
     assert summary2["events"] == summary["events"]  # a shorter (here empty) list does not replace them
     assert [o["why"] for o in summary2["occasions"]] == ["job failed; cleanPodPolicy=All", "restart"]
-    third = R.record_config_map(body2, {"uid-pi-worker-1-second": ("x\n", "")}, [], "t")
-    third_again = R.record_config_map({**body2, "seen": third}, {"uid-pi-worker-1-second": ("y\n", "")}, [], "t")
-    assert "pi-worker-1.2.log" in third_again["data"]  # the key of a second pod of one name is its own
+    third_pod = {**body2["pods"][0], "uid": "uid-pi-worker-1-third"}
+    third = R.record_config_map(
+        {**body2, "seen": second, "pods": [third_pod]}, {third_pod["uid"]: ("y\n", "")}, [], "t"
+    )
+    assert third["data"]["pi-worker-1.2.log"] == "y\n"  # the key of a third pod of one name is its own
+
+
+def test_a_record_written_since_the_plan_read_it_gets_no_pod_twice() -> None:
+    """Two passes that both planned a record before either was written (the second's create meets the first's
+    ConfigMap and merges into it): each pod is described once, with the first log kept."""
+    world = failed_world(cleanPodPolicy="All")
+    body = record_of(plan(world.mpijob, world, now=at(60))).body
+    first = R.record_config_map(body, {"uid-pi-launcher-abcde": ("rank 1: reading\n", "")}, [], "t1")
+    again = R.record_config_map({**body, "seen": first}, {"uid-pi-launcher-abcde": ("rank 1: boom\n", "")}, [], "t2")
+    summary = json.loads(again["data"]["record.json"])
+    uids = [p["uid"] for p in summary["pods"]]
+    assert len(uids) == len(set(uids)) == 3
+    assert set(again["data"]) == set(first["data"]) and [o["pods"] for o in summary["occasions"]][1:] == [[]]
 
 
 def test_what_mpijob_info_and_submit_yml_show() -> None:
