@@ -8,7 +8,7 @@ from typing import Any
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import Api
 from crd.failure_policy import failure_policy, restart_status
 from crd.openapi import Inliner
-from crd.schema import TIME, crd_object, int32, job_conditions, root, single_version, string, template
+from crd.schema import TIME, crd_object, int32, job_conditions, record_status, root, single_version, string, template
 
 
 def crd(inliner: Inliner, api: Api) -> dict[str, Any]:
@@ -48,6 +48,7 @@ def crd(inliner: Inliner, api: Api) -> dict[str, Any]:
             "startTime": {**TIME, "description": "When the operator started working on the job."},
             "completionTime": {**TIME, "description": "When the launcher finished."},
             **restart_status(),
+            "record": record_status(),
         },
     }
     schema = root(

@@ -10,7 +10,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constan
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import Api
 from crd.failure_policy import backoff_rule, failure_policy, restart_status
 from crd.openapi import Inliner, quantity_schema
-from crd.schema import Dumper, columns, crd_object, int32, root, string
+from crd.schema import Dumper, columns, crd_object, int32, record_status, root, string
 
 CLEAN_POD_POLICY = list(C.CLEAN_POD_POLICIES)
 MANAGED_BY = list(C.MANAGED_BY_VALUES)
@@ -225,6 +225,7 @@ def mpijob_status(inliner: Inliner) -> dict[str, Any]:
                 enum=list(C.CONDITION_TYPES),
             ),
             **restart_status(),
+            "record": record_status(),
         },
     }
 

@@ -122,6 +122,20 @@ def root(description: str, spec: dict[str, Any], status: dict[str, Any], workers
     }
 
 
+def record_status() -> dict[str, Any]:
+    """status.record (every API's, written by mpi.operator): where the record of the job's pods is kept."""
+    return {
+        "type": "object",
+        "description": "Where mpi.operator kept the record of the job's pods (how each ended, its log's last lines) "
+        "before it deleted them or when the job failed: a ConfigMap owned by the job.",
+        "properties": {
+            "configMap": string("Name of the ConfigMap (<job>-record)."),
+            "pods": int32("Pods the record holds (described, or counted when the record's size left no room)."),
+            "lastUpdateTime": {**TIME, "description": "When the record was last added to."},
+        },
+    }
+
+
 def job_conditions(types: str) -> dict[str, Any]:
     return {
         "type": "array",

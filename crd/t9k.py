@@ -8,7 +8,7 @@ from typing import Any
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import Api, t9k
 from crd.failure_policy import failure_policy, restart_status
 from crd.openapi import Inliner
-from crd.schema import crd_object, int32, job_conditions, root, single_version, string, template
+from crd.schema import crd_object, int32, job_conditions, record_status, root, single_version, string, template
 
 
 def replica_specs(description: str, command: str, with_args: bool) -> dict[str, Any]:
@@ -187,6 +187,7 @@ def crd(inliner: Inliner, api: Api) -> dict[str, Any]:
                 },
             },
             **restart_status(),
+            "record": record_status(),
         },
     }
     schema = root(

@@ -78,6 +78,7 @@ class Operator:
             cluster_domain=self.cfg.cluster_domain,
             kubeconfig=self.cfg.kubeconfig,
             kubectl_delivery_image=self.cfg.kubectl_delivery_image,
+            module_args=config_mod.reconcile_args(self.cfg),
             timeout=self.cfg.runner_timeout,
             rotate_artifacts=rotate_artifacts or self.cfg.rotate_artifacts,
             warm=self.warm,

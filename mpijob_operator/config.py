@@ -18,7 +18,10 @@ from dataclasses import dataclass, fields
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from ansible_collections.mpi.operator.plugins.module_utils.kube.auth import in_cluster
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.accelerators import names
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import REGISTRY, by_group
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.record import parse_limits
 
 from .leader import Timing
 
@@ -111,8 +114,40 @@ class Config:
         ),
     ] = ""
     watch_timeout: Annotated[int, Flag("seconds a watch request stays open before it is resumed")] = 300
+    launch_gate_image: Annotated[
+        str,
+        Flag(
+            "the operator's own image, run by the init container that holds each launcher until its workers "
+            'answer (python3 -m mpijob_operator.gate); "" = no launch gate'
+        ),
+    ] = ""
+    record_lines: Annotated[
+        int, Flag("lines of each pod's log the record of a job keeps (its ConfigMap <job>-record)")
+    ] = C.RECORD_LINES
+    record_pod_bytes: Annotated[str, Flag("bytes of each pod's log the record keeps at most (a quantity: 8Ki)")] = "8Ki"
+    record_total_bytes: Annotated[
+        str, Flag("bytes of a job's whole record at most (a quantity, 16Ki plus --record-pod-bytes to 900Ki)")
+    ] = "64Ki"
+    accelerators: Annotated[
+        tuple[str, ...],
+        Flag(
+            "comma-separated extended resources (<domain>/<name>) besides nvidia.com/gpu whose count per worker the "
+            "slots are checked against"
+        ),
+    ] = ()
     identity: str = ""
     temporary_work_dir: bool = False  # made for this process: removed at exit
+
+
+def reconcile_args(cfg: Config) -> dict[str, Any]:
+    """The reconcile module's options that the flags set beyond those BatchRunner takes by name."""
+    return {
+        "launch_gate_image": cfg.launch_gate_image,
+        "record_lines": cfg.record_lines,
+        "record_pod_bytes": cfg.record_pod_bytes,
+        "record_total_bytes": cfg.record_total_bytes,
+        "accelerators": list(cfg.accelerators),
+    }
 
 
 def _flags() -> list[tuple[str, type, Flag, Any]]:
@@ -235,6 +270,20 @@ def parse(argv: list[str] | None = None) -> Config:
             f"--apis {a.apis!r}: {'not served: ' + ', '.join(unknown) if unknown else 'empty'} "
             f"(one or more of {served})"
         )
+    try:
+        parse_limits(
+            a.record_lines,
+            a.record_pod_bytes,
+            a.record_total_bytes,
+            ("--record-lines", "--record-pod-bytes", "--record-total-bytes"),
+        )
+    except ValueError as exc:
+        errors.append(str(exc))
+    accelerators = tuple(g.strip() for g in a.accelerators.split(",") if g.strip())
+    try:
+        names(accelerators, "--accelerators")
+    except ValueError as exc:
+        errors.append(str(exc))
     if a.kubeconfig and not os.path.exists(a.kubeconfig):
         errors.append(f"--kubeconfig {a.kubeconfig}: no such file")
     if not a.kubeconfig and not in_cluster():
@@ -250,6 +299,7 @@ def parse(argv: list[str] | None = None) -> Config:
             "kubeconfig": os.path.abspath(a.kubeconfig) if a.kubeconfig else None,
             "work_dir": work_dir,
             "apis": apis,
+            "accelerators": accelerators,
             "identity": identity(),
             "temporary_work_dir": not a.work_dir and not in_cluster(),
         }

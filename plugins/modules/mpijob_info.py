@@ -138,6 +138,42 @@ jobs:
       elements: dict
       sample: [{type: Normal, reason: MPIJobCreated, message: MPIJob default/pi is created., count: 1,
                 last_timestamp: "2026-01-01T12:00:00Z"}]
+    record:
+      description:
+        - What the operator kept of the job's pods before it deleted them (C(cleanPodPolicy), a suspend, a scale-down)
+          and when the job failed, from the ConfigMap C(status.record) names (C(<job>-record), owned by the job); it
+          outlives the pods. V(null) when the operator kept nothing.
+      type: dict
+      contains:
+        config_map:
+          description: Name of the ConfigMap.
+          type: str
+        occasions:
+          description: When something was kept and why (C(job failed), C(cleanPodPolicy=All), C(suspend), ...), and
+            of which pods.
+          type: list
+          elements: dict
+        pods:
+          description:
+            - Each pod kept (the launcher's newest and failed ones, each failed or evicted worker), in the order
+              kept - name, uid, role (launcher or worker), phase, reason, exitCode, node, container, message,
+              startedAt, finishedAt, restarts - and C(log), the last lines of its log (at most the install's
+              C(--record-lines) lines and C(--record-pod-bytes) bytes; empty with C(logNote) saying why when not kept).
+          type: list
+          elements: dict
+          sample: [{name: pi-launcher-x7k2p, role: launcher, phase: Failed, reason: Error, exitCode: 1,
+                    node: node-3, container: launcher, log: ["rank 1 failed: boom", "mpirun: exiting"]}]
+        omitted:
+          description: Pods not described for the record's size (more than 100).
+          type: int
+        events:
+          description: The newest Warning events of the job and of the pods whose logs were kept, oldest first.
+          type: list
+          elements: dict
+        lines:
+          description: All of it as lines to print (what C(submit.yml) prints once the pods are gone).
+          type: list
+          elements: str
 api_calls:
   description: Number of API requests made.
   returned: always
@@ -185,6 +221,7 @@ def describe(jobs: Jobs, job: dict, params: dict, now: datetime) -> dict:
     entry["launcher_log_note"] = entry["launcher"].get("note") or ""
     if params["events"]:
         entry["events"] = jobs.events(job)
+    entry["record"] = jobs.record(job)  # a request only for a job whose status names a record
     return entry
 
 

@@ -90,6 +90,42 @@ options:
         did); the launcher runs C(/opt/kube/kubectl). Empty means C(kubectl) is in the launcher's own image.
     type: str
     default: ""
+  launch_gate_image:
+    description:
+      - The operator's own image. Every launcher made then gets an init container from it that waits until each
+        worker of the hostfile resolves and its sshd answers (C(python3 -m mpijob_operator.gate)), so that mpirun
+        does not race workers still pulling their image or starting sshd. A job turns it off with the annotation
+        C(mpi.operator/launch-gate=false) (docs/submit.md).
+      - Empty means no launch gate.
+    type: str
+    default: ""
+  record_lines:
+    description:
+      - Lines of each pod's log the record of a job keeps (docs/operations.md), the last ones. The record is kept
+        in ConfigMap C(<job>-record) before the operator deletes pods and when a job fails.
+    type: int
+    default: 50
+  record_pod_bytes:
+    description:
+      - Bytes of each pod's log the record keeps at most, as a quantity (V(8Ki), V(8192)); V(0) keeps no log.
+    type: str
+    default: 8Ki
+  record_total_bytes:
+    description:
+      - Bytes of a job's whole record at most (its summary, events and logs), as a quantity; from 16Ki plus
+        O(record_pod_bytes) to 900Ki.
+    type: str
+    default: 64Ki
+  accelerators:
+    description:
+      - Extended resources (a device plugin's C(<domain>/<name>)) besides C(nvidia.com/gpu) whose count per worker the
+        job's slots are checked against. A job whose workers request them with other slots per worker gets a
+        Warning event C(SlotsDifferFromAccelerators) and its first condition says so; the annotation
+        C(mpi.operator/slots-from-accelerators=true) makes the slots the count (docs/submit.md). A name that is not
+        an extended resource is refused.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full
@@ -233,9 +269,12 @@ from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
 from ..module_utils.kube.module import run_module, task_message  # noqa: E402
 from ..module_utils.kube.reconcile import reconcile_batch  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
+from ..module_utils.mpijob import constants as C  # noqa: E402
+from ..module_utils.mpijob.accelerators import names  # noqa: E402
 from ..module_utils.mpijob.apis import storage_api_version  # noqa: E402
 from ..module_utils.mpijob.children import Options  # noqa: E402
 from ..module_utils.mpijob.errors import MPIJobError  # noqa: E402
+from ..module_utils.mpijob.record import parse_limits  # noqa: E402
 from ..module_utils.warm import serve_batches  # noqa: E402
 
 
@@ -253,6 +292,11 @@ def argspec() -> dict:
         gang_scheduling=dict(type="str", default=""),
         cluster_domain=dict(type="str", default=""),
         kubectl_delivery_image=dict(type="str", default=""),
+        launch_gate_image=dict(type="str", default=""),
+        record_lines=dict(type="int", default=C.RECORD_LINES),
+        record_pod_bytes=dict(type="str", default="8Ki"),
+        record_total_bytes=dict(type="str", default="64Ki"),
+        accelerators=dict(type="list", elements="str", default=[]),
         batch_from=dict(type="path"),
         batch_timeout=dict(type="float", default=300.0),
         batch_slots=dict(type="int", default=1),
@@ -295,10 +339,26 @@ def reconcile_jobs(module, rest: Rest, batch: list[dict]) -> dict:
                 storage_api_version(job["api_version"])
             except ValueError as exc:
                 raise MPIJobError(f"jobs[{i}].api_version: {exc}") from exc
+    p = module.params
+    try:
+        limits = parse_limits(
+            p["record_lines"],
+            p["record_pod_bytes"],
+            p["record_total_bytes"],
+            ("record_lines", "record_pod_bytes", "record_total_bytes"),
+        )
+        accelerators = names(p["accelerators"], "accelerators")
+    except ValueError as exc:
+        raise MPIJobError(str(exc)) from exc
     opts = Options(
         cluster_domain=module.params["cluster_domain"].strip("."),
         gang_scheduling=module.params["gang_scheduling"],
         kubectl_delivery_image=module.params["kubectl_delivery_image"],
+        launch_gate_image=module.params["launch_gate_image"],
+        record_lines=limits.lines,
+        record_pod_bytes=limits.pod_bytes,
+        record_total_bytes=limits.total_bytes,
+        accelerators=accelerators,
         cleanup_later=module.params["cleanup_later"],
     )
     results = reconcile_batch(rest, batch, opts, check_mode=module.check_mode)

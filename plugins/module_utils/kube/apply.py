@@ -17,6 +17,7 @@ from ..mpijob.plan import Action, Plan, api_error_outcome, controlled_by
 from ..mpijob.planner import rejected
 from ..mpijob.protocol import JobResult, Outcome
 from .paths import collection, item, mpijob_path
+from .record import write_record
 from .rest import Rest
 
 
@@ -83,6 +84,9 @@ class Applier:
             self.result.status = written.get("status")
         elif a.action == "event":
             self.event(a.body or {})
+        elif a.action == "record":
+            # before the deletions it precedes; a ConfigMap of that name that is not the job's is left alone
+            write_record(self.rest, a, S.rfc3339(datetime.now(timezone.utc)))
         elif a.action == "delete-mpijob":
             try:
                 self.rest.request(

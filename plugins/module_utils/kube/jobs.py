@@ -15,16 +15,18 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from ..mpijob import constants as C
+from ..mpijob import record as R
 from ..mpijob import submit as S
 from ..mpijob.errors import ApiError, Conflict, JobError, Unreachable
+from ..mpijob.plan import controlled_by
 from .paths import collection, item, mpijob_path
+from .record import LOG_TIMEOUT, event_time, read_text
 from .rest import Rest
 
 FIELD_MANAGER = "mpi.operator"
 # workers/suspend patches: a manifest applied later that sets those fields otherwise conflicts with FIELD_MANAGER.
 PATCH_FIELD_MANAGER = "mpi.operator-patch"
 _UNDECLARED = re.compile(r"\.(spec\S*?): field not declared in schema")
-LOG_TIMEOUT = 10.0  # a kubelet that cannot serve logs must not hold the task for the full request timeout
 # How every wait for an MPIJob is asked for (the mpijob, mpijob_sync and mpijob_wait tasks; Jobs.wait_for waits): what
 # to wait for, for how long, how often to look. The doc fragment mpi.operator.wait documents it; a module that differs
 # (a type, a default, fewer targets) changes its own copy and says so in its DOCUMENTATION.
@@ -235,15 +237,22 @@ class Jobs:
 
     def _text(self, path: str, query: dict) -> str:
         """A plain-text GET (Rest parses JSON)."""
-        status, reason, raw = self.rest.raw("GET", path, query=query, accept="*/*", timeout=LOG_TIMEOUT)
-        data = raw.decode(errors="replace")
-        if status >= 400:
-            try:
-                body = json.loads(data)
-            except ValueError:
-                body = {"message": data[:300]}
-            raise ApiError(status, reason, body)
-        return data
+        return read_text(self.rest, path, query, LOG_TIMEOUT)
+
+    def record(self, job: dict) -> dict | None:
+        """What the operator kept of the job's pods (status.record names the ConfigMap), logs included; None when it
+        kept nothing, or the ConfigMap is not the job's or cannot be read."""
+        name = ((job.get("status") or {}).get("record") or {}).get("configMap")
+        if not isinstance(name, str) or not name:
+            return None
+        meta = job["metadata"]
+        try:
+            found = self.rest.get(item("v1", "ConfigMap", meta["namespace"], name))
+        except ApiError:
+            return None
+        if found is None or not controlled_by(found, meta.get("uid", "")):
+            return None
+        return R.summary_of(found)
 
     def events(self, job: dict, limit: int = 20) -> list[dict]:
         """The job's most recent events, oldest first."""
@@ -266,9 +275,7 @@ class Jobs:
                 "reason": e.get("reason"),
                 "message": e.get("message"),
                 "count": e.get("count") or 1,
-                "last_timestamp": e.get("lastTimestamp")
-                or e.get("eventTime")
-                or (e.get("metadata") or {}).get("creationTimestamp"),
+                "last_timestamp": event_time(e),
             }
             for e in found
         ]

@@ -20,6 +20,7 @@ from ..mpijob.apis import api_for, has_failure_policy
 from ..mpijob.errors import ApiError
 from ..mpijob.plan import World
 from ..mpijob.protocol import Key
+from ..mpijob.record import record_name
 from .paths import collection, item, mpijob_path
 from .rest import Rest
 
@@ -159,6 +160,7 @@ def world_of(obj: dict, kids: Namespaced, priorities: dict[str, int], nodes: dic
         pods=kids.pods_by_job.get(name, []),
         priorities=priorities,
         nodes={n: nodes[n] for n in node_names(obj, kids) if n in nodes},
+        record=kids.config_maps.get(record_name(name)),
     )
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import constants as C
+from .gate import gate_container
 from .spec import MPIJob, ReplicaSpec
 
 
@@ -35,6 +36,14 @@ class Options:
     # The clean-up of a job that finishes in this pass is left to a pass of its own (Plan.cleanup_pending), which the
     # operator runs once no other job waits for its status: in a burst, outcomes are not held back by deletions.
     cleanup_later: bool = False
+    # The operator's image, which the launch gate runs in (gate.py); "" = no gate.
+    launch_gate_image: str = ""
+    # The record of a job's pods (record.py): lines and bytes of each pod's log, bytes of the whole record.
+    record_lines: int = C.RECORD_LINES
+    record_pod_bytes: int = C.RECORD_POD_BYTES
+    record_total_bytes: int = C.RECORD_TOTAL_BYTES
+    # The extended resources a worker's slots are checked against (accelerators.py).
+    accelerators: tuple[str, ...] = C.ACCELERATORS
 
     @property
     def volcano(self) -> bool:
@@ -396,6 +405,9 @@ def launcher_pod_template(job: MPIJob, opts: Options) -> dict:
     if job.launch_agent == C.LAUNCH_KUBEXEC:
         _use_kubexec(job, spec, container, items, opts)
     _mount_config(job, spec, container, items)
+    gate = gate_container(job, opts.launch_gate_image, launcher_name(job))
+    if gate is not None:
+        _append(spec, "initContainers", [gate])  # last: right before mpirun
     return {"metadata": {**meta, "ownerReferences": [owner_reference(job)]}, "spec": spec}
 
 

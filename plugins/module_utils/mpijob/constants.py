@@ -47,6 +47,26 @@ DISCOVER_HOSTS_ANNOTATION = "mpi.operator/discover-hosts"
 # file and one run of Horovod's host discovery (every 1 s).
 HOSTS_NOTICE_S = 5.0
 
+# What a job asks of this operator through annotations (spec.Directives, docs/submit.md), on every API.
+# The launch gate: an init container of the launcher that waits until every worker of the hostfile answers (gate.py).
+LAUNCH_GATE_ANNOTATION = "mpi.operator/launch-gate"  # "false": no gate
+LAUNCH_GATE_TIMEOUT_ANNOTATION = "mpi.operator/launch-gate-timeout"  # seconds, then the launcher starts anyway
+LAUNCH_GATE_TIMEOUT_S = 600
+SSH_PORT_ANNOTATION = "mpi.operator/ssh-port"  # the workers' sshd port, when the worker template does not say
+SLOTS_FROM_ACCELERATORS_ANNOTATION = "mpi.operator/slots-from-accelerators"  # "true": slots = the worker's GPUs
+LAUNCH_GATE_CONTAINER = "launch-gate"
+# The ports the gate tries when neither the annotation nor the worker template names one: OpenSSH's, and the one the
+# Kubeflow operator's images run sshd on as a non-root user.
+SSH_PORTS = (22, 2222)
+
+# The extended resources whose count per worker the slots are checked against (accelerators.py); the install adds more.
+ACCELERATORS = ("nvidia.com/gpu",)
+
+# The record of a job's pods kept before they are deleted (record.py): the defaults of the operator's --record-* flags.
+RECORD_LINES = 50
+RECORD_POD_BYTES = 8 * 1024
+RECORD_TOTAL_BYTES = 64 * 1024
+
 # ConfigMap and its mount.
 CONFIG_VOLUME = "mpi-job-config"
 # The most a ConfigMap's data holds, its keys and values together: the API server refuses a bigger one.

@@ -16,7 +16,7 @@ from .protocol import JobResult, Outcome
 
 @dataclass(frozen=True)
 class Action:
-    action: str  # create | patch | delete | status | event | delete-mpijob
+    action: str  # create | patch | delete | status | event | delete-mpijob | record (record.py)
     kind: str
     name: str
     reason: str = ""
@@ -49,6 +49,7 @@ class World:
     priorities: dict[str, int] = field(default_factory=dict)  # PriorityClass values, for PodGroup minResources
     # The nodes of the pods of a job with a failure policy, by name (None: the node is gone; not here: not read).
     nodes: dict[str, dict | None] = field(default_factory=dict)
+    record: dict | None = None  # ConfigMap <job>-record: what was kept of the job's pods (record.py)
 
 
 @dataclass

@@ -18,9 +18,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from . import accelerators as A
 from . import children as K
 from . import constants as C
 from . import podgroup as PG
+from . import record as Rec
 from . import restart as R
 from . import status as S
 from .apis import Api, api_for
@@ -73,6 +75,11 @@ def _delete(obj: dict, kind: str, reason: str, api_version: str = "", force: boo
     )
 
 
+def _suspends(a: Action) -> bool:
+    """A patch that suspends a Job (its controller then deletes the Job's running pods)."""
+    return a.action == "patch" and not a.subresource and ((a.body or {}).get("spec") or {}).get("suspend") is True
+
+
 def _create(obj: dict, reason: str = "") -> Action:
     return Action("create", obj["kind"], _name(obj), reason=reason, body=obj, api_version=obj["apiVersion"])
 
@@ -91,11 +98,14 @@ def plan_job(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: 
         return Plan([], old_status)  # another controller (e.g. MultiKueue) owns this job, status included
     now_s = S.rfc3339(now)
     try:
-        job = api.parse(obj)
+        parsed = api.parse(obj)
+        job = A.with_slots(parsed, opts.accelerators)
         _check_config_size(api, job, opts)
     except InvalidMPIJob as exc:
         return _invalid(api, obj, old_status, exc, now_s)
-    return _Planner(api, job, obj, world, opts, now, ssh_keys).run()
+    planner = _Planner(api, job, obj, world, opts, now, ssh_keys)
+    planner.slots_notice = A.notice(parsed, opts.accelerators)
+    return planner.run()
 
 
 def _check_config_size(api: Api, job: MPIJob, opts: K.Options) -> None:
@@ -189,6 +199,8 @@ class _Planner:
         ]
         self.hosts: tuple[str, dict | None] | None = None  # discover_hosts.sh as wanted, the ConfigMap as seen
         self.hosts_requeue: float | None = None  # when a held scale-down may go on (notice_hosts)
+        self.record_ref: dict | None = None  # status.record, when this plan keeps a record (keep_record)
+        self.slots_notice: str | None = None  # the slots disagree with the workers' accelerators (accelerators.py)
         launcher_uid = ((world.launcher or {}).get("metadata") or {}).get("uid")
         self.launcher_pods = [p for p in world.pods if launcher_uid and controlled_by(p, launcher_uid)]
         if job.launcher_pod:
@@ -216,10 +228,21 @@ class _Planner:
     def workers_by_index(self) -> dict[int, dict]:
         return S.indexed_workers(self.job, self.worker_pods)
 
-    def result(self, status: dict, requeue: float | None = None, status_at: int | None = None) -> Plan:
-        """The plan: its actions, then the status (at `status_at` among them when given), then its events."""
+    def result(
+        self, status: dict, requeue: float | None = None, status_at: int | None = None, record: bool = True
+    ) -> Plan:
+        """The plan: its actions, then the status (at `status_at` among them when given), then its events. With
+        `record`, the record of the pods it deletes goes before the first deletion (keep_record)."""
         # every status this plan writes says its phase (also one written before it)
         status = self.api.with_phase(status)
+        if record:
+            at_record = self.keep_record(status)
+            if at_record is not None and status_at is not None and at_record < status_at:
+                status_at += 1  # the status still goes where it was meant to, after what came before it
+        status = self.tell_at_creation(status)
+        ref = self.record_ref or self.old_status.get("record")
+        if ref and status.get("record") != ref:
+            status = {**status, "record": ref}  # every API's status stage keeps it
         if status != self.old_status:
             at = len(self.actions) if status_at is None else status_at
             self.actions.insert(at, Action("status", C.KIND, self.job.name, body=status))
@@ -231,6 +254,69 @@ class _Planner:
             transitions=S.transitions(self.old_status, status),
             done=self.api.finished(status),
         )
+
+    def tell_at_creation(self, status: dict) -> dict:
+        """The pass that gives the job its first condition (Created, T9k's Initialized) adds the slots notice to that
+        condition's message, and a Warning event."""
+        if not self.slots_notice or self.old_status.get("conditions") or not status.get("conditions"):
+            return status
+        first, *rest = status["conditions"]
+        message = f"{first.get('message') or ''} {self.slots_notice}".strip()
+        self.events.append(S.Event("Warning", A.REASON, S.truncate(self.slots_notice)))
+        return {**status, "conditions": [{**first, "message": S.truncate(message)}, *rest]}
+
+    def keep_record(self, status: dict) -> int | None:
+        """The record (record.py) of every pod this plan removes (a Pod deleted, a launcher Job deleted or suspended,
+        whatever the reason: clean-up, suspend, pause, scale-down, a world restart), and of a job that has failed, goes
+        into the plan right before the first such removal (at the end when none): the shell reads the logs and writes
+        it before any of them runs. A planner step that deletes pods needs nothing more to be recorded. Returns where
+        the record went among the actions (None: nothing to keep)."""
+        by_name = {_name(p): p for p in self.world.pods}
+        launcher = K.launcher_name(self.job)
+        going: list[dict] = []
+        first, why = None, ""
+        for i, a in enumerate(self.actions):
+            if a.action == "delete" and a.kind == "Pod":
+                pods = [by_name[a.name]] if a.name in by_name else []
+            elif a.kind == "Job" and a.name == launcher and (a.action == "delete" or _suspends(a)):
+                pods = list(self.launcher_pods)
+            else:
+                continue
+            going += pods
+            if pods and first is None:
+                first, why = i, a.reason
+        job_failed = self.api.finished(status) and self.api.phase(status) == C.FAILED
+        if not going and not job_failed:
+            return None
+        name = Rec.record_name(self.job.name)
+        meta = {
+            "name": name,
+            "namespace": self.job.namespace,
+            "labels": {C.APP_LABEL: self.job.name},
+            "ownerReferences": [K.owner_reference(self.job)],
+        }
+        limits = Rec.Limits(self.opts.record_lines, self.opts.record_pod_bytes, self.opts.record_total_bytes)
+        why = "; ".join(w for w in ("job failed" if job_failed else "", why) if w)
+        action = Rec.record_action(
+            self.job.name,
+            meta,
+            self.world.record,
+            self.launcher_pods,
+            self.worker_pods,
+            going,
+            job_failed,
+            why,
+            self.job.main_container,
+            limits,
+        )
+        if action is None:
+            return None
+        at = len(self.actions) if first is None else first
+        self.actions.insert(at, action)
+        count = len(Rec.recorded(self.world.record).get("pods") or []) + len((action.body or {}).get("pods") or [])
+        self.record_ref = Rec.status_ref(name, count, self.now_s)
+        self.events.append(S.Event("Normal", Rec.REASON, Rec.event_message(action)))
+        return at
 
     # ---- the sync ----
     def run(self) -> Plan:
@@ -719,12 +805,16 @@ class _Planner:
             if later:
                 del self.actions[cleanup_from:]  # planned again, from what is then left, by the next pass
             plan = self.result(
-                status, requeue=None if expiry is None else (expiry - self.now).total_seconds(), status_at=cleanup_from
+                status,
+                requeue=None if expiry is None else (expiry - self.now).total_seconds(),
+                status_at=cleanup_from,
+                record=not later,  # a clean-up left to the next pass is recorded by that pass
             )
             plan.cleanup_pending = later
             return plan
-        # Kubeflow only hands the TTL to the launcher Job (kubeflow/mpi-operator#644): remove the MPIJob itself.
-        plan = self.result(status)
+        # Kubeflow only hands the TTL to the launcher Job (kubeflow/mpi-operator#644): remove the MPIJob itself. Its
+        # record goes with it (the job's owner reference), as the user asked: none is kept now.
+        plan = self.result(status, record=False)
         plan.actions = [a for a in plan.actions if a.action == "event"]  # its children go with it (ownerRefs)
         plan.transitions = ()  # its status is not written
         plan.actions.append(

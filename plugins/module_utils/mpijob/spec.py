@@ -128,6 +128,21 @@ class MPIJob:
     def managed_elsewhere(self) -> bool:
         return self.run_policy.managed_by not in (None, C.MANAGED_BY_US)
 
+    @property
+    def directives(self) -> Directives:
+        """What the job asks of this operator through its annotations (valid: read_metadata checked them)."""
+        return read_directives(Reader(), self.annotations)
+
+
+@dataclass(frozen=True)
+class Directives:
+    """What a job asks of this operator beyond its API's fields, through annotations: the same on every API."""
+
+    launch_gate: bool = True  # the launcher waits until every worker of the hostfile answers (gate.py)
+    launch_gate_timeout: int = C.LAUNCH_GATE_TIMEOUT_S
+    ssh_port: int | None = None  # the workers' sshd port, when the gate cannot tell it from the worker template
+    slots_from_accelerators: bool = False  # slotsPerWorker is the workers' accelerator count (accelerators.py)
+
 
 def mapping(value: object) -> dict:
     """`value` when it is a JSON object, else an empty one: how a reader steps into a field it has not validated."""
@@ -214,7 +229,38 @@ def read_metadata(r: Reader, top: dict) -> tuple[dict, str, str, dict]:
         r.fail("metadata.name", "required")
     namespace = r.str(meta.get("namespace"), "metadata.namespace") or "default"
     annotations = r.obj(meta.get("annotations"), "metadata.annotations") or {}
+    read_directives(r, annotations)
     return meta, name, namespace, annotations
+
+
+def read_directives(r: Reader, annotations: dict) -> Directives:
+    """The job's Directives from its annotations; a bad value fails naming the annotation."""
+
+    def flag(key: str, default: bool) -> bool:
+        value = annotations.get(key)
+        if value is None:
+            return default
+        if value not in ("true", "false"):
+            r.fail(f"metadata.annotations[{key}]", f'must be "true" or "false", got {value!r}')
+            return default
+        return value == "true"
+
+    def number(key: str, low: int, high: int) -> int | None:
+        value = annotations.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.isdigit() or not low <= int(value) <= high:
+            r.fail(f"metadata.annotations[{key}]", f"must be an integer from {low} to {high}, got {value!r}")
+            return None
+        return int(value)
+
+    timeout = number(C.LAUNCH_GATE_TIMEOUT_ANNOTATION, 1, 86400)
+    return Directives(
+        launch_gate=flag(C.LAUNCH_GATE_ANNOTATION, True),
+        launch_gate_timeout=C.LAUNCH_GATE_TIMEOUT_S if timeout is None else timeout,
+        ssh_port=number(C.SSH_PORT_ANNOTATION, 1, 65535),
+        slots_from_accelerators=flag(C.SLOTS_FROM_ACCELERATORS_ANNOTATION, False),
+    )
 
 
 def check_hostnames(r: Reader, name: str, worker_replicas: int) -> None:

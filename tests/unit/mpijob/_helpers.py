@@ -13,6 +13,7 @@ import yaml
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import children as K
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import plan as P
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.planner import plan_job
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.record import record_config_map
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -105,7 +106,11 @@ def world_after(world: P.World, plan: P.Plan) -> P.World:
         "PodGroup": "pod_group",
     }
     for a in plan.actions:
-        if a.kind == "Pod":
+        if a.action == "record":  # the shell's reads: each pod's log is one line
+            logs = {e["uid"] or e["name"]: (f"log of {e['name']}\n", "") for e in (a.body or {}).get("pods") or []}
+            w.record = record_config_map(a.body or {}, logs, [], "2026-01-01T00:00:00Z")
+            w.record["metadata"]["uid"] = f"uid-{a.name}"
+        elif a.kind == "Pod":
             if a.action == "create":
                 w.pods.append(copy.deepcopy(a.body))
             elif a.action == "delete":

@@ -416,6 +416,28 @@ def test_run_policy_failure_policy() -> None:
     assert {a.name for a in p.actions if a.action == "delete"} >= {"mpi-example-worker-0", "mpi-example-launcher"}
 
 
+def test_status_record() -> None:
+    """Ours: the record of the launcher pod a pause deletes (record.py), kept through the statuses after it."""
+    world = settle(random_walk())
+    _, world = step(workers_ready(world), 10)
+    world.pods.append(launcher_pod(world, "Running"))
+    _, world = step(world, 20)
+    world.mpijob = t9k(runMode={"pause": {"enabled": True}}) | {"status": world.mpijob.get("status")}
+    p, world = step(world, 30)
+    assert kinds(p)[: kinds(p).index(("delete", "Job", "mpi-example-launcher"))][-1] == (
+        "record",
+        "ConfigMap",
+        "mpi-example-record",
+    )
+    assert p.status["record"] == {
+        "configMap": "mpi-example-record",
+        "pods": 1,
+        "lastUpdateTime": "2026-01-01T00:00:30Z",
+    }
+    p, _ = step(world, 40)
+    assert p.status["record"]["configMap"] == "mpi-example-record"  # the next status keeps it
+
+
 FIELDS = {
     "spec.worker": test_worker,
     "spec.worker.replicas": test_worker_replicas,
@@ -453,6 +475,7 @@ FIELDS = {
     "status.aggregate": test_status_aggregate,
     "status.restartCount": test_run_policy_failure_policy,
     "status.restarts": test_run_policy_failure_policy,
+    "status.record": test_status_record,
 }
 
 # Every field T9k's documentation names (its examples and its field lists).

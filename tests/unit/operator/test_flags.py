@@ -150,3 +150,38 @@ def test_leader_election_timings(kc, capsys):
     with pytest.raises(SystemExit):
         config.parse(["--kubeconfig", kc, "--leader-elect-lease-duration=5", "--leader-elect-renew-deadline=10"])
     assert "--leader-elect-lease-duration > --leader-elect-renew-deadline" in capsys.readouterr().err
+
+
+def test_launch_gate_image_is_given_to_the_module(kc):
+    from mpijob_operator.runner import BatchRunner
+
+    cfg = config.parse(["--kubeconfig", kc, "--launch-gate-image=registry.example.com/mpi-operator:1"])
+    assert config.reconcile_args(cfg)["launch_gate_image"] == "registry.example.com/mpi-operator:1"
+    runner = BatchRunner(cfg.work_dir, slot=0, module_args=config.reconcile_args(cfg))
+    assert runner.base_args["launch_gate_image"] == "registry.example.com/mpi-operator:1"
+    assert config.parse(["--kubeconfig", kc]).launch_gate_image == ""  # out of a cluster: no gate unless asked
+
+
+def test_record_sizes_are_quantities_and_a_bad_one_is_refused_naming_the_flag(kc, capsys):
+    cfg = config.parse(["--kubeconfig", kc, "--record-lines=20", "--record-pod-bytes=4Ki", "--record-total-bytes=100k"])
+    assert config.reconcile_args(cfg)["record_pod_bytes"] == "4Ki"
+    for flag, value, why in (
+        ("--record-pod-bytes", "8KB", "must be a quantity"),
+        ("--record-pod-bytes", "0.5", "whole number of bytes"),
+        ("--record-total-bytes", "1Mi", "to 900Ki"),
+        ("--record-total-bytes", "10Ki", "from 16Ki plus --record-pod-bytes"),
+        ("--record-lines", "-1", "from 0 to 10000"),
+    ):
+        with pytest.raises(SystemExit):
+            config.parse(["--kubeconfig", kc, f"{flag}={value}"])
+        err = capsys.readouterr().err
+        assert f"{flag}:" in err and why in err, err
+
+
+def test_accelerators_extend_nvidia_gpu_and_a_bad_name_is_refused_naming_the_flag(kc, capsys):
+    cfg = config.parse(["--kubeconfig", kc, "--accelerators=amd.com/gpu, habana.ai/gaudi"])
+    assert config.reconcile_args(cfg)["accelerators"] == ["amd.com/gpu", "habana.ai/gaudi"]
+    assert config.parse(["--kubeconfig", kc]).accelerators == ()
+    with pytest.raises(SystemExit):
+        config.parse(["--kubeconfig", kc, "--accelerators=gpu"])
+    assert "--accelerators: 'gpu' is not an extended resource name" in capsys.readouterr().err

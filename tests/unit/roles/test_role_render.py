@@ -179,6 +179,11 @@ def test_container_security_context_merges():
         ("mpi_operator_threadiness", 4, "--threadiness=4"),
         ("mpi_operator_cluster_domain", "cluster.local", "--cluster-domain=cluster.local"),
         ("mpi_operator_apis", ["kubeflow.org"], "--apis=kubeflow.org"),
+        ("mpi_operator_record_lines", 20, "--record-lines=20"),
+        ("mpi_operator_accelerators", [], "--accelerators="),
+        ("mpi_operator_accelerators", ["amd.com/gpu", "habana.ai/gaudi"], "--accelerators=amd.com/gpu,habana.ai/gaudi"),
+        ("mpi_operator_record_pod_bytes", "4Ki", "--record-pod-bytes=4Ki"),
+        ("mpi_operator_record_total_bytes", "128Ki", "--record-total-bytes=128Ki"),
         ("mpi_operator_apis", ["kubeflow.org", "batch.tensorstack.dev"], "--apis=kubeflow.org,batch.tensorstack.dev"),
     ],
 )
@@ -196,6 +201,20 @@ def test_rendered_flags_parse(tmp_path, monkeypatch):
     cfg = config.parse([*args, "--kubeconfig", str(kc), "--work-dir", str(tmp_path)])
     assert (cfg.max_batch, cfg.runner_timeout, cfg.health_port, cfg.watch_timeout) == (50, 300, 8081, 120)
     assert cfg.apis == ("kubeflow.org",)
+
+
+def test_the_launch_gate_runs_the_operator_image_unless_told_otherwise():
+    def flag(**variables) -> str:
+        args = container(render(**variables))["args"]
+        (found,) = [a for a in args if a.startswith("--launch-gate-image=")]
+        return found.partition("=")[2]
+
+    assert flag() == "localhost/mpi-operator:0.1.0"
+    assert flag(mpi_operator_image_repository="r.example.com/op", mpi_operator_image_digest="sha256:" + "a" * 64) == (
+        "r.example.com/op@sha256:" + "a" * 64
+    )
+    assert flag(mpi_operator_launch_gate_image="r.example.com/gate:1") == "r.example.com/gate:1"
+    assert flag(mpi_operator_launch_gate=False) == ""
 
 
 def test_extra_args_come_last_and_win():
