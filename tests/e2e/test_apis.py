@@ -231,6 +231,7 @@ def test_bdap_horovodrun_over_kubectl_exec_and_kubectl_logs_of_the_launcher(bdap
     assert "training done" in logs.stdout, logs.stdout[-6000:]
     launcher = bdap.core.read_namespaced_pod(f"{name}-launcher", JOBS_NAMESPACE)
     assert launcher.spec.service_account_name == f"{name}-launcher"
-    assert [c.name for c in launcher.spec.init_containers] == ["kubectl-delivery"]
+    # kubectl-delivery, then the launch gate (which waits only until the workers' names resolve: no sshd here)
+    assert [c.name for c in launcher.spec.init_containers] == ["kubectl-delivery", "launch-gate"]
     status = bdap.get(name)["status"]
     assert status["launcher"] == f"{name}-launcher" and status["phase"] == "Succeeded", status

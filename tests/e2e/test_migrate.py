@@ -166,7 +166,11 @@ def test_switch_to_ours_and_back(
     after = snapshot(api, [JOBS_NS])
 
     # Back to Kubeflow's: its Deployment from the saved objects, the same children again.
-    back = run_migrate(kubeconfig_path(), {"mpi_operator_migrate_to": "kubeflow"}, tmp_path)
+    # Which of ours goes back: other tests' installs of ours run beside this one (as a cluster with more than one
+    # would have them), and the switch refuses to guess.
+    back = run_migrate(
+        kubeconfig_path(), {"mpi_operator_migrate_to": "kubeflow", "mpi_operator_namespace_name": OPERATOR_NS}, tmp_path
+    )
     assert back.returncode == 0, back.output[-8000:]
     deployment = apps.read_namespaced_deployment("mpi-operator", OPERATOR_NS)
     assert deployment.metadata.labels.get("kustomize.component") == "mpi-operator"
