@@ -92,21 +92,14 @@ def log_key(name: str, taken: set[str]) -> str:
 
 def _terminated(pod: dict) -> tuple[str, dict]:
     """(container name, terminated state) of the pod's container that ended worst: a non-zero exit first."""
-    found: list[tuple[str, dict]] = []
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        for state in ("state", "lastState"):
-            term = (cs.get(state) or {}).get("terminated")
-            if term:
-                found.append((str(cs.get("name") or ""), term))
-                break
+    found = S.terminated_containers(pod)
     bad = [f for f in found if f[1].get("exitCode") not in (0, None)]
     return (bad or found or [("", {})])[0]
 
 
 def _disrupted(pod: dict) -> bool:
     """Evicted, preempted, or its node drained: the pod's DisruptionTarget condition."""
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in conditions)
+    return S.is_true(pod.get("status") or {}, C.DISRUPTION_TARGET)
 
 
 def failed(pod: dict) -> bool:

@@ -135,31 +135,15 @@ def node_down(pod: dict, nodes: dict[str, dict | None], now: datetime) -> tuple[
     return f"node {name} {state}", max(seconds, 0.0)
 
 
-def _terminated(pod: dict, container: str | None = None) -> list[tuple[str, dict]]:
-    """(container name, terminated state) of the pod's containers (the one named, when given) that ended."""
-    out = []
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        if container is not None and cs.get("name") != container:
-            continue
-        term = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated")
-        if term:
-            out.append((str(cs.get("name") or ""), term))
-    return out
-
-
-def _condition(pod: dict, ctype: str) -> dict | None:
-    return next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == ctype), None)
-
-
 def _matches(rule: FailureRule, pod: dict) -> bool:
     codes = rule.on_exit_codes
     if codes is not None:
-        exits = [int(t.get("exitCode") or 0) for _n, t in _terminated(pod, codes.container_name)]
+        exits = [int(t.get("exitCode") or 0) for _n, t in S.terminated_containers(pod, codes.container_name)]
         if codes.operator == "In":
             return any(e in codes.values for e in exits)
         return any(e != 0 and e not in codes.values for e in exits)
     return any(
-        (c := _condition(pod, ctype)) is not None and c.get("status") == status
+        (c := S.get_condition(pod.get("status") or {}, ctype)) is not None and c.get("status") == status
         for ctype, status in rule.on_pod_conditions
     )
 
@@ -168,7 +152,7 @@ def _detail(pod: dict) -> tuple[str, str]:
     """(what ended the pod, when) from its status: the first container that failed, its exit code and reason; else
     the pod's reason and message."""
     st = pod.get("status") or {}
-    for _name, term in _terminated(pod):
+    for _name, term in S.terminated_containers(pod):
         code = term.get("exitCode")
         if code:
             reason = term.get("reason") or "Error"
@@ -192,7 +176,7 @@ def pod_fault(
     phase = st.get("phase") or ""
     if phase == "Succeeded":
         return None, None
-    disruption = _condition(pod, C.DISRUPTION_TARGET) or {}
+    disruption = S.get_condition(pod.get("status") or {}, C.DISRUPTION_TARGET) or {}
     disrupted = disruption.get("status") == "True"
     down = node_down(pod, nodes, now)
     lost = down is not None and down[1] >= policy.node_lost_seconds

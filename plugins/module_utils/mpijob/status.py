@@ -222,13 +222,23 @@ def launcher_failure(ref: str, cond: dict, launcher_pods: list[dict]) -> tuple[s
     return reason, msg
 
 
-def _terminated(pod_status: dict) -> dict:
-    """The terminated state of the pod's first container that has one, or {}."""
-    for cs in pod_status.get("containerStatuses") or []:
+def terminated_containers(pod: dict, container: str | None = None) -> list[tuple[str, dict]]:
+    """(container name, terminated state) of the pod's containers (the one named, when given) that ended: the
+    current state's, else the last one's."""
+    out = []
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        if container is not None and cs.get("name") != container:
+            continue
         term = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated")
         if term:
-            return term
-    return {}
+            out.append((str(cs.get("name") or ""), term))
+    return out
+
+
+def _terminated(pod_status: dict) -> dict:
+    """The terminated state of the pod's first container that has one, or {}."""
+    found = terminated_containers({"status": pod_status})
+    return found[0][1] if found else {}
 
 
 def ready_workers(workers: list[dict]) -> int:
