@@ -28,6 +28,10 @@ def run_module(argument_spec: dict, body: Callable[[Any, Rest], dict], **module_
     from ansible.module_utils.basic import AnsibleModule
 
     module = AnsibleModule(argument_spec=argument_spec, **module_options)
+    # kubeconfig is no_log for the document a dict gives (keys, tokens); a path is no secret, and the errors about
+    # that file must name it (the invocation's module_args still hide it, as kubernetes.core's do)
+    if isinstance(module.params.get("kubeconfig"), str):
+        module.no_log_values.discard(module.params["kubeconfig"])
     rest = None
     try:
         rest = connect(module.params)
