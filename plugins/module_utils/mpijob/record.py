@@ -240,10 +240,15 @@ def event_message(action: Action) -> str:
     return S.truncate(f"Kept the record of {', '.join(parts)}{more} in ConfigMap {action.name} ({body.get('why')})")
 
 
+# A log's control characters but the tab and the line ends: a program's NUL padding or terminal codes would make the
+# record unreadable (and a NUL is refused by some of what reads a ConfigMap: YAML emitters, terminals).
+_CONTROL = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127])
+
+
 def tail(text: str, lines: int, most: int) -> str:
     """The last `lines` lines of `text`, at most `most` bytes of them (whole lines; a longer last line cut at its
-    start), as UTF-8."""
-    kept = text.splitlines()[-lines:] if lines > 0 else []
+    start), as UTF-8, control characters but the tab removed."""
+    kept = text.translate(_CONTROL).splitlines()[-lines:] if lines > 0 else []
     out = "\n".join(kept) + ("\n" if kept else "")
     data = out.encode()
     if len(data) <= most:

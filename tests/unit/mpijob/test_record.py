@@ -287,6 +287,11 @@ def test_tail_keeps_the_last_lines_within_the_bytes() -> None:
     assert R.tail("aaaa\nbbbb\ncccc\n", 3, 10) == "bbbb\ncccc\n"  # whole lines when they fit
 
 
+def test_tail_drops_control_characters_but_tabs() -> None:
+    # a program's NUL padding and terminal colours: the record keeps the text
+    assert R.tail("step 1\x00\x00\n\x1b[31merr\x1b[0m\tx\n", 5, 100) == "step 1\n[31merr[0m\tx\n"
+
+
 def test_launcher_pod_helper_is_the_newest() -> None:
     # two launcher pods (a retry): the newest is kept with its log, an older failed one too, without
     world = failed_world(cleanPodPolicy="All")
