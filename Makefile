@@ -80,15 +80,15 @@ run: venv
 bench: venv
 	bash hack/experiments/bench/bench.sh
 
-# make bench at several sizes, ours and Kubeflow tuned side by side: a table, a JSON and a plot (docs/benchmarks.md).
+# make bench at several sizes, ours and Kubeflow tuned side by side: a table, a JSON and a plot (docs/dev/benchmarks.md).
 bench-scale: venv
 	bash hack/experiments/bench/bench.sh --scale
 
-# What each kind of failure does to a job: ours with a failure policy, without, Kubeflow v0.8.2 (docs/restarts.md).
+# What each kind of failure does to a job: ours with a failure policy, without, Kubeflow v0.8.2 (docs/dev/restarts.md).
 restarts: venv
 	bash hack/experiments/restarts/restarts.sh
 
-# Faults at scale (docs/chaos.md): restarts the API server and etcd, so it runs alone.
+# Faults at scale (docs/dev/chaos.md): restarts the API server and etcd, so it runs alone.
 chaos: venv
 	bash hack/experiments/chaos/chaos.sh
 
@@ -96,13 +96,13 @@ e2e: venv
 	bash hack/make/e2e.sh
 
 # The Kubeflow MPI Operator's own e2e suite (v0.8.2, unchanged) against ours and against Kubeflow's, on the real node
-# (hack/experiments/peer_e2e/peer_e2e.py; docs/peer-e2e.md). PEER_E2E_OPERATORS="kubeflow ours" (default), or one of
+# (hack/experiments/peer_e2e/peer_e2e.py; docs/dev/peer-e2e.md). PEER_E2E_OPERATORS="kubeflow ours" (default), or one of
 # them.
 peer-e2e: venv
 	bash hack/make/env.sh python -m hack.experiments.peer_e2e.peer_e2e
 
 # The switch from the Kubeflow MPI Operator (its own manifest, its pod on the real node) to ours and back under 100 kwok
-# jobs and 2 real mpirun jobs (hack/experiments/migrate/scale.py; docs/migrate-scale.md): alone, it replaces the CRD.
+# jobs and 2 real mpirun jobs (hack/experiments/migrate/scale.py; docs/dev/migrate-scale.md): alone, it replaces the CRD.
 migrate-scale: venv
 	bash hack/make/env.sh python -m hack.experiments.migrate.scale
 

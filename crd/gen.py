@@ -1,6 +1,7 @@
 """Generates roles/crds/files/mpijobs.<group>.yaml, the CRD of every MPIJob API the collection serves: one per entry
 of the API registry (plugins/module_utils/mpijob/apis: names, versions, printer columns, phases, condition types),
-each from its CRD source crd/<the API's name>.py (kubeflow.py, t9k.py, bdap.py: the spec and status types).
+each from its CRD source crd/<the API's name>.py (kubeflow.py, t9k.py, bdap.py: the spec and status types), and
+the field reference of each, docs/reference/mpijobs.<group>.md (reference.py).
 kubeflow.org is the default API; the others are opt-in (mpi_operator_apis).
 
 Pod templates are validated as real PodTemplateSpecs: their schema is taken from Kubernetes' own OpenAPI v3 document
@@ -26,10 +27,14 @@ import yaml
 # The MPIJob APIs, as the collection's core defines them (the operator validates with the same).
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import REGISTRY, Api
 from crd.openapi import Inliner, openapi_path
+from crd.reference import page
 from crd.schema import Dumper
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUTPUT_DIR = ROOT / "roles/crds/files"
+REFERENCE_DIR = ROOT / "docs/reference"
+# The user guide's page of each API (by its CRD source's name), linked from its field reference.
+API_PAGES = {"kubeflow": "apis.md", "t9k": "apis-t9k.md", "bdap": "apis.md#batchtestbdapcomv1"}
 # The Kubernetes whose OpenAPI document the CRDs embed: the local cluster's, pinned in one place.
 K8S_VERSION = next(
     line.split("=", 1)[1].strip()
@@ -58,16 +63,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--openapi", type=pathlib.Path, help="api__v1_openapi.json (default: from the Go module cache)")
     parser.add_argument("--check", action="store_true", help="fail when a committed CRD differs from the output")
     parser.add_argument("--output-dir", type=pathlib.Path, default=OUTPUT_DIR)
+    parser.add_argument("--reference-dir", type=pathlib.Path, default=REFERENCE_DIR)
     args = parser.parse_args(argv)
     components = json.loads((args.openapi or openapi_path(K8S_VERSION)).read_text())["components"]["schemas"]
     stale = []
     for api in REGISTRY.values():
         path = args.output_dir / f"{api.crd_name}.yaml"
         text = render(components, api)
-        if not args.check:
-            path.write_text(text)
-        elif not path.exists() or path.read_text() != text:
-            stale.append(str(path))
+        reference = args.reference_dir / f"{api.crd_name}.md"
+        doc = page(yaml.safe_load(text), path.name, API_PAGES[api.name])
+        for out, content in ((path, text), (reference, doc)):
+            if not args.check:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_text(content)
+            elif not out.exists() or out.read_text() != content:
+                stale.append(str(out))
     if stale:
         print(f"{', '.join(stale)} stale: run make crd", file=sys.stderr)
         return 1

@@ -9,7 +9,7 @@
 #   kueue        tests/kueue        a real Kueue (hack/worlds/kueue/up.sh) in front of the operator; one process, and
 #                                   only when asked: Kueue's webhooks see every MPIJob and Job created  make test-kueue
 #
-# How a full run spends its time (docs/testing.md has the measured numbers):
+# How a full run spends its time (docs/dev/testing.md has the measured numbers):
 #   1. the Debian packages the node and the image builds need (seconds when installed);
 #   2. everything slow to build, outside pytest's per-test timeout: the local cluster (Kubernetes from source), the
 #      real node and its images, the operator image (long on a fresh machine, seconds once cached); the
@@ -29,7 +29,7 @@ tier=all
 case "${1:-}" in unit | runner | integration | e2e | kueue) tier=$1; shift ;; esac
 declare -A select=([unit]="unit" [runner]="runner" [integration]="integration and not e2e" [e2e]="e2e" [kueue]="kueue")
 # 3 by default: enough to keep this project's 2-core machines busy while tests wait on pods and timers, and more were
-# slower (docs/testing.md has the numbers). MPI_TEST_WORKERS=1: one process.
+# slower (docs/dev/testing.md has the numbers). MPI_TEST_WORKERS=1: one process.
 workers=${MPI_TEST_WORKERS:-3}
 results=$root/build/test-results
 rm -rf "$results"
@@ -64,7 +64,7 @@ run_pytest() {
 # (the MPI images, at full priority: the node waits for them, hack/build/images/build.sh's per-image locks make its own
 # build.sh call wait, then import them), and Horovod's (niced: its compile is long and only the e2e tiers' Horovod
 # jobs need it), and so is the Kubeflow peer, which only its differential tests need: they wait for it
-# (hack/build/kubeflow.sh's lock), the run does not (docs/testing.md: what the other orders cost).
+# (hack/build/kubeflow.sh's lock), the run does not (docs/dev/testing.md: what the other orders cost).
 build() {
   local local_kubeconfig=$1 start cpu
   step() {

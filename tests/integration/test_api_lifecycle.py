@@ -1,7 +1,7 @@
 """The other two MPIJob APIs through the real operator on the local cluster (kwok nodes): T9k's
 batch.tensorstack.dev/v1beta1 and the kubebuilder operator's batch.test.bdap.com/v1, each from its documented example,
 created -> running -> succeeded/failed, T9k's pause/resume, debug and cleanUpWorkers, deletion, and one operator
-reconciling a mix of the three APIs. Pods are simulated (docs/local-cluster.md: annotations steer how they end)."""
+reconciling a mix of the three APIs. Pods are simulated (docs/dev/local-cluster.md: annotations steer how they end)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`make chaos`'s first scenario, small enough for every run of the suite: 100 MPIJobs x 2 workers created while the
 operator is SIGKILLed 5 times and the API server is killed and restarted once (its state kept). Nothing may be lost:
 every job Running, then Succeeded when told, exactly its children, its phases only forward, one Event per
-transition (hack/experiments/chaos/; docs/chaos.md has the full-size run)."""
+transition (hack/experiments/chaos/; docs/dev/chaos.md has the full-size run)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The test cluster behaves like a real one: the API server's semantics, the controllers, the scheduler, and the
-simulated (kwok) nodes with the pod outcomes tests can ask for (docs/local-cluster.md)."""
+simulated (kwok) nodes with the pod outcomes tests can ask for (docs/dev/local-cluster.md)."""
 
 from __future__ import annotations
 

@@ -102,6 +102,8 @@ def test_the_tarball_holds_what_users_need_and_no_dev_tooling(user: UserMachine)
         "roles/crds",
         "playbooks/install.yml",
         "examples/v2beta1/pi.yaml",
+        "docs/README.md",
+        "docs/reference/mpijobs.kubeflow.org.md",
         "tests/sanity",
         "LICENSE",
         "meta/execution-environment.yml",
@@ -117,6 +119,7 @@ def test_the_tarball_holds_what_users_need_and_no_dev_tooling(user: UserMachine)
     ]
     for dev in (
         "hack",
+        "docs/dev",
         "Makefile",
         "molecule",
         ".ansible-lint",

@@ -78,7 +78,7 @@ def timed(playbook: Playbook, extra_vars: dict[str, Any]) -> tuple[PlaybookRun, 
 # The real-node operator tests install into their own operator namespace, watching only the test's namespace: their
 # cluster-scoped grants are named after it ("mpi-operator:<namespace>"). Their playbook runs still take the installs
 # lock (the shared roles), which an install test holds for its whole run: on another worker they waited for it most of
-# their time (docs/testing.md), so they run in the `installs` group.
+# their time (docs/dev/testing.md), so they run in the `installs` group.
 OWN_NAMESPACE = "mpi-operator-diag"
 
 

@@ -14,7 +14,7 @@ from tests.support.mpijob import children, expected_children, get_mpijob, patch_
 
 pytestmark = [pytest.mark.integration]
 
-OUTCOME = "kwok.mpi.operator/outcome"  # docs/local-cluster.md: how a simulated pod ends
+OUTCOME = "kwok.mpi.operator/outcome"  # docs/dev/local-cluster.md: how a simulated pod ends
 
 
 def mpijob(task: str = "submit", /, **params):

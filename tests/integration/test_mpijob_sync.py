@@ -20,7 +20,7 @@ from tests.support.mpijob import create_mpijob, get_mpijob
 
 pytestmark = [pytest.mark.integration]
 
-OUTCOME = "kwok.mpi.operator/outcome"  # docs/local-cluster.md: how a simulated pod ends
+OUTCOME = "kwok.mpi.operator/outcome"  # docs/dev/local-cluster.md: how a simulated pod ends
 SOURCE = "research-jobs"
 SITE = """\
 # The GitOps run: ansible-pull checks this repository out and runs this playbook on the machine it runs on.

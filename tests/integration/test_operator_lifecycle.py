@@ -28,7 +28,7 @@ def _without_launcher_pod(found: dict[str, list[str]]) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in found.items() if k != "LauncherPod"}
 
 
-OUTCOME = "kwok.mpi.operator/outcome"  # docs/local-cluster.md: how a simulated pod ends
+OUTCOME = "kwok.mpi.operator/outcome"  # docs/dev/local-cluster.md: how a simulated pod ends
 OUTCOME_AFTER = "kwok.mpi.operator/outcome-after"
 
 

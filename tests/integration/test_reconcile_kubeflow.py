@@ -341,7 +341,7 @@ def _events_but_stale_creates(api_client: Any, namespace: str, name: str) -> set
     decides from its informers' cache, so a sync that runs before the cache holds the pod or Job it has just made
     creates it again, gets AlreadyExists and records a Warning "MPIJobFailed: worker pod created failed: ... already
     exists" for a job that is fine (its next sync sees the child; the conditions stay the same). Seen in CI of 77c4c49
-    (docs/testing.md, races). Ours takes AlreadyExists on a create as the child being there (kube/apply.py)."""
+    (docs/dev/testing.md, races). Ours takes AlreadyExists on a create as the child being there (kube/apply.py)."""
     from kubernetes import client
 
     events = (

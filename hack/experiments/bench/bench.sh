@@ -7,7 +7,7 @@
 # bounds its waits. The local cluster gets enough simulated nodes for every pod at once (a kwok node holds 110 pods, as
 # a kubelet does): without them the bench measures pods queueing for capacity ("Too many pods"), not the operator.
 # `hack/experiments/bench/bench.sh --scale` is `make bench-scale` (hack/experiments/bench/bench_scale.py,
-# docs/benchmarks.md): BENCH_SCALE_SIZES, the nodes sized for its largest, BENCH_SCALE_PEERS (kubeflow-tuned), and
+# docs/dev/benchmarks.md): BENCH_SCALE_SIZES, the nodes sized for its largest, BENCH_SCALE_PEERS (kubeflow-tuned), and
 # matplotlib for its plot (py-spy for BENCH_CPU_PROFILE=1).
 set -euo pipefail
 source "$(dirname "$0")/../../make/env.sh"

@@ -2,7 +2,7 @@
 samples the operator and every process below it (the warm run's ansible and its worker, the module) from outside,
 50 times a second, each process's thread that holds its GIL only (--gil): the Python work each process does. Without
 it py-spy counts a thread waiting on a socket or a lock as busy on this machine's interpreters (it could not tell
-idle threads apart; docs/benchmarks.md). It pauses the processes a moment per sample and takes
+idle threads apart; docs/dev/benchmarks.md). It pauses the processes a moment per sample and takes
 some of a small machine's CPU itself: the numbers of a profiled run are not the ones to compare.
 The collapsed stacks are kept (their path is printed) and summed up here: the share of samples by process, and the
 functions most often on the stack (inclusive) and running (self). A peer written in Go is not sampled."""

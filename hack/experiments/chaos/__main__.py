@@ -1,6 +1,6 @@
 """`make chaos` (hack/experiments/chaos/chaos.sh sizes the local cluster, then runs `python -m hack.experiments.chaos`):
 the scenarios named in CHAOS_SCENARIOS (default all five: kills storm node failover upgrade), one table. Sizes by
-environment (docs/chaos.md lists them): CHAOS_JOBS (1000) x CHAOS_WORKERS (2), CHAOS_OPERATOR_KILLS (20),
+environment (docs/dev/chaos.md lists them): CHAOS_JOBS (1000) x CHAOS_WORKERS (2), CHAOS_OPERATOR_KILLS (20),
 CHAOS_APISERVER_RESTARTS (2), CHAOS_ETCD_RESTARTS (1), CHAOS_STORM_GOOD (200), CHAOS_STORM_SIZE (1000),
 CHAOS_FAILOVER_JOBS (200), CHAOS_UPGRADE_JOBS (200), CHAOS_TIMEOUT (900 s per wait), CHAOS_SEED (1). Exit status 1 when
 a scenario has a finding, 2 for a wrong setting."""

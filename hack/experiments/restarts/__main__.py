@@ -1,4 +1,4 @@
-"""`make restarts` (docs/restarts.md): one table, each kind of failure in a row, and in columns what it does to the same
+"""`make restarts` (docs/dev/restarts.md): one table, each kind of failure in a row, and in columns what it does to the same
 job under ours with a failure policy, ours without one, and the Kubeflow MPI Operator v0.8.2 (the peer as `make bench`
 runs it): the outcome, the restarts (or launcher retries) used, and the time from the fault until every pod of the job
 runs again.

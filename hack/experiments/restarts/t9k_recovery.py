@@ -1,7 +1,7 @@
 """The T9k seed's own recovery, as its example writes it: `extraMPIArgs` with `--enable-recovery --max-restarts 100`
 (PRRTE's options, OpenMPI 5), on the real node with the OpenMPI 5 image, and a rank killed mid-run; then the same
 under the operator's failure policy, to see how mpirun's recovery and the operator's world restart compose
-(docs/restarts.md). Run alone, on the local cluster with its real node:
+(docs/dev/restarts.md). Run alone, on the local cluster with its real node:
 
     bash hack/make/env.sh python -m hack.experiments.restarts.t9k_recovery
 

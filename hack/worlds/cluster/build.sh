@@ -68,7 +68,7 @@ recipe_of() {
   { echo "$1"; go env GOVERSION; cat "$CLUSTER_DIR/versions.env" "$dir"/go.mod "$dir"/go.sum "$0"; cat "$dir"/*.go "$dir"/*/*.go 2>/dev/null || true; } | sha256sum | cut -d' ' -f1
 }
 
-command -v go >/dev/null || die "Go is required to build the cluster binaries (see docs/local-cluster.md)"
+command -v go >/dev/null || die "Go is required to build the cluster binaries (see docs/dev/local-cluster.md)"
 check_pins
 mkdir -p "$BIN/.stamps"
 # One builder at a time per machine: a second cluster-up waits instead of racing.

@@ -27,12 +27,12 @@ ADVERTISE_IP=${ADVERTISE_IP:-10.0.2.15}
 KWOK_POD_CIDR=10.240.0.0/16
 NODES=${MPI_CLUSTER_NODES:-4}
 # The Go garbage collector's target for etcd, the control plane and kwok. Go's default (100) spends much of the API
-# server's CPU on collection when pods churn; 400 trades memory (plenty here) for CPU (docs/local-cluster.md).
+# server's CPU on collection when pods churn; 400 trades memory (plenty here) for CPU (docs/dev/local-cluster.md).
 # GOMEMLIMIT (a soft cap per process) makes the collector work harder again before memory runs away.
 GOGC_CONTROL_PLANE=${MPI_CLUSTER_GOGC:-400}
 GOMEMLIMIT_CONTROL_PLANE=${MPI_CLUSTER_GOMEMLIMIT:-2GiB}
 # How many pod stages (a pod Running, Succeeded, deleted: one API request each) kwok plays at once for all its nodes.
-# One kwok plays them for every simulated node; 4 is kwok's default (docs/local-cluster.md).
+# One kwok plays them for every simulated node; 4 is kwok's default (docs/dev/local-cluster.md).
 KWOK_POD_WORKERS=${MPI_CLUSTER_KWOK_POD_WORKERS:-4}
 # In start order (cluster-down stops etcd last).
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)

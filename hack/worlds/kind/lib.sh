@@ -22,7 +22,7 @@ die() { log "ERROR: $*"; exit 1; }
 # podman from Debian's packages, and a containers.conf drop-in that lets it run containers on this kind of machine:
 # podman's default rlimits (nofile 1048576) exceed the hard limits a process may raise to here, and runc then fails
 # with "error setting rlimit type 7: operation not permitted". nofile: the machine's hard limit; nproc: 32768, below
-# what runc may set here (docs/local-cluster.md has the values tried).
+# what runc may set here (docs/dev/local-cluster.md has the values tried).
 ensure_podman() {
   if ! command -v podman >/dev/null; then
     [ "$(id -u)" = 0 ] || die "podman is missing (as root: apt-get install podman)"

@@ -372,7 +372,7 @@ def launcher_env(job: MPIJob) -> list[dict]:
             # OpenMPI 5 replaced ORTE by PRRTE and silently ignores the ORTE names (kubeflow/mpi-operator#842). Not
             # PRRTE's keep_fqdn_hostnames: with it, PRRTE takes a launcher that is also a worker for another host
             # (its hostfile name, the FQDN, is not its hostname) and ssh-es to itself; its default finds the workers
-            # by their hostfile names all the same (the Kubeflow e2e suite's cluster-domain spec, docs/peer-e2e.md).
+            # by their hostfile names all the same (the Kubeflow e2e suite's cluster-domain spec, docs/dev/peer-e2e.md).
             ("PRTE_MCA_prte_default_hostfile", C.HOSTFILE_PATH),
             ("PRTE_MCA_plm_ssh_args", C.SSH_ARGS),
             ("PRTE_MCA_prte_set_default_slots", slots),

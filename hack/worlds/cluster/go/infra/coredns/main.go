@@ -1,7 +1,7 @@
 // CoreDNS with the plugins its two Corefiles use and no others: the real node's (hack/worlds/node/Corefile: bind,
 // errors, kubernetes, forward) and kubeadm's default one in the kind cluster (hack/worlds/kind/up.sh takes this binary
 // for its coredns Deployment: errors, health, ready, kubernetes, prometheus, forward, cache, loop, reload,
-// loadbalance). The full build (every plugin, with the cloud providers' SDKs) was much of a cold run (docs/testing.md).
+// loadbalance). The full build (every plugin, with the cloud providers' SDKs) was much of a cold run (docs/dev/testing.md).
 package main
 
 import (
