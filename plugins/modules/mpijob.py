@@ -211,7 +211,7 @@ EXAMPLES = r"""
     name: pi
     namespace: default
     image: mpioperator/mpi-pi:openmpi
-    command: mpirun -n 4 /home/mpiuser/pi
+    command: mpirun --allow-run-as-root -n 4 /home/mpiuser/pi
     workers: 2
     slots_per_worker: 2
     resources: {cpu: 1, memory: 1Gi}

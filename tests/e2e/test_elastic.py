@@ -21,7 +21,7 @@ from tests.e2e.conftest import GROUP, JOBS_NAMESPACE, FinishedJob, Jobs, kubecon
 from tests.support.ansible import ansible_env, run_module
 from tests.support.paths import ROOT
 
-# Part of `make e2e` and `make test` (their times: docs/testing.md); MPI_E2E_ELASTIC=0 leaves them out. The first
+# Part of `make e2e` and `make test` (their times: docs/dev/testing.md); MPI_E2E_ELASTIC=0 leaves them out. The first
 # build of the image compiles Horovod, once.
 pytestmark = [
     pytest.mark.e2e,

@@ -6,7 +6,7 @@ runs when they are told to.
 
 The cluster is shared with the other tests: this Kubeflow install watches one namespace and has a namespace of its own
 (its cluster-scoped names suffixed, as kustomize would), and its CRD is not applied (the cluster's stays this
-collection's). The whole CRD takeover, at scale, is `make migrate-scale` (docs/migrate-scale.md)."""
+collection's). The whole CRD takeover, at scale, is `make migrate-scale` (docs/dev/migrate-scale.md)."""
 
 from __future__ import annotations
 
