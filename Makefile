@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue lint crd sanity-all run cluster-up cluster-down kubeconfig bench bench-scale chaos restarts e2e peer-e2e migrate-scale kind-up kind-down
+.PHONY: docsite image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue lint crd sanity-all run cluster-up cluster-down kubeconfig bench bench-scale chaos restarts e2e peer-e2e migrate-scale kind-up kind-down
 
 venv:
 	@bash hack/build/venv.sh
@@ -105,6 +105,10 @@ peer-e2e: venv
 # jobs and 2 real mpirun jobs (hack/experiments/migrate/scale.py; docs/dev/migrate-scale.md): alone, it replaces the CRD.
 migrate-scale: venv
 	bash hack/make/env.sh python -m hack.experiments.migrate.scale
+
+# The collection's docsite (antsibull-docs, Sphinx) in build/docsite, as docs.ansible.com shows collections.
+docsite: venv
+	bash hack/make/docsite.sh
 
 demo: venv
 	bash hack/make/demo.sh

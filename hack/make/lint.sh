@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make lint: ruff (lint and format), the import contracts, mypy, the generated CRDs' staleness (python -m crd --check), yamllint, ansible-lint (production profile),
-# antsibull-changelog's checks, `ansible-doc` for every module, and ansible-test sanity on the built collection
+# antsibull-changelog's checks, `ansible-doc` for every module, antsibull-docs' lint, and ansible-test sanity on the built collection
 # (hack/make/sanity.sh).
 set -uo pipefail
 source "$(dirname "$0")/env.sh" >/dev/null
@@ -28,6 +28,8 @@ for f in plugins/modules/*.py; do [ -e "$f" ] && modules+=("mpi.operator.$(basen
 if [ ${#modules[@]} -gt 0 ]; then
   step ansible-doc bash -c 'for m in "$@"; do out=$(ansible-doc "$m" 2>&1) && [ -n "$out" ] || { echo "ansible-doc $m failed: $out"; exit 1; }; done' _ "${modules[@]}"
 fi
+# The collection's documentation as antsibull-docs reads it: markup, references between its plugins and roles.
+step antsibull-docs antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck .collections/ansible_collections/mpi/operator
 step ansible-test-sanity bash hack/make/sanity.sh
 if [ ${#failed[@]} -gt 0 ]; then echo "lint failed: ${failed[*]}" >&2; exit 1; fi
 echo "lint passed"
