@@ -56,7 +56,7 @@ class ActionModule(ActionBase):
         def report(job: dict, waited: float) -> None:
             nonlocal rounds
             rounds += 1
-            line = S.summary(job, datetime.now(timezone.utc), jobs.workload(job))["progress"]  # and why Kueue holds it
+            line = jobs.summary(job)["progress"]  # and why Kueue holds it
             display.display(f"MPIJob progress: {line} (waited {int(waited)}s of {args['wait_timeout']:g}s)")
 
         try:

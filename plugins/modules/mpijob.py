@@ -348,6 +348,13 @@ summary:
     restarting:
       description: While the job's world restarts, why (the pod, its node, its exit code or condition); empty otherwise.
       type: str
+    waiting:
+      description:
+        - "While some of the job's pods do not run for a reason the user must act on, which pods and why, for example
+          C(pi-worker-0 unschedulable: 0/5 nodes are available: 5 Insufficient cpu) or
+          C(pi-worker-1 ImagePullBackOff: Back-off pulling image ...) (read only while not every worker runs); empty
+          otherwise. The progress line ends with it."
+      type: str
     progress:
       description: One line for humans.
       type: str

@@ -111,7 +111,7 @@ jobs:
       description: The job's status at a glance, with the keys of P(mpi.operator.mpijob#module)'s C(summary) return
         value (name, namespace, phase, reason, message, workers, workers_running, workers_failed, launcher_active,
         launcher_failed, suspended, start_time, completion_time, elapsed_seconds, finished, restarts,
-        restarts_by_cause, restarting, progress).
+        restarts_by_cause, restarting, waiting, progress).
       type: dict
     launcher:
       description: The newest launcher pod and how it ended; empty unless O(launcher_log) asks for a log or the job
@@ -188,7 +188,6 @@ from ..module_utils.kube.module import run_module  # noqa: E402
 from ..module_utils.kube.mpijob_task import named_api_version  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
 from ..module_utils.mpijob import constants as C  # noqa: E402
-from ..module_utils.mpijob import submit as S  # noqa: E402
 from ..module_utils.mpijob.apis import served_api_versions  # noqa: E402
 from ..module_utils.mpijob.errors import JobError, SubmitError  # noqa: E402
 
@@ -211,7 +210,7 @@ def describe(jobs: Jobs, job: dict, params: dict, now: datetime) -> dict:
     entry = {
         "mpijob": job,
         "conditions": (job.get("status") or {}).get("conditions") or [],
-        "summary": S.summary(job, now, jobs.workload(job)),  # a queued job's Workload: why Kueue holds it
+        "summary": jobs.summary(job),  # a queued job's Workload: why Kueue holds it
     }
     wanted = {"none": None, "tail": params["log_lines"], "all": 0}[params["launcher_log"]]
     # one more request per job: only for a log, or to say how a failed job's launcher ended

@@ -146,11 +146,7 @@ class Jobs:
         current: dict | None = job
         while not done(current):
             if time.monotonic() >= deadline:
-                last = (
-                    S.summary(current, datetime.now(timezone.utc), self.workload(current))["progress"]
-                    if current
-                    else "gone"
-                )
+                last = self.summary(current)["progress"] if current else "gone"
                 raise JobError(
                     f"timed out after {timeout:g}s waiting for MPIJob {S.ref(job)} {what}; now: {last}", result=current
                 )
@@ -160,6 +156,21 @@ class Jobs:
             except (ApiError, Unreachable):
                 continue  # a blip of the API server is not the end of the wait; the deadline is
         return current
+
+    def pods(self, job: dict) -> list[dict] | None:
+        """The job's pods when its summary would say why they wait (S.needs_pods), else None; unreadable: None (a
+        progress line is not worth failing a wait for)."""
+        if not S.needs_pods(job):
+            return None
+        meta = job["metadata"]
+        try:
+            return self.rest.list(collection("v1", "Pod", meta["namespace"]), f"{C.JOB_NAME_LABEL}={meta['name']}")
+        except (ApiError, Unreachable):
+            return None
+
+    def summary(self, job: dict) -> dict:
+        """S.summary of `job` now, with what it needs read: a queued job's Workload, a waiting job's pods."""
+        return S.summary(job, datetime.now(timezone.utc), self.workload(job), self.pods(job))
 
     def workload(self, job: dict) -> dict | None:
         """For a job queued by Kueue, its Workload (found by its job-uid label), {} when there is none yet, no Kueue,

@@ -8,7 +8,6 @@ warning callback are given, so it is unit-tested with a stand-in for Jobs."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
 
 from ..mpijob import constants as C
 from ..mpijob import submit as S
@@ -201,7 +200,7 @@ class Run:
             "method": self.method,
             "result": job,
             "conditions": ((job or {}).get("status") or {}).get("conditions") or [],
-            "summary": S.summary(job, datetime.now(timezone.utc), self.jobs.workload(job)) if job else None,
+            "summary": self.jobs.summary(job) if job else None,
             "launcher": {"pod": "", "exit": "", "log": [], "note": ""},
         }
         if job is not None and out["summary"]["phase"] != S.PENDING:

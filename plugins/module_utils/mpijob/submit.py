@@ -17,7 +17,7 @@ from . import constants as C
 from .apis import api_for, suspended_phases
 from .errors import InvalidMPIJob, SubmitError
 from .restart import restart_count, restarts
-from .status import get_condition, parse_time
+from .status import get_condition, parse_time, truncate
 
 PENDING = C.PENDING
 
@@ -302,9 +302,66 @@ def job_phase(job: dict) -> str:
     return api_for(job).phase(job.get("status"))
 
 
-def summary(job: dict, now: datetime, workload: dict | None = None) -> dict:
+# A container that waits for one of these will not start by itself: the user must act (the image, the command, a
+# ConfigMap or Secret it names). ContainerCreating and PodInitializing are the normal way to start.
+STUCK_REASONS = (
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+)
+
+
+def pod_waiting(pod: dict) -> str:
+    """Why a pod of a job does not run, when it is a reason to act: not schedulable (the scheduler's message), or a
+    container stuck (its reason and message); "" otherwise."""
+    status = pod.get("status") or {}
+    if status.get("phase") not in (None, "Pending", "Running"):
+        return ""
+    name = (pod.get("metadata") or {}).get("name", "")
+    scheduled = get_condition(status, "PodScheduled") or {}
+    if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
+        return f"{name} unschedulable: {scheduled.get('message') or ''}".rstrip(": ")
+    for c in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        waiting = (c.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in STUCK_REASONS:
+            return f"{name} {waiting['reason']}: {waiting.get('message') or ''}".rstrip(": ")
+    return ""
+
+
+def waiting(pods: list[dict], most: int = 2) -> str:
+    """Why the job's pods wait (pod_waiting), `most` of them, each reason once, with how many more there are."""
+    found = [w for w in (pod_waiting(p) for p in sorted(pods, key=lambda p: p["metadata"]["name"])) if w]
+    if not found:
+        return ""
+    shown: list[str] = []
+    seen: set[str] = set()
+    for w in found:
+        key = w.split(" ", 1)[1]  # the same reason on every worker is said once
+        if key not in seen and len(shown) < most:
+            seen.add(key)
+            shown.append(w)
+    more = len(found) - len(shown)
+    return truncate("; ".join(shown) + (f" (and {more} more pod{'s' * (more > 1)})" if more else ""))
+
+
+def needs_pods(job: dict) -> bool:
+    """Whether a summary of `job` would say more with its pods: it has not finished, is not suspended or queued, and
+    not every worker runs."""
+    if job_phase(job) in FINISHED or is_suspended(job):
+        return False
+    return api_for(job).counts(job.get("status") or {})["workers_running"] < (worker_replicas(job) or 0) or job_phase(
+        job
+    ) in (C.PENDING, C.CREATED)
+
+
+def summary(job: dict, now: datetime, workload: dict | None = None, pods: list[dict] | None = None) -> dict:
     """The status of one job as users ask about it: phase, workers running, why, and for how long; for a job queued
-    by Kueue, why it waits (from its `workload`)."""
+    by Kueue, why it waits (from its `workload`); with its `pods`, why they do not run when that needs the user."""
     status = job.get("status") or {}
     phase = job_phase(job)
     cond = get_condition(status, phase) or {}
@@ -329,6 +386,7 @@ def summary(job: dict, now: datetime, workload: dict | None = None) -> dict:
         "queue": queue_name(job),
         "queued": queue_state(workload) if queued(job) else "",
         **restart_summary(status, phase in FINISHED),
+        "waiting": waiting(pods) if pods and phase not in FINISHED else "",
     }
     result["progress"] = progress_line(result)
     return result
@@ -366,6 +424,8 @@ def progress_line(s: dict) -> str:
         line += f" (queued by Kueue in LocalQueue {s['queue']}: {s['queued']})"
     elif s["phase"] in (C.FAILED, *SUSPENDED) or (s["phase"] == C.CREATED and s["reason"] != C.REASON_CREATED):
         line += f" ({s['reason']}: {s['message']})"
+    elif s.get("waiting"):
+        line += f" (waiting: {s['waiting']})"
     return line
 
 

@@ -5,11 +5,13 @@ what it returns, and how its failures carry the partial result. Jobs is replaced
 from __future__ import annotations
 
 import copy
+from datetime import datetime, timezone
 
 import pytest
 
 from ansible_collections.mpi.operator.plugins.module_utils.kube import mpijob_task as task
 from ansible_collections.mpi.operator.plugins.module_utils.kube.mpijob_task import Run
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob import submit as S
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import Conflict, JobError, SubmitError
 
 PARAMS = {
@@ -101,6 +103,9 @@ class Jobs:
 
     def workload(self, job: dict) -> dict | None:
         return None  # no Kueue here (tests/kueue runs the real one)
+
+    def summary(self, job: dict) -> dict:
+        return S.summary(job, datetime.now(timezone.utc))  # no Kueue, no pods read here
 
 
 def test_short_form_creates_the_job_then_the_same_task_changes_nothing() -> None:

@@ -203,6 +203,52 @@ def test_summary_counts_elapsed_and_progress_line():
     assert s["progress"] == "ns/pi: Running, workers 2/3 running, 1 failed, 30s elapsed"
 
 
+def pod(name, phase="Pending", scheduled=None, waiting=None, init_waiting=None):
+    status = {"phase": phase, "conditions": []}
+    if scheduled:
+        status["conditions"].append(
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": scheduled}
+        )
+    if waiting:
+        status["containerStatuses"] = [
+            {"name": "worker", "state": {"waiting": dict(zip(("reason", "message"), waiting))}}
+        ]
+    if init_waiting:
+        status["initContainerStatuses"] = [{"name": "gate", "state": {"waiting": {"reason": init_waiting}}}]
+    return {"metadata": {"name": name}, "status": status}
+
+
+def test_a_waiting_job_says_which_pods_wait_and_why():
+    created = job(3, conditions=[("Created", "True", "MPIJobCreated", "")])
+    assert S.needs_pods(created)
+    pods = [
+        pod("pi-worker-1", scheduled="0/5 nodes are available: 5 Insufficient cpu."),
+        pod("pi-worker-0", scheduled="0/5 nodes are available: 5 Insufficient cpu."),
+        pod("pi-worker-2", waiting=("ImagePullBackOff", 'Back-off pulling image "nope:1"')),
+        pod("pi-launcher-x", init_waiting="PodInitializing"),  # starting as it should: not a reason to act
+        pod("pi-worker-3", phase="Running"),
+    ]
+    s = S.summary(created, NOW, pods=pods)
+    assert s["waiting"] == (
+        "pi-worker-0 unschedulable: 0/5 nodes are available: 5 Insufficient cpu.; "
+        'pi-worker-2 ImagePullBackOff: Back-off pulling image "nope:1" (and 1 more pod)'
+    )
+    assert s["progress"].endswith(f"30s elapsed (waiting: {s['waiting']})")
+    assert S.summary(created, NOW, pods=[pod("pi-worker-0", init_waiting="PodInitializing")])["waiting"] == ""
+
+
+def test_pods_are_read_only_for_a_job_whose_workers_do_not_all_run():
+    running = job(
+        2,
+        conditions=[("Created", "True", "", ""), ("Running", "True", "", "")],
+        status_extra={"replicaStatuses": {"Worker": {"active": 2}}},
+    )
+    assert not S.needs_pods(running)
+    assert S.needs_pods(job(2, conditions=[("Created", "True", "", ""), ("Running", "True", "", "")]))
+    assert not S.needs_pods(job(2, conditions=[("Succeeded", "True", "", "")]))
+    assert not S.needs_pods(job(2, suspend=True, conditions=[("Suspended", "True", "", "")]))
+
+
 def test_summary_of_failed_job_stops_the_clock_and_says_why():
     j = job(
         conditions=[("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")],
