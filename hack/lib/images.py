@@ -22,3 +22,37 @@ def built_image(name: str) -> tuple[str, str]:
         text=True,
     ).stdout.split()
     return out[0].rsplit(":", 1)[0], out[2]
+
+
+# Registry images the user guide's examples name, and the local image of the same shape that stands in for each on the
+# real node (it pulls nothing: no registry here). The pi images are shaped as Kubeflow's (hack/build/images/pi).
+STAND_INS = {
+    "docker.io/mpioperator/mpi-pi:openmpi": "pi-openmpi",
+    "docker.io/mpioperator/mpi-pi:intel": "pi-intel",
+    "docker.io/mpioperator/mpi-pi:mpich": "pi-mpich",
+    "docker.io/divinerapier/openmpi-helloworld:0.0.1": "openmpi4",
+}
+
+
+def _ctr(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ctr", "-n", "k8s.io", *args], check=True, stdout=subprocess.PIPE, text=True)
+
+
+def stand_in(reference: str) -> str:
+    """Builds (cached) the local image that stands in for registry image `reference` (STAND_INS) and names it so in
+    the real node's containerd: a manifest naming `reference` then runs as written (its tag is not `latest`, so the
+    kubelet's default pull policy, IfNotPresent, takes the image it has). Returns the local build's reference."""
+    name = STAND_INS[reference]
+    ref, tar, key = subprocess.run(
+        ["bash", str(ROOT / "hack/build/images/build.sh"), "--print", name],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    ).stdout.split()[:3]
+    listed = _ctr("images", "ls", f"name=={reference}").stdout
+    if f"mpi.operator/recipe={key}" not in listed:
+        # --index-name names the tar's image `reference` as well; an import updates a name in place (never a forced
+        # re-tag, which the CRI can lose: hack/build/images/lib.sh)
+        _ctr("images", "import", "--index-name", reference, tar)
+        _ctr("images", "label", reference, f"mpi.operator/recipe={key}")
+    return f"{ref.rsplit(':', 1)[0]}:{key}"

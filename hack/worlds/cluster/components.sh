@@ -5,6 +5,9 @@
 # There is no kube-proxy: the API server reaches a webhook's or an APIService's Service at its endpoints (Kueue's
 # webhooks, on the real node: hack/worlds/kueue/up.sh).
 APISERVER_ROUTING=--enable-aggregator-routing=true
+# PodNodeSelector and PodTolerationRestriction (upstream admission plugins, off by default) let a namespace place its
+# pods: the user guide's examples run as written on the real node in a namespace annotated so (tests/e2e/test_examples.py).
+APISERVER_ADMISSION=--enable-admission-plugins=NodeRestriction,PodNodeSelector,PodTolerationRestriction
 # start NAME ARGS...: run a component detached from this session, logging to $LOGS/NAME.log.
 start() {
   local name=$1; shift
@@ -56,7 +59,7 @@ start_apiserver() {
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
     --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC \
-    --enable-admission-plugins=NodeRestriction --allow-privileged=true --enable-bootstrap-token-auth=true \
+    "$APISERVER_ADMISSION" --allow-privileged=true --enable-bootstrap-token-auth=true \
     $APISERVER_ROUTING
 }
 start_controller_manager() {

@@ -68,7 +68,7 @@ healthy() {
 
 # What a running component was started from: changed binaries or flags mean a fresh cluster, changed stages a new kwok.
 control_plane_recipe() {
-  { cat "$BIN"/.stamps/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}; echo "GOGC=$GOGC_CONTROL_PLANE GOMEMLIMIT=$GOMEMLIMIT_CONTROL_PLANE $APISERVER_ROUTING"; } | sha256sum | cut -c1-16
+  { cat "$BIN"/.stamps/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}; echo "GOGC=$GOGC_CONTROL_PLANE GOMEMLIMIT=$GOMEMLIMIT_CONTROL_PLANE $APISERVER_ROUTING $APISERVER_ADMISSION"; } | sha256sum | cut -c1-16
 }
 kwok_recipe() { { cat "$BIN/.stamps/kwok" "$CLUSTER_DIR"/kwok/*.yaml; kwok_configuration; } | sha256sum | cut -c1-16; }
 recorded() { cat "$STATE/$1.recipe" 2>/dev/null || true; }
