@@ -317,12 +317,16 @@ STUCK_REASONS = (
 
 
 def pod_waiting(pod: dict) -> str:
-    """Why a pod of a job does not run, when it is a reason to act: not schedulable (the scheduler's message), or a
-    container stuck (its reason and message); "" otherwise."""
+    """Why a pod of a job does not run, when it is a reason to act: not schedulable (the scheduler's message), a
+    container stuck (its reason and message), or a worker that failed (how it ended: nothing restarts it); ""
+    otherwise."""
     status = pod.get("status") or {}
+    name = (pod.get("metadata") or {}).get("name", "")
+    role = ((pod.get("metadata") or {}).get("labels") or {}).get(C.JOB_ROLE_LABEL)
+    if status.get("phase") == "Failed" and role == C.ROLE_WORKER:
+        return f"{name} failed: {launcher_exit(pod, None)}"
     if status.get("phase") not in (None, "Pending", "Running"):
         return ""
-    name = (pod.get("metadata") or {}).get("name", "")
     scheduled = get_condition(status, "PodScheduled") or {}
     if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
         return f"{name} unschedulable: {scheduled.get('message') or ''}".rstrip(": ")

@@ -66,3 +66,12 @@ def test_every_resource_the_operator_role_grants_is_in_the_rbac_table():
 def test_every_phase_is_in_the_operations_guide(phase):
     text = (DOCS / "operations.md").read_text()
     assert f"`{phase}`" in text
+
+
+def test_the_troubleshooting_page_quotes_what_its_runs_print():
+    """Each text tests/e2e/test_troubleshooting.py requires of a run's output is on docs/troubleshooting.md."""
+    from tests.e2e.test_troubleshooting import SEEN
+
+    page = (DOCS / "troubleshooting.md").read_text().replace('\\"', '"')
+    missing = [seen for texts in SEEN.values() for seen in texts if seen not in page]
+    assert missing == []

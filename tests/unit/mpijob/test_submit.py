@@ -235,6 +235,12 @@ def test_a_waiting_job_says_which_pods_wait_and_why():
     )
     assert s["progress"].endswith(f"30s elapsed (waiting: {s['waiting']})")
     assert S.summary(created, NOW, pods=[pod("pi-worker-0", init_waiting="PodInitializing")])["waiting"] == ""
+    failed = pod("pi-worker-0", phase="Failed")
+    failed["metadata"]["labels"] = {"training.kubeflow.org/job-role": "worker"}
+    failed["status"]["containerStatuses"] = [
+        {"name": "worker", "state": {"terminated": {"reason": "Error", "exitCode": 255}}}
+    ]
+    assert S.summary(created, NOW, pods=[failed])["waiting"] == "pi-worker-0 failed: Error, exit code 255"
 
 
 def test_pods_are_read_only_for_a_job_whose_workers_do_not_all_run():
