@@ -71,6 +71,8 @@ def write_record(rest: Rest, a: Action, now: str) -> bool:
             # more than is kept: the core keeps the last bytes of the last lines, the API server would cut the end
             "limitBytes": str(4 * int(limits.get("podBytes") or R.Limits().pod_bytes)),
         }
+        if entry.get("previous"):
+            query["previous"] = "true"
         try:
             return read_text(rest, item("v1", "Pod", ns, entry["name"]) + "/log", query), ""
         except (ApiError, Unreachable) as exc:

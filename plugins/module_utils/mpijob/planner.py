@@ -286,7 +286,8 @@ class _Planner:
             if pods and first is None:
                 first, why = i, a.reason
         job_failed = self.api.finished(status) and self.api.phase(status) == C.FAILED
-        if not going and not job_failed:
+        launcher_failed = [p for p in self.launcher_pods if Rec.launcher_failed(p)]
+        if not going and not job_failed and not launcher_failed:
             return None
         name = Rec.record_name(self.job.name)
         meta = {
@@ -296,7 +297,8 @@ class _Planner:
             "ownerReferences": [K.owner_reference(self.job)],
         }
         limits = Rec.Limits(self.opts.record_lines, self.opts.record_pod_bytes, self.opts.record_total_bytes)
-        why = "; ".join(w for w in ("job failed" if job_failed else "", why) if w)
+        failing = "launcher failed" if launcher_failed and not job_failed else ""
+        why = "; ".join(w for w in ("job failed" if job_failed else "", failing, why) if w)
         action = Rec.record_action(
             self.job.name,
             meta,

@@ -114,6 +114,25 @@ def failed(pod: dict) -> bool:
     return _terminated(pod)[1].get("exitCode") not in (0, None)
 
 
+def _restarted_after_failure(pod: dict) -> bool:
+    """A container of the pod exited non-zero and was started again in place (restartPolicy OnFailure, the launcher's
+    default): its log is the previous container's."""
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        last = (cs.get("lastState") or {}).get("terminated") or {}
+        if last.get("exitCode") not in (0, None) and not (cs.get("state") or {}).get("terminated"):
+            return True
+    return False
+
+
+def launcher_failed(pod: dict) -> bool:
+    """A launcher pod to keep as soon as its container failed and was started again in place: with the launcher's
+    default restartPolicy OnFailure the Job controller deletes the pod once the Job's backoffLimit is spent, and its
+    log with it, before the job is Failed. It counts even while the pod is being deleted (that exit was not the
+    deletion's). A launcher pod that failed for good (restartPolicy Never) stays until the job's clean-up, which keeps
+    it first."""
+    return _restarted_after_failure(pod)
+
+
 def facts(pod: dict, role: str, main: str | None) -> dict:
     """How a pod ended (or stood), in a few words: what a record says of it."""
     st = pod.get("status") or {}
@@ -134,6 +153,8 @@ def facts(pod: dict, role: str, main: str | None) -> dict:
         "startedAt": term.get("startedAt") or st.get("startTime") or "",
         "finishedAt": term.get("finishedAt") or "",
         "restarts": sum(int(cs.get("restartCount") or 0) for cs in st.get("containerStatuses") or []),
+        # the log to read is the failed container's, the one before the restart (pods/log?previous=true)
+        "previous": _restarted_after_failure(pod) or None,
     }
     return {k: v for k, v in out.items() if v not in ("", None) or k in ("name", "uid", "exitCode")}
 
@@ -172,8 +193,9 @@ def record_action(
 ) -> Action | None:
     """What to keep before `going` (pods this plan deletes) are gone, or because the job failed (`job_failed`): the
     launcher's newest pod and each failed one, each failed or evicted worker, less those `record` (the ConfigMap as
-    read) holds already. None when there is nothing new to keep. `meta` is the record's metadata (name, namespace,
-    labels, owner reference); `main` the name of the MPI container (the one whose log is kept)."""
+    read) holds already; and a launcher pod as soon as it failed (launcher_failed), whatever else happens. None when
+    there is nothing new to keep. `meta` is the record's metadata (name, namespace, labels, owner reference); `main`
+    the name of the MPI container (the one whose log is kept)."""
     if record is not None and not any(
         r.get("uid") == ((meta.get("ownerReferences") or [{}])[0]).get("uid")
         for r in (record.get("metadata") or {}).get("ownerReferences") or []
@@ -185,8 +207,7 @@ def record_action(
     kept_launchers = [
         p
         for i, p in enumerate(launchers)
-        if identity(p) in going_ids or job_failed
-        if i == len(launchers) - 1 or failed(p)
+        if ((identity(p) in going_ids or job_failed) and (i == len(launchers) - 1 or failed(p))) or launcher_failed(p)
     ]
     kept_workers = sorted(
         (p for p in workers if failed(p) and (identity(p) in going_ids or job_failed)),

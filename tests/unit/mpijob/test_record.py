@@ -119,6 +119,24 @@ def test_a_succeeded_job_is_recorded_only_when_its_launcher_pod_goes() -> None:
     assert [(e["role"], e["phase"]) for e in body["pods"]] == [("launcher", "Succeeded")]  # its output
 
 
+def test_a_launcher_restarted_in_place_after_a_failure_is_kept_at_once() -> None:
+    # restartPolicy OnFailure (the launcher's default): the container failed and runs again; the Job controller will
+    # delete the pod, its log with it, once the backoffLimit is spent, before the job is Failed
+    world = run_all(settle(manifest("pi", 2)))
+    pod = world.pods[-1]
+    pod["metadata"].update(uid="uid-launcher", deletionTimestamp="2026-01-01T00:00:59Z")  # already being deleted
+    term = {"reason": "Error", "exitCode": 1, "finishedAt": "2026-01-01T00:00:55Z"}
+    pod["status"]["containerStatuses"] = [
+        {"name": "launcher", "restartCount": 1, "state": {"running": {}}, "lastState": {"terminated": term}}
+    ]
+    p = plan(world.mpijob, world, now=at(60))
+    action = record_of(p)
+    assert action.body["why"] == "launcher failed"
+    (entry,) = action.body["pods"]
+    assert (entry["role"], entry["exitCode"], entry["previous"], entry["log"]) == ("launcher", 1, True, True)
+    assert R.launcher_failed(pod) and not R.failed(pod)  # the deletion's own exit would not count; the restart's does
+
+
 def test_a_suspend_records_the_launcher_before_the_job_controller_stops_it() -> None:
     world = run_all(settle(manifest()))
     world = world_after(world, plan(world.mpijob, world, now=at(20)))
