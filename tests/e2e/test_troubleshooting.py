@@ -77,7 +77,7 @@ def test_workers_that_fit_no_node(operator: None, tmp_path: pathlib.Path) -> Non
     job = launcher_args(base("too-big", "localhost/mpi-openmpi4:local"), ["mpirun", "-np", "2", "/opt/mpi/pi"])
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     worker["resources"] = {"requests": {"cpu": "64"}}
-    out = submit(job, tmp_path, 30)
+    out = submit(job, tmp_path, 20)
     for seen in SEEN["resources"]:
         assert seen in out, out[-4000:]
 
@@ -85,7 +85,7 @@ def test_workers_that_fit_no_node(operator: None, tmp_path: pathlib.Path) -> Non
 def test_a_worker_image_that_cannot_be_pulled(operator: None, tmp_path: pathlib.Path) -> None:
     job = launcher_args(base("bad-image", "localhost/mpi-openmpi4:local"), ["mpirun", "-np", "2", "/opt/mpi/pi"])
     job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"] = "localhost/no-such-image:1"
-    out = submit(job, tmp_path, 60)
+    out = submit(job, tmp_path, 30)
     for seen in SEEN["image"]:
         assert seen in out, out[-4000:]
 
@@ -108,6 +108,6 @@ def test_a_non_root_image_with_the_keys_where_root_looks(operator: None, tmp_pat
         spec = job["spec"]["mpiReplicaSpecs"][role]["template"]["spec"]
         spec.update(nodeSelector=REAL_NODE_SELECTOR, tolerations=[REAL_NODE_TOLERATION])
     job["spec"].setdefault("runPolicy", {})["backoffLimit"] = 0
-    out = submit(job, tmp_path, 120)
+    out = submit(job, tmp_path, 30)
     for seen in SEEN["ssh-keys"]:
         assert seen in out, out[-4000:]
