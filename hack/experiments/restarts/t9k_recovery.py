@@ -152,7 +152,9 @@ def main() -> int:
             case(custom, core, "recovery-policy", {"maxRestarts": 1}, kill=True, timeout=360)
     finally:
         op.stop()
-        print(f"\noperator log: {op.log_path}")
+        # the killed cases leave ranks that wait in MPI for ever, spinning: nothing of them may stay behind
+        core.delete_namespace(NS)
+        print(f"\noperator log: {op.log_path}; namespace {NS} deleted")
     return 0
 
 
