@@ -31,6 +31,7 @@ STAND_INS = {
     "docker.io/mpioperator/mpi-pi:intel": "pi-intel",
     "docker.io/mpioperator/mpi-pi:mpich": "pi-mpich",
     "docker.io/divinerapier/openmpi-helloworld:0.0.1": "openmpi4",
+    "docker.io/horovod/horovod:0.28.1": "horovod",
 }
 
 

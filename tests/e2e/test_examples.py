@@ -115,15 +115,22 @@ def test_the_short_form_of_the_guide_runs_as_written(namespace: str) -> None:
         delete(namespace, "pi")
 
 
-@pytest.mark.parametrize("implementation", ["intel", "mpich"])
-def test_the_intel_mpi_and_mpich_examples_run_as_written(namespace: str, implementation: str) -> None:
+@pytest.mark.parametrize(
+    ("example", "printed"),
+    [
+        ("pi-intel", "pi is approximately 3.14159"),
+        ("pi-mpich", "pi is approximately 3.14159"),
+        ("horovod-pytorch", "trained on 2 ranks: final loss"),
+    ],
+)
+def test_the_workload_examples_run_as_written(namespace: str, example: str, printed: str) -> None:
     """The command each example's header gives (`# Submit:`), the manifest as written."""
-    example = ROOT / f"examples/v2beta1/pi-{implementation}.yaml"
-    header = next(line for line in example.read_text().splitlines() if line.startswith("# Submit:"))
+    path = ROOT / f"examples/v2beta1/{example}.yaml"
+    header = next(line for line in path.read_text().splitlines() if line.startswith("# Submit:"))
     command = shlex.split(header.removeprefix("# Submit:"))
     try:
         r = run(command, namespace)
         assert r.returncode == 0, r.output[-6000:]
-        assert "pi is approximately 3.14159" in r.output, r.output[-6000:]
+        assert printed in r.output, r.output[-6000:]
     finally:
-        delete(namespace, f"pi-{implementation}")
+        delete(namespace, example)
