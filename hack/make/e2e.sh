@@ -10,6 +10,8 @@ source "$(dirname "$0")/env.sh"
 bash hack/worlds/cluster/up.sh
 MPI_CLUSTER_REAL_NODE=${MPI_CLUSTER_REAL_NODE:-1} bash hack/worlds/node/up.sh
 export MPI_E2E_TIMING_RUNS=${MPI_E2E_TIMING_RUNS:-5}
+# The workload examples of examples/v2beta1 (Intel MPI, MPICH, Horovod + PyTorch), as written (tests/e2e/test_examples.py).
+export MPI_E2E_WORKLOADS=${MPI_E2E_WORKLOADS:-1}
 # The timing runs' peer, the Kubeflow MPI Operator: built (cached) before pytest, outside the timings, with its
 # progress shown; without Go it prints nothing and the timing table says so.
 if [ "$MPI_E2E_TIMING_RUNS" -gt 0 ]; then bash hack/build/kubeflow.sh >/dev/null; fi
