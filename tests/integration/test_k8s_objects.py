@@ -73,6 +73,9 @@ def test_apply_prune_check_diff_and_delete(ansible_play: Any, kubectl: Any, name
     assert "delete" not in run.changed and set(actions(run["delete"]).values()) == {"absent"}
 
 
+# The ServiceMonitor CRD must not be served meanwhile: tests/integration/test_install_metrics.py installs it (in the
+# installs group), and a run of both at once failed this read (CI of 2887f56).
+@pytest.mark.xdist_group("installs")
 def test_read_the_version_objects_lists_and_kinds_not_served(ansible_play: Any, kubectl: Any, namespace: str) -> None:
     """mpi.operator.k8s_read as the preflight and removal run it: one task, every answer in the order asked."""
     ansible_play(
@@ -96,7 +99,7 @@ def test_read_the_version_objects_lists_and_kinds_not_served(ansible_play: Any, 
     ]
     run = ansible_play([{"name": "read", "mpi.operator.k8s_read": {"queries": queries}, "register": "r"}], check=True)
     read = run["read"]
-    assert "read" not in run.changed and not run.failed
+    assert "read" not in run.changed and not run.failed, read.get("msg")
     version = kubectl("version", "-o", "json")
     assert read["server_version"]["gitVersion"] in version.stdout
     ns, listed, unlabelled, missing, not_served = read["results"]
