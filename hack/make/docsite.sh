@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # make docsite: the collection's documentation as Ansible users read it on docs.ansible.com (modules, lookup, filters,
-# roles), built by antsibull-docs and Sphinx from the collection as ansible-doc sees it, into build/docsite; prints the
+# roles), built by antsibull-docs and Sphinx from the collection as ansible-doc sees it, into build/docsite
+# ($MPI_DOCSITE_DIR); prints the
 # path of its index page. Offline: no intersphinx inventories (Python's, Ansible's own docs), so references into those
 # sites stay text (Sphinx's ref.ref warnings are off); any other warning fails the build. The collection's own
 # references are checked by `antsibull-docs lint-collection-docs` in make lint.
 set -euo pipefail
 source "$(dirname "$0")/env.sh" >/dev/null
-dest=$root/build/docsite
+dest=${MPI_DOCSITE_DIR:-$root/build/docsite}
 rm -rf "$dest"
 mkdir -p "$dest"
 antsibull-docs sphinx-init --use-current --dest-dir "$dest" mpi.operator >/dev/null

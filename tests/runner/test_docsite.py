@@ -26,9 +26,16 @@ HEADLESS = [
 ]
 
 
+# One worker builds the site once (the build removes its directory first: two at once broke each other in CI).
+pytestmark = pytest.mark.xdist_group("docsite")
+
+
 @pytest.fixture(scope="module")
-def site() -> pathlib.Path:
-    proc = subprocess.run(["bash", str(ROOT / "hack/make/docsite.sh")], capture_output=True, text=True, timeout=900)
+def site(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    env = dict(os.environ, MPI_DOCSITE_DIR=str(tmp_path_factory.mktemp("docsite")))
+    proc = subprocess.run(
+        ["bash", str(ROOT / "hack/make/docsite.sh")], capture_output=True, text=True, timeout=900, env=env
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return pathlib.Path(proc.stdout.strip().splitlines()[-1]).parent
 
