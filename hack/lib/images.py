@@ -12,16 +12,22 @@ REAL_NODE_SELECTOR = {"mpi.operator/real-node": "true"}
 REAL_NODE_TOLERATION = {"key": "mpi.operator/real-node", "operator": "Exists", "effect": "NoSchedule"}
 
 
-def built_image(name: str) -> tuple[str, str]:
-    """Builds (cached) and imports hack/build/images' `name`; (repository, the tag naming this build: its recipe's
-    hash)."""
+def _build(name: str) -> tuple[str, str, str]:
+    """Builds (cached) and imports hack/build/images' `name`: (its reference, its tar, its build key)."""
     out = subprocess.run(
         ["bash", str(ROOT / "hack/build/images/build.sh"), "--print", name],
         check=True,
         stdout=subprocess.PIPE,
         text=True,
     ).stdout.split()
-    return out[0].rsplit(":", 1)[0], out[2]
+    return out[0], out[1], out[2]
+
+
+def built_image(name: str) -> tuple[str, str]:
+    """Builds (cached) and imports hack/build/images' `name`; (repository, the tag naming this build: its recipe's
+    hash)."""
+    ref, _, key = _build(name)
+    return ref.rsplit(":", 1)[0], key
 
 
 # Registry images the user guide's examples name, and the local image of the same shape that stands in for each on the
@@ -43,13 +49,7 @@ def stand_in(reference: str) -> str:
     """Builds (cached) the local image that stands in for registry image `reference` (STAND_INS) and names it so in
     the real node's containerd: a manifest naming `reference` then runs as written (its tag is not `latest`, so the
     kubelet's default pull policy, IfNotPresent, takes the image it has). Returns the local build's reference."""
-    name = STAND_INS[reference]
-    ref, tar, key = subprocess.run(
-        ["bash", str(ROOT / "hack/build/images/build.sh"), "--print", name],
-        check=True,
-        stdout=subprocess.PIPE,
-        text=True,
-    ).stdout.split()[:3]
+    ref, tar, key = _build(STAND_INS[reference])
     listed = _ctr("images", "ls", f"name=={reference}").stdout
     if f"mpi.operator/recipe={key}" not in listed:
         # --index-name names the tar's image `reference` as well; an import updates a name in place (never a forced

@@ -180,7 +180,6 @@ api_calls:
   type: int
 """
 
-from datetime import datetime, timezone  # noqa: E402
 
 from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
 from ..module_utils.kube.jobs import Jobs  # noqa: E402
@@ -206,7 +205,7 @@ def argspec() -> dict:
     return spec
 
 
-def describe(jobs: Jobs, job: dict, params: dict, now: datetime) -> dict:
+def describe(jobs: Jobs, job: dict, params: dict) -> dict:
     entry = {
         "mpijob": job,
         "conditions": (job.get("status") or {}).get("conditions") or [],
@@ -246,8 +245,7 @@ def task(module, rest: Rest) -> dict:
             if p["api_version"] or api_version == apis[0] or getattr(exc.__cause__, "status", None) != 403:
                 raise
     found.sort(key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"], j.get("apiVersion", "")))
-    now = datetime.now(timezone.utc)
-    return {"changed": False, "jobs": [describe(jobs, job, p, now) for job in found]}
+    return {"changed": False, "jobs": [describe(jobs, job, p) for job in found]}
 
 
 def main() -> None:

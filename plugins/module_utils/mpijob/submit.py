@@ -356,11 +356,11 @@ def waiting(pods: list[dict], most: int = 2) -> str:
 def needs_pods(job: dict) -> bool:
     """Whether a summary of `job` would say more with its pods: it has not finished, is not suspended or queued, and
     not every worker runs."""
-    if job_phase(job) in FINISHED or is_suspended(job):
+    phase = job_phase(job)
+    if phase in FINISHED or is_suspended(job):
         return False
-    return api_for(job).counts(job.get("status") or {})["workers_running"] < (worker_replicas(job) or 0) or job_phase(
-        job
-    ) in (C.PENDING, C.CREATED)
+    running = api_for(job).counts(job.get("status") or {})["workers_running"]
+    return phase in (C.PENDING, C.CREATED) or running < (worker_replicas(job) or 0)
 
 
 def summary(job: dict, now: datetime, workload: dict | None = None, pods: list[dict] | None = None) -> dict:
