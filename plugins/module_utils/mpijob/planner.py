@@ -313,6 +313,13 @@ class _Planner:
         )
         if action is None:
             return None
+        # the Warning events this same pass emits (a job's failure, its workers') are not in the API yet: the record
+        # takes them from the plan, so that a record written once says why
+        owner = meta["ownerReferences"][0]
+        kind = f"{owner['kind']}/{owner['name']}"
+        action.body["pending"] = [
+            {"object": kind, "reason": e.reason, "message": e.message} for e in self.events if e.type == "Warning"
+        ]
         at = len(self.actions) if first is None else first
         self.actions.insert(at, action)
         count = len(Rec.recorded(self.world.record).get("pods") or []) + len((action.body or {}).get("pods") or [])

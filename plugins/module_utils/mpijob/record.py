@@ -311,9 +311,16 @@ def record_config_map(body: dict, logs: dict[str, tuple[str | None, str]], event
             entry["logNote"] = "not kept: the record's size limit"
         pods.append(entry)
     old_events = [e for e in summary.get("events") or [] if isinstance(e, dict)]
+    # the plan's own Warning events (body["pending"]) are newer than any read, unless the API has them already
+    read = {(e.get("object"), e.get("reason"), e.get("message")) for e in events}
+    pending = [
+        {**e, "count": 1, "lastTimestamp": now}
+        for e in body.get("pending") or []
+        if (e.get("object"), e.get("reason"), e.get("message")) not in read
+    ]
     new_events = [
         {k: e.get(k) for k in ("object", "reason", "message", "count", "lastTimestamp") if e.get(k) is not None}
-        for e in events[-EVENTS:]
+        for e in (list(events) + pending)[-EVENTS:]
     ]
     occasions = [o for o in summary.get("occasions") or [] if isinstance(o, dict)]
     occasions.append({"at": now, "why": body.get("why") or "", "pods": added})

@@ -294,6 +294,9 @@ def test_what_mpijob_info_and_submit_yml_show() -> None:
         "  The node was low on resource: memory.",
         "  (not read)",
         "Warning MPIJobWorkerFailed on MPIJob/pi: 2/3 workers failed",
+        # the pass's own, not yet in the API when the shell read the events
+        "Warning BackoffLimitExceeded/Error on MPIJob/pi: MPIJob ns/pi has failed: launcher container exited with code 1",
+        "Warning MPIJobEvicted on MPIJob/pi: 1/3 workers are evicted",
     ]
     assert R.summary_of(None) is None
 
@@ -322,3 +325,23 @@ def test_launcher_pod_helper_is_the_newest() -> None:
         ("pi-launcher-old00", False),
         ("pi-launcher-abcde", True),
     ]
+
+
+def test_the_warning_events_of_the_pass_that_writes_the_record_are_in_it() -> None:
+    """The job's failure is seen and recorded in one pass: its Warning event is not in the API when the shell reads the
+    events, so the plan hands it over; once the API has it, it is not there twice."""
+    world = failed_world(cleanPodPolicy="All")
+    p = plan(world.mpijob, world, now=at(60))
+    body = record_of(p).body
+    warnings = [a.body for a in p.actions if a.action == "event" and a.body["type"] == "Warning"]
+    assert warnings and [(e["reason"], e["message"]) for e in body["pending"]] == [
+        (w["reason"], w["message"]) for w in warnings
+    ]
+    assert {e["object"] for e in body["pending"]} == {"MPIJob/pi"}
+    read = [{"object": "Pod/pi-worker-1", "reason": "BackOff", "message": "back-off", "count": 3}]
+    summary = json.loads(R.record_config_map(body, {}, read, "t1")["data"]["record.json"])
+    assert [e["reason"] for e in summary["events"]] == ["BackOff"] + [w["reason"] for w in warnings]
+    assert summary["events"][-1]["lastTimestamp"] == "t1"
+    again = read + [{**e, "count": 1} for e in body["pending"]]
+    summary = json.loads(R.record_config_map(body, {}, again, "t2")["data"]["record.json"])
+    assert len(summary["events"]) == len(again)
