@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: docsite image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue lint crd sanity-all run cluster-up cluster-down kubeconfig bench bench-scale chaos restarts e2e peer-e2e migrate-scale kind-up kind-down
+.PHONY: docsite ee image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue lint crd sanity-all run cluster-up cluster-down kubeconfig bench bench-scale chaos restarts e2e peer-e2e migrate-scale kind-up kind-down
 
 venv:
 	@bash hack/build/venv.sh
@@ -109,6 +109,10 @@ migrate-scale: venv
 # The collection's docsite (antsibull-docs, Sphinx) in build/docsite, as docs.ansible.com shows collections.
 docsite: venv
 	bash hack/make/docsite.sh
+
+# The execution environment of examples/ee, built by ansible-builder with podman (docs/install.md); root.
+ee: venv
+	@bash hack/build/ee.sh
 
 demo: venv
 	bash hack/make/demo.sh

@@ -1,5 +1,6 @@
-"""meta/execution-environment.yml as ansible-builder reads it from the installed collection, and an EE definition
-that installs the built tarball (the one docs/install.md shows) makes a build context."""
+"""meta/execution-environment.yml as ansible-builder reads it from the installed collection, and examples/ee's EE
+definition (the one docs/install.md shows) with the built tarball makes a build context. The image itself is built by
+hack/build/ee.sh and run by ansible-navigator in tests/integration/test_navigator.py."""
 
 from __future__ import annotations
 
@@ -93,20 +94,13 @@ def test_ansible_builder_creates_a_build_context_for_an_ee_with_the_tarball(
 ) -> None:
     tarball, _ = built
     shutil.copy(tarball, tmp_path / tarball.name)
-    # The definition docs/install.md shows, with the tarball from this build.
+    # examples/ee as docs/install.md shows it (the page holds the definition as written), with this build's tarball.
+    definition = (ROOT / "examples/ee/execution-environment.yml").read_text()
     doc = (ROOT / "docs/install.md").read_text()
-    definition = doc.split("<!-- execution-environment.yml -->\n```yaml\n", 1)[1].split("```", 1)[0]
+    assert doc.split("<!-- examples/ee/execution-environment.yml -->\n```yaml\n", 1)[1].split("```", 1)[0] == definition
     (tmp_path / "execution-environment.yml").write_text(definition.replace("mpi-operator-0.1.0.tar.gz", tarball.name))
-    (tmp_path / "requirements.yml").write_text(
-        yaml.safe_dump(
-            {
-                "collections": [
-                    {"name": f"./{tarball.name}", "type": "file"},
-                    {"name": "kubernetes.core", "version": ">=6.0.0,<7.0.0"},
-                ]
-            }
-        )
-    )
+    requirements = (ROOT / "examples/ee/requirements.yml").read_text()
+    (tmp_path / "requirements.yml").write_text(requirements.replace("mpi-operator-0.1.0.tar.gz", tarball.name))
     proc = subprocess.run(
         [str(VENV_BIN / "ansible-builder"), "create", "-f", "execution-environment.yml", "-c", "context"],
         cwd=tmp_path,
