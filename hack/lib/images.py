@@ -38,6 +38,8 @@ STAND_INS = {
     "docker.io/mpioperator/mpi-pi:mpich": "pi-mpich",
     "docker.io/divinerapier/openmpi-helloworld:0.0.1": "openmpi4",
     "docker.io/horovod/horovod:0.28.1": "horovod",
+    # the mpi4py example's image, built from its own Containerfile (examples/v2beta1/mpi4py/) on the pi stand-in
+    "registry.example.com/team/mpi4py-allreduce:1.0": "example-mpi4py",
 }
 
 

@@ -117,7 +117,7 @@ def test_the_short_form_of_the_guide_runs_as_written(namespace: str) -> None:
 
 
 # make e2e runs the workload examples too (MPI_E2E_WORKLOADS=1); make test runs the guide's commands above and leaves
-# these three (5 minutes on the 2-core machine, beside the rest of the e2e chain) to it.
+# these four (5 minutes on the 2-core machine, beside the rest of the e2e chain) to it.
 WORKLOADS = os.environ.get("MPI_E2E_WORKLOADS") == "1"
 
 
@@ -128,6 +128,8 @@ WORKLOADS = os.environ.get("MPI_E2E_WORKLOADS") == "1"
         ("pi-intel", "pi is approximately 3.14159"),
         ("pi-mpich", "pi is approximately 3.14159"),
         ("horovod-pytorch", "trained on 2 ranks: final loss"),
+        # its image built from its own Containerfile (hack/lib/images.py STAND_INS)
+        ("mpi4py", "sum of the ranks 1, expected 1"),
     ],
 )
 def test_the_workload_examples_run_as_written(namespace: str, example: str, printed: str) -> None:

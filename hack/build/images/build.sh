@@ -4,7 +4,7 @@
 # containerd runs and lacks that build. Images: localhost/<name>:${MPI_IMAGE_TAG:-local}, also named by their key.
 # usage: hack/build/images/build.sh [--no-import] [--print]
 #            [pause|openmpi4|openmpi5|mpich|intel|horovod|python|operator|kubectl-delivery|pi-openmpi|pi-mpich|pi-intel|
-#             kubeflow-operator ...]
+#             kubeflow-operator|example-mpi4py ...]
 #   (default: pause openmpi4 openmpi5 mpich intel operator; horovod is built on demand, its first build compiles;
 #   the pi-* images, the Kubeflow e2e suite's, and kubeflow-operator by hack/experiments/peer_e2e/peer_e2e.py)
 #   --print: print "<ref> <tar> <build key>" per image.
@@ -28,7 +28,7 @@ names=("$@")
 
 # The registry images the Containerfiles start from, and the local image that stands in for each.
 declare -A stand_in=([debian:bookworm]=debian-bookworm [debian:trixie]=debian-trixie
-                     [python:3.11-slim-bookworm]=python
+                     [python:3.11-slim-bookworm]=python [docker.io/mpioperator/mpi-pi:openmpi]=pi-openmpi
                      [localhost/mpi-openmpi5:local]=openmpi5 [localhost/mpi-mpich:local]=mpich
                      [localhost/mpi-intel:local]=intel)
 # Results of build_image, by name (a base is built once per run however many images use it).
@@ -46,6 +46,7 @@ build_image() {
   case $name in
     pause | kubectl-delivery | kubeflow-operator) image=$name ;;
     python) image=mpi-python-base ;;
+    example-*) image=mpi-$name ;;
     *) image=mpi-$name ;;
   esac
   file=$images_dir/$name/Containerfile context=$images_dir
@@ -67,6 +68,8 @@ build_image() {
            mkdir -p "$context"
            cp "$cache/bin/kubectl" "$context/kubectl"
            gcc -O2 -static -o "$context/deliver" "$images_dir/kubectl-delivery/deliver.c" ;;
+    # A user guide example's own Containerfile, in examples/ (example-mpi4py: examples/v2beta1/mpi4py/).
+    example-mpi4py) file=$root_dir/examples/v2beta1/mpi4py/Containerfile context=$root_dir/examples/v2beta1/mpi4py ;;
     # The peer's binary (hack/build/kubeflow.sh: built once, cached).
     kubeflow-operator)
            context=$image_cache/context/kubeflow-operator
