@@ -23,6 +23,7 @@ CONNECT_TIMEOUT_S = 2.0
 ROUND_S = 1.0  # between two looks at the hosts still waited for
 REPORT_S = 10.0  # between two progress lines
 THREADS = 16
+TERMINATION_LOG = "/dev/termination-log"  # the container's terminationMessagePath (Kubernetes' default)
 
 
 def hosts_of(text: str, skip: str = "") -> list[str]:
@@ -67,6 +68,7 @@ def wait(
     probe: Callable[[str, list[int]], str | None] = check,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    terminate: Callable[[str], None] = lambda line: None,
 ) -> bool:
     """Waits until every host passes `probe`; True when they all did, False at the timeout."""
     started = clock()
@@ -87,15 +89,27 @@ def wait(
                 out(f"launch gate: all {len(hosts)} workers answer, after {elapsed:.0f} s")
                 return True
             if elapsed >= timeout:
-                out(
+                line = (
                     f"launch gate: {len(pending)} of {len(hosts)} workers did not answer in {timeout:.0f} s: "
                     f"{summary(pending)}; starting the launcher anyway"
                 )
+                out(line)
+                terminate(line)
                 return False
             if clock() - reported >= REPORT_S:
                 reported = clock()
                 out(f"launch gate: {len(pending)} of {len(hosts)} workers not answering yet: {summary(pending)}")
             sleep(ROUND_S)
+
+
+def termination_message(line: str, path: str = TERMINATION_LOG) -> None:
+    """The kubelet keeps this file's text as the container's termination message, in the pod's status: what
+    `submit.yml` and `mpijob_wait` show while the launcher runs without its workers."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(line)
+    except OSError:
+        pass  # not in a pod, or no such file: the log has the line
 
 
 def summary(pending: dict[str, str], most: int = 5) -> str:
@@ -118,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"launch gate: cannot read {a.hostfile}: {exc}; starting the launcher anyway", file=sys.stderr)
         return 0
     if hosts:
-        wait(hosts, a.port, a.timeout, out=lambda line: print(line, flush=True))
+        wait(hosts, a.port, a.timeout, out=lambda line: print(line, flush=True), terminate=termination_message)
     return 0
 
 

@@ -60,7 +60,7 @@ class ActionModule(ActionBase):
             display.display(f"MPIJob progress: {line} (waited {int(waited)}s of {args['wait_timeout']:g}s)")
 
         try:
-            jobs = Jobs(connect(args))
+            jobs = Jobs(connect(args), pods_while_running=True)  # one job, read every round: its pods say why
             job = jobs.get(args["namespace"], args["name"], named_api_version(args))
             if job is None:
                 raise AnsibleActionFail(f"MPIJob {args['namespace']}/{args['name']} does not exist")

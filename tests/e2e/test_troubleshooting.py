@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import copy
 import pathlib
+import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,7 +17,7 @@ import yaml
 from hack.lib.images import REAL_NODE_SELECTOR, REAL_NODE_TOLERATION, STAND_INS, stand_in
 from tests.e2e.conftest import JOBS_NAMESPACE, kubeconfig_path
 from tests.support.ansible import ansible_env, run_playbook
-from tests.support.paths import ROOT
+from tests.support.paths import ROOT, kubectl_path
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
 
@@ -26,6 +28,11 @@ SEEN = {
     "image": ["(waiting: bad-image-worker-0 ", 'failed to pull and unpack image "localhost/no-such-image:1"'],
     "root": ["(gone, kept in ConfigMap as-root-record)", "--allow-run-as-root"],
     "ssh-keys": ["(waiting: keys-for-root-worker-0 failed: Error, exit code"],
+    "dns": [
+        "(waiting: no-dns-launcher-",
+        " launch gate: 2 of 2 workers did not answer in 20 s: no-dns-worker-0 (does not resolve), no-dns-worker-1 (does"
+        " not resolve); starting the launcher anyway)",
+    ],
 }
 
 
@@ -50,8 +57,9 @@ def base(name: str, image: str) -> dict[str, Any]:
     }
 
 
-def submit(job: dict, tmp_path: pathlib.Path, timeout: int) -> str:
-    """submit.yml as a user runs it, waiting at most `timeout` s; what it printed, with the job deleted after."""
+def submit(job: dict, tmp_path: pathlib.Path, timeout: int, before_delete: Callable[[], None] | None = None) -> str:
+    """submit.yml as a user runs it, waiting at most `timeout` s; what it printed, with the job deleted after
+    (`before_delete` called first)."""
     src = tmp_path / f"{job['metadata']['name']}.yaml"
     src.write_text(yaml.safe_dump(job))
     common = ["-e", f"mpijob_namespace={JOBS_NAMESPACE}", "-e", f"ansible_python_interpreter={sys.executable}"]
@@ -65,6 +73,8 @@ def submit(job: dict, tmp_path: pathlib.Path, timeout: int) -> str:
         assert run.returncode != 0, "the job was meant to fail or time out"
         return run.output
     finally:
+        if before_delete is not None:
+            before_delete()
         run_playbook(playbook, env, "-e", f"mpijob_src={src}", "-e", "mpijob_state=absent", *common).expect_ok()
 
 
@@ -111,3 +121,36 @@ def test_a_non_root_image_with_the_keys_where_root_looks(operator: None, tmp_pat
     out = submit(job, tmp_path, 30)
     for seen in SEEN["ssh-keys"]:
         assert seen in out, out[-4000:]
+
+
+def test_a_launcher_that_cannot_resolve_its_workers(operator: None, tmp_path: pathlib.Path) -> None:
+    """The launcher's pod on the node's resolver (dnsPolicy: Default, as a template copied from a hostNetwork pod has
+    it): the workers' names, cluster DNS names, do not resolve there. The launch gate waits its timeout (here 20 s),
+    then the launcher starts anyway; the job stays Running. What says why: the gate's log and the launcher's."""
+    job = launcher_args(
+        base("no-dns", "localhost/mpi-openmpi4:local"), ["mpirun", "--allow-run-as-root", "-np", "2", "/opt/mpi/pi"]
+    )
+    job["metadata"]["annotations"] = {"mpi.operator/launch-gate-timeout": "20"}
+    job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["dnsPolicy"] = "Default"
+    logs: dict[str, str] = {}
+
+    def read_logs() -> None:
+        kubectl = [kubectl_path(), "--kubeconfig", kubeconfig_path(), "-n", JOBS_NAMESPACE]
+        pod = subprocess.run(
+            [*kubectl, "get", "pods", "-l", "training.kubeflow.org/job-role=launcher", "-o", "name"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        ).stdout.split()
+        for container in ("launch-gate", "main"):
+            logs[container] = subprocess.run(
+                [*kubectl, "logs", *pod[:1], "-c", container], capture_output=True, text=True, check=False, timeout=60
+            ).stdout
+            print(f"---- {container}\n{logs[container]}")
+
+    out = submit(job, tmp_path, 60, before_delete=read_logs)
+    assert "no-dns: Running, workers 2/2 running" in out, out[-4000:]
+    for seen in SEEN["dns"]:
+        assert seen in out, out[-4000:]
+    assert "no-dns-worker-0 (does not resolve)" in logs["launch-gate"], logs

@@ -66,8 +66,11 @@ def _not_served(api_version: str) -> str:
 class Jobs:
     """MPIJob reads and writes of one module run."""
 
-    def __init__(self, rest: Rest, check_mode: bool = False, field_manager: str = FIELD_MANAGER):
+    def __init__(
+        self, rest: Rest, check_mode: bool = False, field_manager: str = FIELD_MANAGER, pods_while_running: bool = False
+    ):
         self.rest, self.check_mode = rest, check_mode
+        self.pods_while_running = pods_while_running  # summaries read a running job's pods too (S.needs_pods)
         self.field_manager = field_manager
         # workers/suspend patches get a manager of their own (see PATCH_FIELD_MANAGER)
         self.patch_field_manager = PATCH_FIELD_MANAGER if field_manager == FIELD_MANAGER else f"{field_manager}-patch"
@@ -160,7 +163,7 @@ class Jobs:
     def pods(self, job: dict) -> list[dict] | None:
         """The job's pods when its summary would say why they wait (S.needs_pods), else None; unreadable: None (a
         progress line is not worth failing a wait for)."""
-        if not S.needs_pods(job):
+        if not S.needs_pods(job, self.pods_while_running):
             return None
         meta = job["metadata"]
         try:

@@ -315,9 +315,10 @@ class _Planner:
             return None
         # the Warning events this same pass emits (a job's failure, its workers') are not in the API yet: the record
         # takes them from the plan, so that a record written once says why
-        owner = meta["ownerReferences"][0]
+        owner = K.owner_reference(self.job)
         kind = f"{owner['kind']}/{owner['name']}"
-        action.body["pending"] = [
+        body = action.body if action.body is not None else {}  # record_action always gives one
+        body["pending"] = [
             {"object": kind, "reason": e.reason, "message": e.message} for e in self.events if e.type == "Warning"
         ]
         at = len(self.actions) if first is None else first

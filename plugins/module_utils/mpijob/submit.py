@@ -327,6 +327,13 @@ def pod_waiting(pod: dict) -> str:
         return f"{name} failed: {launcher_exit(pod, None)}"
     if status.get("phase") not in (None, "Pending", "Running"):
         return ""
+    if role == C.ROLE_LAUNCHER:
+        # The launch gate gave up on workers that never answered (mpijob_operator/gate.py's last line, kept by the
+        # kubelet as its termination message): the launcher runs, but mpirun will not reach them
+        for c in status.get("initContainerStatuses") or []:
+            ended = (c.get("state") or {}).get("terminated") or {}
+            if c.get("name") == C.LAUNCH_GATE_CONTAINER and "did not answer" in (ended.get("message") or ""):
+                return f"{name} {ended['message'].strip()}"
     scheduled = get_condition(status, "PodScheduled") or {}
     if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
         return f"{name} unschedulable: {scheduled.get('message') or ''}".rstrip(": ")
@@ -353,14 +360,15 @@ def waiting(pods: list[dict], most: int = 2) -> str:
     return truncate("; ".join(shown) + (f" (and {more} more pod{'s' * (more > 1)})" if more else ""))
 
 
-def needs_pods(job: dict) -> bool:
+def needs_pods(job: dict, while_running: bool = False) -> bool:
     """Whether a summary of `job` would say more with its pods: it has not finished, is not suspended or queued, and
-    not every worker runs."""
+    not every worker runs; with `while_running` (a wait for one job, which reads them every round), also while all
+    run (a launch gate that gave up on its workers: pod_waiting)."""
     phase = job_phase(job)
     if phase in FINISHED or is_suspended(job):
         return False
     running = api_for(job).counts(job.get("status") or {})["workers_running"]
-    return phase in (C.PENDING, C.CREATED) or running < (worker_replicas(job) or 0)
+    return phase in (C.PENDING, C.CREATED) or running < (worker_replicas(job) or 0) or while_running
 
 
 def summary(job: dict, now: datetime, workload: dict | None = None, pods: list[dict] | None = None) -> dict:

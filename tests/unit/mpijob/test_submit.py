@@ -1,6 +1,7 @@
 """The pure half of mpi.operator.mpijob / mpijob_info (module_utils/mpijob/submit.py): short form, overlays, patches,
 summary, messages. The shell half is tested in tests/unit/kube/test_mpijob_task.py and test_jobs.py."""
 
+import copy
 from datetime import datetime, timezone
 
 import pytest
@@ -250,6 +251,7 @@ def test_pods_are_read_only_for_a_job_whose_workers_do_not_all_run():
         status_extra={"replicaStatuses": {"Worker": {"active": 2}}},
     )
     assert not S.needs_pods(running)
+    assert S.needs_pods(running, while_running=True)  # a wait for one job reads them every round
     assert S.needs_pods(job(2, conditions=[("Created", "True", "", ""), ("Running", "True", "", "")]))
     assert not S.needs_pods(job(2, conditions=[("Succeeded", "True", "", "")]))
     assert not S.needs_pods(job(2, suspend=True, conditions=[("Suspended", "True", "", "")]))
@@ -552,3 +554,26 @@ def test_the_one_mpijob_of_a_file_may_be_in_a_list_with_what_it_needs():
     assert S.one_mpijob([{"apiVersion": "v1", "kind": "List", "items": [claim, job]}], "f") is job
     with pytest.raises(S.SubmitError, match="f must hold exactly one MPIJob, found 2"):
         S.one_mpijob([{"kind": "List", "items": [job]}, job], "f")
+
+
+def test_a_launch_gate_that_gave_up_says_which_workers_never_answered():
+    """The gate's last line is its container's termination message: the launcher runs, mpirun cannot reach them."""
+    running = job(
+        2,
+        conditions=[("Created", "True", "", ""), ("Running", "True", "", "")],
+        status_extra={"replicaStatuses": {"Worker": {"active": 2}}},
+    )
+    gave_up = (
+        "launch gate: 2 of 2 workers did not answer in 20 s: pi-worker-0 (does not resolve), pi-worker-1 (does not "
+        "resolve); starting the launcher anyway"
+    )
+    launcher = pod("pi-launcher-x", phase="Running")
+    launcher["metadata"]["labels"] = {"training.kubeflow.org/job-role": "launcher"}
+    launcher["status"]["initContainerStatuses"] = [
+        {"name": "launch-gate", "state": {"terminated": {"exitCode": 0, "message": gave_up + "\n"}}}
+    ]
+    s = S.summary(running, NOW, pods=[launcher, pod("pi-worker-0", phase="Running")])
+    assert s["waiting"] == f"pi-launcher-x {gave_up}"
+    answered = copy.deepcopy(launcher)
+    answered["status"]["initContainerStatuses"][0]["state"]["terminated"]["message"] = ""
+    assert S.summary(running, NOW, pods=[answered])["waiting"] == ""

@@ -94,7 +94,11 @@ def test_wait_until_every_host_answers() -> None:
 def test_the_timeout_names_who_did_not_answer_and_lets_the_launcher_start() -> None:
     clock, lines = Clock(), []
     hosts = [f"w{i}.job.ns.svc" for i in range(8)]
-    assert not gate.wait(hosts, [22, 2222], 30, lines.append, lambda h, p: "does not resolve", clock, clock.sleep)
+    kept: list[str] = []
+    assert not gate.wait(
+        hosts, [22, 2222], 30, lines.append, lambda h, p: "does not resolve", clock, clock.sleep, kept.append
+    )
+    assert kept == lines[-1:]  # the last line is the container's termination message too
     assert lines[-1] == (
         "launch gate: 8 of 8 workers did not answer in 30 s: w0 (does not resolve), w1 (does not resolve), "
         "w2 (does not resolve), w3 (does not resolve), w4 (does not resolve) and 3 more; starting the launcher anyway"
@@ -109,3 +113,11 @@ def test_main_reads_the_hostfile_and_always_exits_0(tmp_path, capsys) -> None:
     assert "all 1 workers answer" in capsys.readouterr().out
     assert gate.main(["--hostfile", str(tmp_path / "missing"), "--timeout", "1"]) == 0
     assert "starting the launcher anyway" in capsys.readouterr().err
+
+
+def test_the_termination_message_is_written_where_the_kubelet_reads_it(tmp_path) -> None:
+    path = tmp_path / "termination-log"
+    path.write_text("")
+    gate.termination_message("launch gate: 1 of 1 workers did not answer", str(path))
+    assert path.read_text() == "launch gate: 1 of 1 workers did not answer"
+    gate.termination_message("no such place", str(tmp_path / "missing" / "log"))  # outside a pod: nothing, no error
