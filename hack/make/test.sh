@@ -82,6 +82,11 @@ build() {
     (step "image tar (horovod)" bash -c 'bash hack/build/images/build.sh --no-import debian-bookworm &&
        exec nice bash hack/build/images/build.sh --no-import horovod' 2>"$results/image-horovod.log" || true) &
     echo $! >"$results/building.horovod"
+    # The execution environment (ansible-builder, podman; mostly pip's downloads), niced, for test_navigator.py, whose
+    # own call to hack/build/ee.sh waits for this one (its lock) and then finds podman's layers cached.
+    if [ "$tier" = all ] || [ "$tier" = integration ]; then
+      (step "execution environment" nice bash hack/build/ee.sh 2>"$results/ee.log" || true) &
+    fi
   fi
   if [ "$tier" = kueue ]; then
     (step "Kueue" nice bash hack/worlds/kueue/build.sh 2>"$results/kueue-build.log" || true) &
@@ -89,6 +94,8 @@ build() {
   if [ "$tier" = all ] || [ "$tier" = integration ]; then
     (step "Kubeflow peer" nice bash hack/build/kubeflow.sh 2>"$results/kubeflow.log" || true) &
     echo $! >"$results/building.kubeflow-peer"
+    # The gang scheduler (scheduler-plugins, Go): niced likewise; tests/integration/test_gang.py waits for it (its lock).
+    (step "scheduler-plugins" nice bash hack/worlds/gang/build.sh 2>"$results/scheduler-plugins.log" || true) &
   fi
   step "cluster (Kubernetes, the real node, its images)" bash hack/worlds/cluster/up.sh || return 1
   if KUBECONFIG=$local_kubeconfig "$(dirname "$local_kubeconfig")/../bin/kubectl" get node mpi-real-node >/dev/null 2>&1

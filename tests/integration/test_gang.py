@@ -1,0 +1,178 @@
+"""Gang scheduling by a real gang scheduler: scheduler-plugins' kube-scheduler with its Coscheduling plugin (built from
+the Go module proxy, run beside the default scheduler: hack/worlds/gang/up.sh), in front of the operator run with
+`--gang-scheduling scheduler-plugins-scheduler`. The jobs' pods go to a kwok node of the test's own with 4 CPUs, tainted
+so that nothing else lands there: what fits is the test's to decide."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from hack.lib.kwok import kwok_node, node_ready
+from hack.lib.wait import wait_until
+from tests.support.mpijob import create_mpijob, get_mpijob, has_condition, new_mpijob
+from tests.support.paths import ROOT
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("gang")]
+
+NODE = "gang-node"
+TAINT = {"key": "mpi.operator/gang-test", "value": "yes", "effect": "NoSchedule"}
+PLACEMENT = {
+    "nodeSelector": {"kubernetes.io/hostname": NODE},
+    "tolerations": [{"key": TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}],
+}
+
+
+@pytest.fixture(scope="module")
+def gang_scheduler(kubeconfig: str) -> str:
+    """The scheduler's name; its binary built once (hack/worlds/gang/build.sh), the process left running."""
+    proc = subprocess.run(
+        ["bash", str(ROOT / "hack/worlds/gang/up.sh")], capture_output=True, text=True, timeout=1200, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture
+def small_node(api_client: client.ApiClient) -> Iterator[str]:
+    core = client.CoreV1Api(api_client)
+    node = kwok_node(NODE, {"mpi.operator/gang-test": "yes"})
+    node["spec"]["taints"] = [TAINT]
+    node["status"]["allocatable"] = node["status"]["capacity"] = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    with contextlib.suppress(ApiException):
+        core.delete_node(NODE)
+    wait_until(lambda: not _exists(core, NODE), 30, what=f"an old {NODE} gone")
+    core.create_node(node)
+    wait_until(lambda: node_ready(core, NODE), 60, what=f"{NODE} Ready")
+    yield NODE
+    with contextlib.suppress(ApiException):
+        core.delete_node(NODE)
+
+
+def _exists(core: client.CoreV1Api, name: str) -> bool:
+    try:
+        core.read_node(name)
+        return True
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise
+
+
+def gang_job(name: str, workers: int, cpu: str) -> dict[str, Any]:
+    """A job whose launcher and workers each ask `cpu`, on the test's node; the launcher runs until told (kwok)."""
+    body = new_mpijob(name, workers, runPolicy={"cleanPodPolicy": "Running"})
+    for replica in body["spec"]["mpiReplicaSpecs"].values():
+        spec = replica["template"]["spec"]
+        spec.update(PLACEMENT)
+        spec["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
+    return body
+
+
+def job_pods(core: client.CoreV1Api, namespace: str, name: str) -> list[client.V1Pod]:
+    return [
+        p
+        for p in core.list_namespaced_pod(namespace).items
+        if (p.metadata.labels or {}).get("training.kubeflow.org/job-name") == name and not p.metadata.deletion_timestamp
+    ]
+
+
+def blocker(namespace: str, cpu: str) -> dict[str, Any]:
+    """A pod of the default scheduler holding `cpu` of the node."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "blocker"},
+        "spec": {
+            **PLACEMENT,
+            "containers": [{"name": "hold", "image": "hold", "resources": {"requests": {"cpu": cpu}}}],
+        },
+    }
+
+
+@pytest.fixture
+def gang_operator(operator_factory: Any, namespace: str, gang_scheduler: str) -> Any:
+    return operator_factory("--namespace", namespace, "--no-leader-elect", "--gang-scheduling", gang_scheduler)
+
+
+def test_a_gang_that_cannot_all_fit_binds_no_pod_until_room_appears(
+    gang_operator: Any, api_client: client.ApiClient, namespace: str, small_node: str, gang_scheduler: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    # 1 CPU of the node's 4 held: the gang (a launcher and 3 workers, 1 CPU each) needs all 4
+    core.create_namespaced_pod(namespace, blocker(namespace, "1"))
+    wait_until(lambda: core.read_namespaced_pod("blocker", namespace).spec.node_name == small_node, 60, what="blocker")
+    create_mpijob(api_client, namespace, gang_job("gang", 3, "1"))
+
+    group = wait_until(
+        lambda: _pod_group(api_client, namespace, "gang"), 60, what="the job's PodGroup (scheduling.x-k8s.io)"
+    )
+    assert group["spec"]["minMember"] == 4, group
+    wait_until(lambda: len(job_pods(core, namespace, "gang")) == 4, 60, what="the launcher and 3 workers created")
+    pods = job_pods(core, namespace, "gang")
+    assert {p.spec.scheduler_name for p in pods} == {gang_scheduler}
+    # Three would fit: the gang scheduler binds none of them (it reserves, waits for the fourth, gives them back), over
+    # more than two of its 10 s waits
+    end = time.monotonic() + 25
+    while time.monotonic() < end:
+        bound = [p.metadata.name for p in job_pods(core, namespace, "gang") if p.spec.node_name]
+        assert not bound, f"bound while the gang cannot all fit: {bound}"
+        time.sleep(1)
+
+    core.delete_namespaced_pod("blocker", namespace, grace_period_seconds=0)
+    wait_until(
+        lambda: all(p.spec.node_name == small_node for p in job_pods(core, namespace, "gang")),
+        90,
+        what="every pod of the gang bound once there is room",
+    )
+    wait_until(lambda: has_condition(get_mpijob(api_client, namespace, "gang"), "Running"), 90, what="gang Running")
+
+
+def _pod_group(api_client: client.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
+    try:
+        return client.CustomObjectsApi(api_client).get_namespaced_custom_object(
+            "scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", name
+        )
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+
+
+def test_two_gangs_that_together_do_not_fit_run_one_after_the_other(
+    gang_operator: Any, api_client: client.ApiClient, namespace: str, small_node: str
+) -> None:
+    """Two jobs of 3 CPUs each on the 4-CPU node: without a gang scheduler each could hold part of the node and wait
+    for the rest for ever. Here one is placed whole, the other not at all; when the first has run (15 s), the second."""
+    core = client.CoreV1Api(api_client)
+    for name in ("first", "second"):
+        body = gang_job(name, 2, "1")
+        body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
+            "annotations": {"kwok.mpi.operator/outcome-after": "15s"}
+        }
+        create_mpijob(api_client, namespace, body)
+
+    def bound(name: str) -> int:
+        return sum(1 for p in job_pods(core, namespace, name) if p.spec.node_name)
+
+    running = wait_until(
+        lambda: next((n for n in ("first", "second") if bound(n) == 3), None), 90, what="one gang placed whole"
+    )
+    other = "second" if running == "first" else "first"
+    end = time.monotonic() + 8
+    while time.monotonic() < end:
+        assert bound(other) == 0, f"{other} placed in part beside {running}"
+        time.sleep(1)
+    for name in (running, other):
+        wait_until(
+            lambda name=name: has_condition(get_mpijob(api_client, namespace, name), "Succeeded"),
+            150,
+            what=f"{name} Succeeded",
+        )
