@@ -14,6 +14,11 @@ INSTALL = "tests/integration/test_install.py"
 TARBALL = "tests/integration/test_collection_tarball.py"
 MIGRATE = "tests/e2e/test_migrate.py"
 RENDER = "tests/unit/roles/test_role_render.py (the objects rendered; not applied)"
+EE_BUILD = "hack/build/ee.sh (make ee: this build, the base image and kubernetes.core local; test_navigator.py)"
+NAVIGATOR = (
+    "tests/integration/test_navigator.py (the same flags, and --co=--net=host; the kubeconfig a copy of the local "
+    "cluster's, job.yaml examples/local/pi.yaml, gitops/ a copy of examples/gitops)"
+)
 PLACEHOLDER = NOT_RUN + "a placeholder of the user's (a registry, a job file, a namespace of theirs)"
 COMMANDS: dict[tuple[str, str], str] = {
     ("README.md", "make demo"): "hack/make/demo.sh (run before make test on 2 Dec: both green)",
@@ -49,6 +54,25 @@ COMMANDS: dict[tuple[str, str], str] = {
         "docs/apis.md",
         "kubectl explain mpijobs.spec --api-version=kubeflow.org/v2beta1",
     ): "tests/integration/test_crd.py",
+    ("docs/install.md", "ansible-galaxy collection build --output-path examples/ee ."): EE_BUILD,
+    ("docs/install.md", "ansible-builder build -f examples/ee/execution-environment.yml -t mpi-operator-ee:0.1.0"): (
+        EE_BUILD
+    ),
+    (
+        "docs/install.md",
+        "ansible-navigator run mpi.operator.install --eei mpi-operator-ee:0.1.0 --pp never --mode stdout"
+        " --eev '~/.kube:/kube' --senv K8S_AUTH_KUBECONFIG=/kube/config",
+    ): NAVIGATOR,
+    (
+        "docs/install.md",
+        "ansible-navigator run mpi.operator.submit --eei mpi-operator-ee:0.1.0 --pp never --mode stdout"
+        " --eev '~/.kube:/kube' --senv K8S_AUTH_KUBECONFIG=/kube/config -e mpijob_src=job.yaml",
+    ): NAVIGATOR,
+    (
+        "docs/install.md",
+        "ansible-navigator run gitops/site.yml --eei mpi-operator-ee:0.1.0 --pp never --mode stdout"
+        " --eev '~/.kube:/kube' --senv K8S_AUTH_KUBECONFIG=/kube/config",
+    ): NAVIGATOR,
     ("docs/install.md", "ansible-playbook mpi.operator.install"): TARBALL,
     ("docs/install.md", "ansible-playbook mpi.operator.install --check --diff"): INSTALL + " (the same playbook)",
     (
@@ -132,16 +156,6 @@ COMMANDS: dict[tuple[str, str], str] = {
         "curl -s 'localhost:8081/healthz;' curl -s 'localhost:8081/readyz;' curl -s localhost:8080/metrics '|' grep"
         " '^mpi_operator'",
     ): NOT_RUN + "tests/integration/test_install_metrics.py reads the same endpoints through the Service",
-    (
-        "docs/operations.md",
-        "'$(bash hack/build/deb-unpack.sh prometheus prometheus promtool)/promtool' check rules"
-        " roles/operator/files/prometheus-rules.yml",
-    ): "tests/runner/test_alerts.py",
-    (
-        "docs/operations.md",
-        "'(cd' tests/alerts '&&' '$(bash ../../hack/build/deb-unpack.sh prometheus prometheus promtool)/promtool' test"
-        " rules 'prometheus-rules.test.yml)'",
-    ): "tests/runner/test_alerts.py",
     ("docs/operator.md", "make run"): "tests/integration/test_upgrade.py (runs the operator as make run does)",
     ("docs/operator.md", "make run 'ARGS=--namespace team-a --log-format json'"): PLACEHOLDER,
     ("docs/operator.md", "make bench"): NOT_RUN + "a benchmark (docs/dev/benchmarks.md records its runs)",
@@ -173,9 +187,5 @@ COMMANDS: dict[tuple[str, str], str] = {
     ("docs/submit.md", "kubectl scale mpijob horovod-elastic --replicas 1"): "tests/e2e/test_elastic.py",
     ("docs/submit.md", "ansible localhost -m mpi.operator.mpijob -a 'name=horovod-elastic workers=3'"): (
         "tests/e2e/test_elastic.py"
-    ),
-    ("docs/upgrade.md", "source hack/make/env.sh"): "tests/integration/test_upgrade.py (the command below)",
-    ("docs/upgrade.md", ".venv/bin/python -m pytest tests/integration/test_upgrade.py -q"): (
-        "tests/integration/test_upgrade.py"
     ),
 }
