@@ -17,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from hack.lib.kwok import kwok_node, node_ready
 from hack.lib.wait import wait_until
-from tests.support.mpijob import create_mpijob, get_mpijob, has_condition, new_mpijob
+from tests.support.mpijob import create_mpijob, get_mpijob, has_condition, new_mpijob, patch_mpijob
 from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("gang")]
@@ -176,3 +176,41 @@ def test_two_gangs_that_together_do_not_fit_run_one_after_the_other(
             150,
             what=f"{name} Succeeded",
         )
+
+
+def test_wait_for_workers_ready_with_a_gang_scheduler_does_not_deadlock(
+    gang_operator: Any, api_client: client.ApiClient, namespace: str, small_node: str
+) -> None:
+    """kubeflow/mpi-operator#608: the launcher is made only once the workers are Ready, so a PodGroup that counts it
+    would wait for it for ever. Here minMember counts the workers, they are placed, then the launcher joins them."""
+    body = gang_job("ready-first", 2, "1")
+    body["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    create_mpijob(api_client, namespace, body)
+    group = wait_until(lambda: _pod_group(api_client, namespace, "ready-first"), 60, what="the PodGroup")
+    assert group["spec"]["minMember"] == 2, group
+    wait_until(
+        lambda: has_condition(get_mpijob(api_client, namespace, "ready-first"), "Succeeded"), 150, what="Succeeded"
+    )
+
+
+def test_suspend_deletes_the_gang_and_resume_places_it_again(
+    gang_operator: Any, api_client: client.ApiClient, namespace: str, small_node: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    body = gang_job("pausing", 2, "1")
+    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
+        "annotations": {"kwok.mpi.operator/outcome-after": "600s"}
+    }
+    create_mpijob(api_client, namespace, body)
+    bound = lambda: [p for p in job_pods(core, namespace, "pausing") if p.spec.node_name]  # noqa: E731
+    wait_until(lambda: len(bound()) == 3, 90, what="the gang placed")
+
+    patch_mpijob(api_client, namespace, "pausing", {"spec": {"runPolicy": {"suspend": True}}})
+    wait_until(lambda: has_condition(get_mpijob(api_client, namespace, "pausing"), "Suspended"), 60, what="Suspended")
+    wait_until(lambda: not job_pods(core, namespace, "pausing"), 90, what="the gang's pods gone")
+    wait_until(lambda: _pod_group(api_client, namespace, "pausing") is None, 60, what="the PodGroup gone")
+
+    patch_mpijob(api_client, namespace, "pausing", {"spec": {"runPolicy": {"suspend": False}}})
+    group = wait_until(lambda: _pod_group(api_client, namespace, "pausing"), 60, what="the PodGroup again")
+    assert group["spec"]["minMember"] == 3, group
+    wait_until(lambda: len(bound()) == 3, 90, what="the gang placed again")

@@ -14,8 +14,12 @@ For each operator (PEER_E2E_OPERATORS, default "kubeflow ours"; the control firs
             CRD, which our install then takes over (mpi_operator_adopt_crd);
   ours:     installed by playbooks/install.yml (the Helm-like defaults: Deployment mpi-operator in mpi-operator),
             uninstalled by playbooks/uninstall.yml afterwards (the CRD stays, as always).
-Then the suite, with Ginkgo's skip on exactly the two gang-scheduling contexts (their schedulers install from Helm
-charts and registry images this machine cannot reach). While it runs the cluster is in its exclusive real-node mode:
+Then the suite, with Ginkgo's skip on the Volcano context only. Its scheduler-plugins context installs that scheduler from
+a Helm chart and registry images this machine cannot reach; here the same scheduler is built from the Go module proxy
+and runs beside the default one (hack/worlds/gang/up.sh), and the suite is told to use it (USE_EXISTING_SCHEDULER_PLUGINS).
+That context turns gang scheduling on by adding --gang-scheduling to the operator Deployment's args: Kubeflow's
+manifest grants PodGroups always, our install only when installed with gang scheduling (least privilege), so for ours
+the run grants what `mpi_operator_gang_scheduling` would have (GANG_RBAC), and removes it after. While it runs the cluster is in its exclusive real-node mode:
 the real node's taint is off and the kwok nodes are cordoned, because the suite's pods carry no toleration and every
 rank must really run; the taint and the cordons are restored however the run ends.
 
@@ -51,8 +55,10 @@ VERSION = KUBEFLOW_VERSION
 NAMESPACE = "mpi-operator"  # the suite's mpiOperator constant: the Deployment's name and namespace
 REAL_NODE = os.environ.get("MPI_REAL_NODE_NAME", "mpi-real-node")
 REAL_NODE_TAINT = "mpi.operator/real-node"
-# The two contexts whose schedulers cannot be installed here (Helm charts, registry images).
-SKIP = "with scheduler-plugins|with volcano-scheduler"
+# The context whose scheduler cannot be had here: Volcano's (its Helm chart, registry images; docs/dev/peer-e2e.md).
+SKIP = "with volcano-scheduler"
+# What our install grants with mpi_operator_gang_scheduling set (roles/operator/templates/rbac.yaml.j2), for the run.
+GANG_RBAC = "mpi-operator-peer-e2e-gang"
 SUITE_TIMEOUT_S = 3600
 
 
@@ -135,6 +141,7 @@ def install(kind: str, cluster: Cluster, tmp: pathlib.Path) -> None:
             "mpi_operator_wait_timeout": 180,
         }
         playbook("install.yml", variables, tmp)
+        grant_gang_scheduling()
     wait_until(cluster.deployment_available, 300, f"{kind}'s Deployment {NAMESPACE}/{NAMESPACE} available", interval=1)
 
 
@@ -145,6 +152,31 @@ def uninstall(kind: str, tmp: pathlib.Path) -> None:
         kubectl("delete", "--ignore-not-found", "--wait=true", "-f", "-", stdin=yaml.safe_dump_all(docs))
     else:
         playbook("uninstall.yml", {}, tmp)
+        kubectl("delete", "--ignore-not-found", "clusterrolebinding,clusterrole", GANG_RBAC)
+
+
+def grant_gang_scheduling() -> None:
+    crud = ["get", "list", "watch", "create", "update", "patch", "delete"]
+    rules = [
+        {"apiGroups": ["scheduling.volcano.sh", "scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": crud},
+        {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["get", "list", "watch"]},
+    ]
+    docs = [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": GANG_RBAC},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": GANG_RBAC},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": GANG_RBAC},
+            "subjects": [{"kind": "ServiceAccount", "name": NAMESPACE, "namespace": NAMESPACE}],
+        },
+    ]
+    kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
 
 
 def playbook(name: str, variables: dict, tmp: pathlib.Path) -> None:
@@ -193,6 +225,7 @@ def run_suite(kind: str, suite: str, images: dict[str, str]) -> dict[str, dict]:
         KUBECONFIG=str(KUBECONFIG),
         USE_EXISTING_CLUSTER="true",
         USE_EXISTING_OPERATOR="true",
+        USE_EXISTING_SCHEDULER_PLUGINS="true",
         TEST_OPENMPI_IMAGE=images["pi-openmpi"],
         TEST_INTELMPI_IMAGE=images["pi-intel"],
         TEST_MPICH_IMAGE=images["pi-mpich"],
@@ -249,6 +282,8 @@ def main() -> int:
     log("cluster with its real node (hack/worlds/cluster/up.sh)")
     run(["bash", "hack/worlds/cluster/up.sh"], env=dict(os.environ, MPI_CLUSTER_REAL_NODE="1"))
     suite = run(["bash", "hack/build/kubeflow.sh", "--e2e"]).strip().splitlines()[-1]
+    log("the gang scheduler, scheduler-plugins (hack/worlds/gang/up.sh)")
+    run(["bash", "hack/worlds/gang/up.sh"])
     images = {name: image(name) for name in ("pi-openmpi", "pi-mpich", "pi-intel")}
     log(f"suite {suite}; images {images}")
     cluster = Cluster()
