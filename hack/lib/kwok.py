@@ -5,6 +5,7 @@ stops heartbeating and the node controller marks it unreachable), and a pod's en
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 # kwok manages the nodes that carry this label (hack/worlds/cluster/components.sh: --manage-nodes-with-label-selector).
@@ -28,6 +29,32 @@ def kwok_node(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]
 
 def node_ready(core: Any, name: str) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in core.read_node(name).status.conditions or [])
+
+
+def node_exists(core: Any, name: str) -> bool:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        core.read_node(name)
+        return True
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise
+
+
+def fresh_node(core: Any, node: dict[str, Any], timeout: float = 60) -> None:
+    """`node` made anew (a node of that name from an earlier run deleted first), once kwok has it Ready."""
+    from kubernetes.client.exceptions import ApiException
+
+    from hack.lib.wait import wait_until
+
+    name = node["metadata"]["name"]
+    with contextlib.suppress(ApiException):
+        core.delete_node(name)
+    wait_until(lambda: not node_exists(core, name), 30, what=f"an old {name} gone")
+    core.create_node(node)
+    wait_until(lambda: node_ready(core, name), timeout, what=f"{name} Ready")
 
 
 def lose_node(core: Any, name: str) -> None:

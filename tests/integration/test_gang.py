@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from hack.lib.kwok import kwok_node, node_ready
+from hack.lib.kwok import fresh_node, kwok_node
 from hack.lib.wait import wait_until
 from tests.support.mpijob import create_mpijob, get_mpijob, has_condition, new_mpijob, patch_mpijob
 from tests.support.paths import ROOT
@@ -46,24 +46,10 @@ def small_node(api_client: client.ApiClient) -> Iterator[str]:
     node = kwok_node(NODE, {"mpi.operator/gang-test": "yes"})
     node["spec"]["taints"] = [TAINT]
     node["status"]["allocatable"] = node["status"]["capacity"] = {"cpu": "4", "memory": "16Gi", "pods": "110"}
-    with contextlib.suppress(ApiException):
-        core.delete_node(NODE)
-    wait_until(lambda: not _exists(core, NODE), 30, what=f"an old {NODE} gone")
-    core.create_node(node)
-    wait_until(lambda: node_ready(core, NODE), 60, what=f"{NODE} Ready")
+    fresh_node(core, node)
     yield NODE
     with contextlib.suppress(ApiException):
         core.delete_node(NODE)
-
-
-def _exists(core: client.CoreV1Api, name: str) -> bool:
-    try:
-        core.read_node(name)
-        return True
-    except ApiException as e:
-        if e.status == 404:
-            return False
-        raise
 
 
 def gang_job(name: str, workers: int, cpu: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from hack.lib.kwok import kwok_node, node_ready
+from hack.lib.kwok import fresh_node, kwok_node
 from hack.lib.wait import wait_until
 from tests.kueue.conftest import OUTCOME_AFTER, QUEUE_LABEL, Queues
 from tests.support.mpijob import create_mpijob, new_mpijob, wait_condition
@@ -54,12 +54,7 @@ def topology_nodes(kueue: None, api_client: client.ApiClient) -> Iterator[dict[s
         node = kwok_node(name, {TAS_LABEL: "yes", BLOCK: block, RACK: rack})
         node["spec"]["taints"] = [TAINT]
         node["status"]["allocatable"] = node["status"]["capacity"] = {"cpu": "2", "memory": "8Gi", "pods": "110"}
-        with contextlib.suppress(ApiException):
-            core.delete_node(name)
-        wait_until(lambda n=name: not _node_exists(core, n), 30, what=f"an old {name} gone")
-        core.create_node(node)
-    for name in HOSTS:
-        wait_until(lambda n=name: node_ready(core, n), 60, what=f"{name} Ready")
+        fresh_node(core, node)
     TABLE.parent.mkdir(parents=True, exist_ok=True)
     TABLE.write_text(
         "| job | topology request | pod | host (block/rack) | rank | Kueue's host for the rank |\n|---|---|---|---|---|---|\n"
@@ -68,16 +63,6 @@ def topology_nodes(kueue: None, api_client: client.ApiClient) -> Iterator[dict[s
     for name in HOSTS:
         with contextlib.suppress(ApiException):
             core.delete_node(name)
-
-
-def _node_exists(core: client.CoreV1Api, name: str) -> bool:
-    try:
-        core.read_node(name)
-        return True
-    except ApiException as e:
-        if e.status == 404:
-            return False
-        raise
 
 
 @pytest.fixture
