@@ -120,10 +120,16 @@ def _all_at_once(reads: dict[str, Callable[[], Any]]) -> dict[str, Any]:
 
 
 def node_names(obj: dict, kids: Namespaced) -> set[str]:
-    """The nodes a job's pods run on, when it has a failure policy (restart.py: a pod whose node is lost)."""
-    if not has_failure_policy(obj):
+    """The nodes a job's pods run on, when it has a failure policy (restart.py: a pod whose node is lost), or a
+    hostfile topology and a launcher not started yet (the planner orders the hostfile by the nodes' labels)."""
+    name = obj["metadata"]["name"]
+    launcher = kids.jobs.get(name + C.LAUNCHER_SUFFIX)
+    placing = C.HOSTFILE_TOPOLOGY_ANNOTATION in (obj["metadata"].get("annotations") or {}) and (
+        launcher is None or bool((launcher.get("spec") or {}).get("suspend"))
+    )
+    if not (has_failure_policy(obj) or placing):
         return set()
-    pods = kids.pods_by_job.get(obj["metadata"]["name"], [])
+    pods = kids.pods_by_job.get(name, [])
     return {n for p in pods if isinstance(n := (p.get("spec") or {}).get("nodeName"), str) and n}
 
 

@@ -15,7 +15,7 @@ import copy
 import hashlib
 import json
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,9 +136,22 @@ def _slot_hosts(job: MPIJob, hostnames: Iterable[str], opts: Options) -> list[st
     return [fqdn(job, h, opts) for h in hosts + list(hostnames)]
 
 
-def hostfile(job: MPIJob, opts: Options) -> str:
-    """One line per host from the Worker replicas (OpenMPI `host slots=N`, Intel/MPICH `host:N`)."""
-    hosts = _slot_hosts(job, (worker_name(job, i) for i in range(job.worker_replicas)), opts)
+def topology_order(job: MPIJob, placement: Mapping[int, Sequence[str]]) -> list[int] | None:
+    """The worker indices in hostfile order for a job with `mpi.operator/hostfile-topology`: by their nodes' values of
+    its label keys, the widest level first, then by index (`placement`: each worker's values, "" for a label its node
+    lacks). None while a worker is not placed yet, or for a job that did not ask: the hostfile is then in index
+    order, as Kubeflow writes it. Nodes without the labels keep index order."""
+    indices = range(job.worker_replicas)
+    if not job.directives.hostfile_topology or any(i not in placement for i in indices):
+        return None
+    return sorted(indices, key=lambda i: (tuple(placement[i]), i))
+
+
+def hostfile(job: MPIJob, opts: Options, order: Sequence[int] | None = None) -> str:
+    """One line per host from the Worker replicas (OpenMPI `host slots=N`, Intel/MPICH `host:N`), in index order or
+    in `order` (topology_order); the launcher first when it runs as a worker."""
+    indices = range(job.worker_replicas) if order is None else order
+    hosts = _slot_hosts(job, (worker_name(job, i) for i in indices), opts)
     form = "{host} slots={slots}\n" if job.mpi_implementation == C.OPENMPI else "{host}:{slots}\n"
     return "".join(form.format(host=h, slots=job.slots_per_worker) for h in hosts)
 
@@ -211,8 +224,8 @@ def config_bytes(job: MPIJob, opts: Options) -> int:
     return total
 
 
-def config_map(job: MPIJob, running_workers: Iterable[str], opts: Options) -> dict:
-    data = {C.HOSTFILE: hostfile(job, opts), C.DISCOVER_HOSTS: discover_hosts(job, running_workers, opts)}
+def config_map(job: MPIJob, running_workers: Iterable[str], opts: Options, order: Sequence[int] | None = None) -> dict:
+    data = {C.HOSTFILE: hostfile(job, opts, order), C.DISCOVER_HOSTS: discover_hosts(job, running_workers, opts)}
     if job.launch_agent == C.LAUNCH_KUBEXEC:
         data[C.KUBEXEC] = kubexec(job, opts)
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(job, config_name(job)), "data": data}

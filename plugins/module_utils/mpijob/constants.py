@@ -54,6 +54,11 @@ LAUNCH_GATE_TIMEOUT_ANNOTATION = "mpi.operator/launch-gate-timeout"  # seconds, 
 LAUNCH_GATE_TIMEOUT_S = 600
 SSH_PORT_ANNOTATION = "mpi.operator/ssh-port"  # the workers' sshd port, when the worker template does not say
 SLOTS_FROM_ACCELERATORS_ANNOTATION = "mpi.operator/slots-from-accelerators"  # "true": slots = the worker's GPUs
+# Node label keys, the widest level first ("topology.kubernetes.io/zone,example.com/rack"): the launcher waits until
+# every worker is bound to a node, and the hostfile lists the workers by their nodes' values of these labels (then by
+# index), so that consecutive ranks are topology neighbours. Without it, the hostfile is in index order (Kubeflow's).
+HOSTFILE_TOPOLOGY_ANNOTATION = "mpi.operator/hostfile-topology"
+HOSTFILE_TOPOLOGY_LEVELS = 16
 LAUNCH_GATE_CONTAINER = "launch-gate"
 # The ports the gate tries when neither the annotation nor the worker template names one: OpenSSH's, and the one the
 # Kubeflow operator's images run sshd on as a non-root user.

@@ -47,7 +47,8 @@ class World:
     launcher_rbac: dict[str, dict] = field(default_factory=dict)
     pods: list[dict] = field(default_factory=list)  # pods labelled with the job's name (workers and launcher)
     priorities: dict[str, int] = field(default_factory=dict)  # PriorityClass values, for PodGroup minResources
-    # The nodes of the pods of a job with a failure policy, by name (None: the node is gone; not here: not read).
+    # The nodes of the pods of a job with a failure policy or a hostfile topology, by name (None: the node is gone;
+    # not here: not read).
     nodes: dict[str, dict | None] = field(default_factory=dict)
     record: dict | None = None  # ConfigMap <job>-record: what was kept of the job's pods (record.py)
 

@@ -201,6 +201,7 @@ class _Planner:
         self.hosts_requeue: float | None = None  # when a held scale-down may go on (notice_hosts)
         self.record_ref: dict | None = None  # status.record, when this plan keeps a record (keep_record)
         self.slots_notice: str | None = None  # the slots disagree with the workers' accelerators (accelerators.py)
+        self.awaiting_placement = False  # a job with a hostfile topology whose workers are not all bound yet
         launcher_uid = ((world.launcher or {}).get("metadata") or {}).get("uid")
         self.launcher_pods = [p for p in world.pods if launcher_uid and controlled_by(p, launcher_uid)]
         if job.launcher_pod:
@@ -349,7 +350,9 @@ class _Planner:
         live_workers = [p for i, p in sorted(by_index.items()) if i < job.worker_replicas] if done else []
         if not done:
             self.sync_service()
-            self.sync_config_map(by_index)
+            order = self.hostfile_order(by_index)
+            self.awaiting_placement = bool(job.directives.hostfile_topology) and order is None
+            self.sync_config_map(by_index, order)
             self.sync_secret()
             if not job.suspended:
                 self.sync_pod_group()
@@ -361,6 +364,7 @@ class _Planner:
                 launcher is None
                 and not self.launcher_paused()
                 and (job.launcher_creation_policy == C.AT_STARTUP or all_ready)
+                and not self.awaiting_placement
                 and self.world_remade(live_workers)
             ):
                 launcher = self.create_launcher()
@@ -399,7 +403,28 @@ class _Planner:
                 Action("patch", "Service", self.job.name, reason="drift", body={"spec": patch}, api_version="v1")
             )
 
-    def sync_config_map(self, by_index: dict[int, dict]) -> None:
+    def hostfile_order(self, by_index: dict[int, dict]) -> list[int] | None:
+        """The hostfile's worker order for a job with `mpi.operator/hostfile-topology` once every worker is bound to
+        a node (children.topology_order), from the nodes' labels; None otherwise, and once the launcher runs (its
+        hostfile is read: the order written stays, sync_config_map). A node the shell could not read counts as one
+        without the labels."""
+        keys = self.job.directives.hostfile_topology
+        launcher = self.world.launcher
+        if (
+            not keys
+            or self.job.suspended
+            or (launcher is not None and not mapping(launcher.get("spec")).get("suspend"))
+        ):
+            return None
+        placement = {}
+        for i, pod in by_index.items():
+            node = (pod.get("spec") or {}).get("nodeName")
+            if i < self.job.worker_replicas and not terminating(pod) and isinstance(node, str) and node:
+                labels = mapping(mapping(self.world.nodes.get(node)).get("metadata")).get("labels")
+                placement[i] = tuple(str(mapping(labels).get(k, "")) for k in keys)
+        return K.topology_order(self.job, placement)
+
+    def sync_config_map(self, by_index: dict[int, dict], order: list[int] | None = None) -> None:
         running = (
             []
             if self.job.suspended
@@ -409,7 +434,16 @@ class _Planner:
                 if i < self.job.worker_replicas and S.pod_phase(p) == "Running" and not terminating(p)
             ]
         )
-        want, have = K.config_map(self.job, running, self.opts), self.world.config_map
+        want, have = K.config_map(self.job, running, self.opts, order), self.world.config_map
+        kept = (mapping(have).get("data") or {}).get(C.HOSTFILE)
+        # A topology order once written stays while a worker is away (its hosts are the same, in another order).
+        if (
+            order is None
+            and self.job.directives.hostfile_topology
+            and isinstance(kept, str)
+            and sorted(kept.splitlines()) == sorted(want["data"][C.HOSTFILE].splitlines())
+        ):
+            want["data"][C.HOSTFILE] = kept
         if have is None:
             self.actions.append(_create(want))
         elif (have.get("data") or {}) != want["data"]:
@@ -556,6 +590,8 @@ class _Planner:
         if not job.suspended and spec.get("suspend"):
             if job.launcher_creation_policy == C.WAIT_FOR_WORKERS_READY and not workers_ready:
                 return  # resume holds the launcher until the workers are Ready (kubeflow/mpi-operator#615)
+            if self.awaiting_placement:
+                return  # its pod mounts the hostfile: not before the workers' topology order is in it
             if (launcher.get("status") or {}).get("startTime"):
                 # Kubernetes refuses template changes of a Job that has a startTime.
                 self.actions.append(

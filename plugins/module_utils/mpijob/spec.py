@@ -16,6 +16,7 @@ from typing import Any
 from . import constants as C
 
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ class Directives:
     launch_gate_timeout: int = C.LAUNCH_GATE_TIMEOUT_S
     ssh_port: int | None = None  # the workers' sshd port, when the gate cannot tell it from the worker template
     slots_from_accelerators: bool = False  # slotsPerWorker is the workers' accelerator count (accelerators.py)
+    hostfile_topology: tuple[str, ...] = ()  # node label keys the hostfile orders the workers by (children.hostfile)
 
 
 def mapping(value: object) -> dict:
@@ -254,13 +256,39 @@ def read_directives(r: Reader, annotations: dict) -> Directives:
             return None
         return int(value)
 
+    def label_keys(key: str) -> tuple[str, ...]:
+        value = annotations.get(key)
+        if value is None:
+            return ()
+        keys = tuple(k.strip() for k in value.split(",")) if isinstance(value, str) else ()
+        bad = [k for k in keys if not label_key(k)]
+        if not keys or bad or len(keys) > C.HOSTFILE_TOPOLOGY_LEVELS:
+            r.fail(
+                f"metadata.annotations[{key}]",
+                f"must be 1 to {C.HOSTFILE_TOPOLOGY_LEVELS} node label keys separated by commas, got {value!r}",
+            )
+            return ()
+        return keys
+
     timeout = number(C.LAUNCH_GATE_TIMEOUT_ANNOTATION, 1, 86400)
     return Directives(
         launch_gate=flag(C.LAUNCH_GATE_ANNOTATION, True),
         launch_gate_timeout=C.LAUNCH_GATE_TIMEOUT_S if timeout is None else timeout,
         ssh_port=number(C.SSH_PORT_ANNOTATION, 1, 65535),
         slots_from_accelerators=flag(C.SLOTS_FROM_ACCELERATORS_ANNOTATION, False),
+        hostfile_topology=label_keys(C.HOSTFILE_TOPOLOGY_ANNOTATION),
     )
+
+
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def label_key(key: str) -> bool:
+    """A Kubernetes label key: an optional DNS-1123 subdomain prefix and "/", then a name of at most 63 characters."""
+    prefix, _sep, name = key.rpartition("/")
+    if _sep and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+        return False
+    return bool(_LABEL_NAME.match(name))
 
 
 def check_hostnames(r: Reader, name: str, worker_replicas: int) -> None:

@@ -118,6 +118,10 @@ def test_the_ports_the_gate_tries(obj: dict, ports: tuple[int, ...]) -> None:
         (C.LAUNCH_GATE_TIMEOUT_ANNOTATION, "10m", "must be an integer from 1 to 86400"),
         (C.LAUNCH_GATE_TIMEOUT_ANNOTATION, "0", "must be an integer from 1 to 86400"),
         (C.SSH_PORT_ANNOTATION, "70000", "must be an integer from 1 to 65535"),
+        (C.HOSTFILE_TOPOLOGY_ANNOTATION, "", "node label keys separated by commas"),
+        (C.HOSTFILE_TOPOLOGY_ANNOTATION, "zone,,rack", "node label keys separated by commas"),
+        (C.HOSTFILE_TOPOLOGY_ANNOTATION, "Example.com/rack", "node label keys separated by commas"),
+        (C.HOSTFILE_TOPOLOGY_ANNOTATION, "rack/", "node label keys separated by commas"),
     ],
 )
 def test_a_bad_annotation_is_refused_naming_it_on_every_api(key: str, value: str, message: str) -> None:
