@@ -200,3 +200,96 @@ def test_suspend_deletes_the_gang_and_resume_places_it_again(
     group = wait_until(lambda: _pod_group(api_client, namespace, "pausing"), 60, what="the PodGroup again")
     assert group["spec"]["minMember"] == 3, group
     wait_until(lambda: len(bound()) == 3, 90, what="the gang placed again")
+
+
+def test_the_scheduler_reads_the_pod_groups_min_resources(
+    gang_operator: Any, api_client: client.ApiClient, namespace: str, small_node: str
+) -> None:
+    """`schedulingPolicy.minResources` goes into the PodGroup, and Coscheduling checks it against the cluster's free
+    resources before placing any pod: more than the whole cluster has keeps every pod unbound, though each would fit;
+    lowered, the operator updates the PodGroup and the gang is placed."""
+    core = client.CoreV1Api(api_client)
+    body = gang_job("asks-much", 2, "1")
+    body["spec"]["runPolicy"]["schedulingPolicy"] = {"minResources": {"cpu": "100000"}}
+    create_mpijob(api_client, namespace, body)
+    group = wait_until(lambda: _pod_group(api_client, namespace, "asks-much"), 60, what="the PodGroup")
+    assert group["spec"]["minResources"] == {"cpu": "100000"}, group
+    wait_until(lambda: len(job_pods(core, namespace, "asks-much")) == 3, 60, what="the launcher and 2 workers")
+    end = time.monotonic() + 12
+    while time.monotonic() < end:
+        bound = [p.metadata.name for p in job_pods(core, namespace, "asks-much") if p.spec.node_name]
+        assert not bound, f"bound though the cluster cannot hold minResources: {bound}"
+        time.sleep(1)
+
+    patch_mpijob(
+        api_client,
+        namespace,
+        "asks-much",
+        {"spec": {"runPolicy": {"schedulingPolicy": {"minResources": {"cpu": "3"}}}}},
+    )
+    wait_until(
+        lambda: (
+            (_pod_group(api_client, namespace, "asks-much") or {}).get("spec", {}).get("minResources") == {"cpu": "3"}
+        ),
+        60,
+        what="the PodGroup's minResources lowered",
+    )
+    wait_until(
+        lambda: all(p.spec.node_name == small_node for p in job_pods(core, namespace, "asks-much")),
+        90,
+        what="the gang placed once minResources fits",
+    )
+
+
+@pytest.fixture
+def priority_classes(api_client: client.ApiClient, namespace: str) -> Iterator[dict[str, str]]:
+    scheduling = client.SchedulingV1Api(api_client)
+    made = {}
+    for what, value in (("low", 100), ("high", 1000)):
+        name = f"{namespace}-{what}"[:63]
+        scheduling.create_priority_class(
+            client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value, preemption_policy="Never")
+        )
+        made[what] = name
+    yield made
+    for name in made.values():
+        with contextlib.suppress(ApiException):
+            scheduling.delete_priority_class(name)
+
+
+def test_of_two_waiting_gangs_the_higher_priority_one_is_placed_first(
+    gang_operator: Any,
+    api_client: client.ApiClient,
+    namespace: str,
+    small_node: str,
+    priority_classes: dict[str, str],
+) -> None:
+    """Coscheduling orders its queue by the pods' priority, then by their PodGroup's age. Two gangs of 3 CPUs wait
+    behind a pod holding 2 of the node's 4 (it has the high priority too: nothing is preempted): `early` (low
+    priority) made first, `urgent` (high) after it. When the holder goes, `urgent` is placed whole and `early` not at
+    all; once `urgent` has run (15 s), `early`."""
+    core = client.CoreV1Api(api_client)
+    holder = blocker(namespace, "2")
+    holder["spec"]["priorityClassName"] = priority_classes["high"]
+    core.create_namespaced_pod(namespace, holder)
+    wait_until(lambda: core.read_namespaced_pod("blocker", namespace).spec.node_name == small_node, 60, what="blocker")
+    for name, priority in (("early", "low"), ("urgent", "high")):
+        body = gang_job(name, 2, "1")
+        body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"] = {
+            "annotations": {"kwok.mpi.operator/outcome-after": "15s"}
+        }
+        for replica in body["spec"]["mpiReplicaSpecs"].values():
+            replica["template"]["spec"]["priorityClassName"] = priority_classes[priority]
+        create_mpijob(api_client, namespace, body)
+        wait_until(lambda name=name: len(job_pods(core, namespace, name)) == 3, 60, what=f"{name}'s pods")
+        time.sleep(2)  # PodGroups seconds apart: the order by age would put `early` first
+
+    def bound(name: str) -> int:
+        return sum(1 for p in job_pods(core, namespace, name) if p.spec.node_name)
+
+    time.sleep(5)
+    assert bound("early") == 0 and bound("urgent") == 0
+    core.delete_namespaced_pod("blocker", namespace, grace_period_seconds=0)
+    wait_until(lambda: bound("urgent") == 3 or bound("early") > 0, 90, what="a gang placed once there is room")
+    assert bound("urgent") == 3 and bound("early") == 0, (bound("urgent"), bound("early"))
+    wait_until(lambda: bound("early") == 3, 120, what="`early` placed once `urgent` has run")
