@@ -1,7 +1,9 @@
-"""Gang scheduling by a real gang scheduler: scheduler-plugins' kube-scheduler with its Coscheduling plugin (built from
-the Go module proxy, run beside the default scheduler: hack/worlds/gang/up.sh), in front of the operator run with
-`--gang-scheduling scheduler-plugins-scheduler`. The jobs' pods go to a kwok node of the test's own with 4 CPUs, tainted
-so that nothing else lands there: what fits is the test's to decide."""
+"""Gang scheduling by real gang schedulers, each built from the Go module proxy and run beside the default scheduler:
+scheduler-plugins' kube-scheduler with its Coscheduling plugin (hack/worlds/gang/up.sh) and Volcano's vc-scheduler
+(hack/worlds/volcano/up.sh), in front of the operator run with `--gang-scheduling` naming one of them. The behaviours
+every gang scheduler must give run on both (the `gang` fixture); minResources and priority on Coscheduling. The jobs'
+pods go to a kwok node of the test's own with 4 CPUs, tainted so that nothing else lands there: what fits is the
+test's to decide."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import contextlib
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -30,14 +33,57 @@ PLACEMENT = {
 }
 
 
-@pytest.fixture(scope="module")
-def gang_scheduler(kubeconfig: str) -> str:
-    """The scheduler's name; its binary built once (hack/worlds/gang/build.sh), the process left running."""
-    proc = subprocess.run(
-        ["bash", str(ROOT / "hack/worlds/gang/up.sh")], capture_output=True, text=True, timeout=1200, check=False
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return proc.stdout.strip().splitlines()[-1]
+@dataclass(frozen=True)
+class Scheduler:
+    """A gang scheduler the tests run in front of the operator: its world's script, the PodGroup API it reads."""
+
+    script: str
+    group: str
+    version: str
+
+
+SCHEDULERS = {
+    "scheduler-plugins": Scheduler("hack/worlds/gang/up.sh", "scheduling.x-k8s.io", "v1alpha1"),
+    "volcano": Scheduler("hack/worlds/volcano/up.sh", "scheduling.volcano.sh", "v1beta1"),
+}
+_started: dict[str, str] = {}  # kind -> scheduler name, once its up.sh ran in this worker
+
+
+def start_scheduler(kind: str) -> str:
+    """The scheduler's name; its binary built once (its build.sh), the process left running."""
+    if kind not in _started:
+        proc = subprocess.run(
+            ["bash", str(ROOT / SCHEDULERS[kind].script)], capture_output=True, text=True, timeout=1200, check=False
+        )
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        _started[kind] = proc.stdout.strip().splitlines()[-1]
+    return _started[kind]
+
+
+@dataclass(frozen=True)
+class Gang:
+    """The scheduler of one test and the operator run with `--gang-scheduling` set to it."""
+
+    name: str
+    scheduler: Scheduler
+
+    def pod_group(self, api_client: client.ApiClient, namespace: str, job: str) -> dict[str, Any] | None:
+        return _pod_group(api_client, namespace, job, self.scheduler.group, self.scheduler.version)
+
+
+@pytest.fixture(params=sorted(SCHEDULERS))
+def gang(request: pytest.FixtureRequest, operator_factory: Any, namespace: str, kubeconfig: str) -> Gang:
+    name = start_scheduler(request.param)
+    operator_factory("--namespace", namespace, "--no-leader-elect", "--gang-scheduling", name)
+    return Gang(name, SCHEDULERS[request.param])
+
+
+@pytest.fixture
+def gang_operator(operator_factory: Any, namespace: str, kubeconfig: str) -> Gang:
+    """Coscheduling only: what the other scheduler does differently is not the subject."""
+    name = start_scheduler("scheduler-plugins")
+    operator_factory("--namespace", namespace, "--no-leader-elect", "--gang-scheduling", name)
+    return Gang(name, SCHEDULERS["scheduler-plugins"])
 
 
 @pytest.fixture
@@ -83,13 +129,8 @@ def blocker(namespace: str, cpu: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def gang_operator(operator_factory: Any, namespace: str, gang_scheduler: str) -> Any:
-    return operator_factory("--namespace", namespace, "--no-leader-elect", "--gang-scheduling", gang_scheduler)
-
-
 def test_a_gang_that_cannot_all_fit_binds_no_pod_until_room_appears(
-    gang_operator: Any, api_client: client.ApiClient, namespace: str, small_node: str, gang_scheduler: str
+    gang: Gang, api_client: client.ApiClient, namespace: str, small_node: str
 ) -> None:
     core = client.CoreV1Api(api_client)
     # 1 CPU of the node's 4 held: the gang (a launcher and 3 workers, 1 CPU each) needs all 4
@@ -97,15 +138,15 @@ def test_a_gang_that_cannot_all_fit_binds_no_pod_until_room_appears(
     wait_until(lambda: core.read_namespaced_pod("blocker", namespace).spec.node_name == small_node, 60, what="blocker")
     create_mpijob(api_client, namespace, gang_job("gang", 3, "1"))
 
-    group = wait_until(
-        lambda: _pod_group(api_client, namespace, "gang"), 60, what="the job's PodGroup (scheduling.x-k8s.io)"
+    pod_group = wait_until(
+        lambda: gang.pod_group(api_client, namespace, "gang"), 60, what=f"the job's PodGroup ({gang.scheduler.group})"
     )
-    assert group["spec"]["minMember"] == 4, group
+    assert pod_group["spec"]["minMember"] == 4, pod_group
     wait_until(lambda: len(job_pods(core, namespace, "gang")) == 4, 60, what="the launcher and 3 workers created")
     pods = job_pods(core, namespace, "gang")
-    assert {p.spec.scheduler_name for p in pods} == {gang_scheduler}
-    # Three would fit: the gang scheduler binds none of them (it reserves, waits for the fourth, gives them back), over
-    # more than two of its 10 s waits
+    assert {p.spec.scheduler_name for p in pods} == {gang.name}
+    # Three would fit: the gang scheduler binds none of them (Coscheduling reserves three, waits 10 s for the fourth
+    # and gives them back; Volcano's gang plugin discards a session's placements short of minMember), for 25 s
     end = time.monotonic() + 25
     while time.monotonic() < end:
         bound = [p.metadata.name for p in job_pods(core, namespace, "gang") if p.spec.node_name]
@@ -121,10 +162,16 @@ def test_a_gang_that_cannot_all_fit_binds_no_pod_until_room_appears(
     wait_until(lambda: has_condition(get_mpijob(api_client, namespace, "gang"), "Running"), 90, what="gang Running")
 
 
-def _pod_group(api_client: client.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
+def _pod_group(
+    api_client: client.ApiClient,
+    namespace: str,
+    name: str,
+    group: str = "scheduling.x-k8s.io",
+    version: str = "v1alpha1",
+) -> dict[str, Any] | None:
     try:
         return client.CustomObjectsApi(api_client).get_namespaced_custom_object(
-            "scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", name
+            group, version, namespace, "podgroups", name
         )
     except ApiException as e:
         if e.status == 404:
@@ -133,7 +180,7 @@ def _pod_group(api_client: client.ApiClient, namespace: str, name: str) -> dict[
 
 
 def test_two_gangs_that_together_do_not_fit_run_one_after_the_other(
-    gang_operator: Any, api_client: client.ApiClient, namespace: str, small_node: str
+    gang: Gang, api_client: client.ApiClient, namespace: str, small_node: str
 ) -> None:
     """Two jobs of 3 CPUs each on the 4-CPU node: without a gang scheduler each could hold part of the node and wait
     for the rest for ever. Here one is placed whole, the other not at all; when the first has run (15 s), the second."""
@@ -165,14 +212,14 @@ def test_two_gangs_that_together_do_not_fit_run_one_after_the_other(
 
 
 def test_wait_for_workers_ready_with_a_gang_scheduler_does_not_deadlock(
-    gang_operator: Any, api_client: client.ApiClient, namespace: str, small_node: str
+    gang: Gang, api_client: client.ApiClient, namespace: str, small_node: str
 ) -> None:
     """kubeflow/mpi-operator#608: the launcher is made only once the workers are Ready, so a PodGroup that counts it
     would wait for it for ever. Here minMember counts the workers, they are placed, then the launcher joins them."""
     body = gang_job("ready-first", 2, "1")
     body["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
     create_mpijob(api_client, namespace, body)
-    group = wait_until(lambda: _pod_group(api_client, namespace, "ready-first"), 60, what="the PodGroup")
+    group = wait_until(lambda: gang.pod_group(api_client, namespace, "ready-first"), 60, what="the PodGroup")
     assert group["spec"]["minMember"] == 2, group
     wait_until(
         lambda: has_condition(get_mpijob(api_client, namespace, "ready-first"), "Succeeded"), 150, what="Succeeded"
@@ -180,7 +227,7 @@ def test_wait_for_workers_ready_with_a_gang_scheduler_does_not_deadlock(
 
 
 def test_suspend_deletes_the_gang_and_resume_places_it_again(
-    gang_operator: Any, api_client: client.ApiClient, namespace: str, small_node: str
+    gang: Gang, api_client: client.ApiClient, namespace: str, small_node: str
 ) -> None:
     core = client.CoreV1Api(api_client)
     body = gang_job("pausing", 2, "1")
@@ -194,16 +241,16 @@ def test_suspend_deletes_the_gang_and_resume_places_it_again(
     patch_mpijob(api_client, namespace, "pausing", {"spec": {"runPolicy": {"suspend": True}}})
     wait_until(lambda: has_condition(get_mpijob(api_client, namespace, "pausing"), "Suspended"), 60, what="Suspended")
     wait_until(lambda: not job_pods(core, namespace, "pausing"), 90, what="the gang's pods gone")
-    wait_until(lambda: _pod_group(api_client, namespace, "pausing") is None, 60, what="the PodGroup gone")
+    wait_until(lambda: gang.pod_group(api_client, namespace, "pausing") is None, 60, what="the PodGroup gone")
 
     patch_mpijob(api_client, namespace, "pausing", {"spec": {"runPolicy": {"suspend": False}}})
-    group = wait_until(lambda: _pod_group(api_client, namespace, "pausing"), 60, what="the PodGroup again")
+    group = wait_until(lambda: gang.pod_group(api_client, namespace, "pausing"), 60, what="the PodGroup again")
     assert group["spec"]["minMember"] == 3, group
     wait_until(lambda: len(bound()) == 3, 90, what="the gang placed again")
 
 
 def test_the_scheduler_reads_the_pod_groups_min_resources(
-    gang_operator: Any, api_client: client.ApiClient, namespace: str, small_node: str
+    gang_operator: Gang, api_client: client.ApiClient, namespace: str, small_node: str
 ) -> None:
     """`schedulingPolicy.minResources` goes into the PodGroup, and Coscheduling checks it against the cluster's free
     resources before placing any pod: more than the whole cluster has keeps every pod unbound, though each would fit;
@@ -258,7 +305,7 @@ def priority_classes(api_client: client.ApiClient, namespace: str) -> Iterator[d
 
 
 def test_of_two_waiting_gangs_the_higher_priority_one_is_placed_first(
-    gang_operator: Any,
+    gang_operator: Gang,
     api_client: client.ApiClient,
     namespace: str,
     small_node: str,

@@ -14,10 +14,11 @@ For each operator (PEER_E2E_OPERATORS, default "kubeflow ours"; the control firs
             CRD, which our install then takes over (mpi_operator_adopt_crd);
   ours:     installed by playbooks/install.yml (the Helm-like defaults: Deployment mpi-operator in mpi-operator),
             uninstalled by playbooks/uninstall.yml afterwards (the CRD stays, as always).
-Then the suite, with Ginkgo's skip on the Volcano context only. Its scheduler-plugins context installs that scheduler from
-a Helm chart and registry images this machine cannot reach; here the same scheduler is built from the Go module proxy
-and runs beside the default one (hack/worlds/gang/up.sh), and the suite is told to use it (USE_EXISTING_SCHEDULER_PLUGINS).
-That context turns gang scheduling on by adding --gang-scheduling to the operator Deployment's args: Kubeflow's
+Then the suite, every spec. Its two gang-scheduling contexts install their schedulers from Helm charts and registry
+images this machine cannot reach; here the same schedulers are built from the Go module proxy and run beside the
+default one (hack/worlds/gang/up.sh: scheduler-plugins' Coscheduling; hack/worlds/volcano/up.sh: Volcano's
+vc-scheduler), and the suite is told to use them (USE_EXISTING_SCHEDULER_PLUGINS, USE_EXISTING_VOLCANO_SCHEDULER).
+Each context turns gang scheduling on by adding --gang-scheduling to the operator Deployment's args: Kubeflow's
 manifest grants PodGroups always, our install only when installed with gang scheduling (least privilege), so for ours
 the run grants what `mpi_operator_gang_scheduling` would have (GANG_RBAC), and removes it after. While it runs the cluster is in its exclusive real-node mode:
 the real node's taint is off and the kwok nodes are cordoned, because the suite's pods carry no toleration and every
@@ -56,7 +57,7 @@ NAMESPACE = "mpi-operator"  # the suite's mpiOperator constant: the Deployment's
 REAL_NODE = os.environ.get("MPI_REAL_NODE_NAME", "mpi-real-node")
 REAL_NODE_TAINT = "mpi.operator/real-node"
 # The context whose scheduler cannot be had here: Volcano's (its Helm chart, registry images; docs/dev/peer-e2e.md).
-SKIP = "with volcano-scheduler"
+SKIP = ""  # a Ginkgo skip regex, when a context cannot run here (none now: both gang schedulers are built)
 # What our install grants with mpi_operator_gang_scheduling set (roles/operator/templates/rbac.yaml.j2), for the run.
 GANG_RBAC = "mpi-operator-peer-e2e-gang"
 SUITE_TIMEOUT_S = 3600
@@ -226,6 +227,7 @@ def run_suite(kind: str, suite: str, images: dict[str, str]) -> dict[str, dict]:
         USE_EXISTING_CLUSTER="true",
         USE_EXISTING_OPERATOR="true",
         USE_EXISTING_SCHEDULER_PLUGINS="true",
+        USE_EXISTING_VOLCANO_SCHEDULER="true",
         TEST_OPENMPI_IMAGE=images["pi-openmpi"],
         TEST_INTELMPI_IMAGE=images["pi-intel"],
         TEST_MPICH_IMAGE=images["pi-mpich"],
@@ -240,7 +242,7 @@ def run_suite(kind: str, suite: str, images: dict[str, str]) -> dict[str, dict]:
                 f"-test.timeout={SUITE_TIMEOUT_S}s",
                 "-ginkgo.v",
                 "-ginkgo.noColor",
-                f"-ginkgo.skip={SKIP}",
+                *([f"-ginkgo.skip={SKIP}"] if SKIP else []),
                 *focus,
             ],
             cwd=work,
@@ -282,8 +284,9 @@ def main() -> int:
     log("cluster with its real node (hack/worlds/cluster/up.sh)")
     run(["bash", "hack/worlds/cluster/up.sh"], env=dict(os.environ, MPI_CLUSTER_REAL_NODE="1"))
     suite = run(["bash", "hack/build/kubeflow.sh", "--e2e"]).strip().splitlines()[-1]
-    log("the gang scheduler, scheduler-plugins (hack/worlds/gang/up.sh)")
+    log("the gang schedulers: scheduler-plugins (hack/worlds/gang/up.sh), Volcano (hack/worlds/volcano/up.sh)")
     run(["bash", "hack/worlds/gang/up.sh"])
+    run(["bash", "hack/worlds/volcano/up.sh"])
     images = {name: image(name) for name in ("pi-openmpi", "pi-mpich", "pi-intel")}
     log(f"suite {suite}; images {images}")
     cluster = Cluster()
@@ -310,7 +313,7 @@ def main() -> int:
     )
     print(table(results, kinds))
     print(
-        f"\nskipped by name (-ginkgo.skip): {SKIP}; seconds per operator: {seconds}; "
+        f"\nskipped by name (-ginkgo.skip): {SKIP or 'none'}; seconds per operator: {seconds}; "
         f"total {time.monotonic() - started:.0f} s"
     )
     ours = results.get("ours", {})

@@ -64,7 +64,7 @@ is_alive() { local _p _c st; { read -r _p _c st _ <"/proc/$1/stat"; } 2>/dev/nul
 # Stop the cluster by PID: first everything that talks to etcd, then etcd (an API server without etcd hangs on
 # shutdown). With --strays, also any other process running one of our binaries (pid files lost in a crash).
 stop_cluster() {
-  stop_components "${1:-}" scheduler-plugins kwok kube-scheduler kube-controller-manager kube-apiserver
+  stop_components "${1:-}" scheduler-plugins vc-scheduler kwok kube-scheduler kube-controller-manager kube-apiserver
   stop_components "${1:-}" etcd
 }
 
