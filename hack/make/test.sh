@@ -98,6 +98,7 @@ build() {
     # Volcano's scheduler after it, not beside it: two Go builds at once would take both cores from the tests.
     ( (step "scheduler-plugins" nice bash hack/worlds/gang/build.sh 2>"$results/scheduler-plugins.log" || true)
       (step "volcano" nice bash hack/worlds/volcano/build.sh 2>"$results/volcano.log" || true) ) &
+    echo $! >"$results/building.gang-schedulers"
   fi
   step "cluster (Kubernetes, the real node, its images)" bash hack/worlds/cluster/up.sh || return 1
   if KUBECONFIG=$local_kubeconfig "$(dirname "$local_kubeconfig")/../bin/kubectl" get node mpi-real-node >/dev/null 2>&1
