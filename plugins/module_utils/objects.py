@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from .kube.paths import group_path
 from .mpijob import submit as S
+from .mpijob.spec import label_key
 
 
 def ref(obj: dict) -> tuple[str, str, str, str]:
@@ -116,9 +117,7 @@ def established(crd: dict | None) -> bool:
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
-# A label or annotation key: an optional DNS-subdomain prefix and "/", then a name of at most 63 characters.
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
-_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?" + _NAME + "$")
 _LABEL_VALUE = re.compile("^(" + _NAME + ")?$")
 
 
@@ -127,7 +126,7 @@ def invalid_metadata(option: str, values: dict, label_values: bool) -> list[str]
     errors = []
     for key, value in values.items():
         where = f"{option}[{key!r}]"
-        if not _KEY.match(str(key)) or len(str(key).rpartition("/")[0]) > 253:
+        if not label_key(str(key)):
             errors.append(
                 f"{where}: not a valid key (an optional DNS-subdomain prefix and '/', then at most 63 "
                 f"letters, digits, '-', '_' or '.', beginning and ending with a letter or digit)"

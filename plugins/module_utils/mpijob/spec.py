@@ -284,7 +284,8 @@ _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
 
 def label_key(key: str) -> bool:
-    """A Kubernetes label key: an optional DNS-1123 subdomain prefix and "/", then a name of at most 63 characters."""
+    """A Kubernetes label (or annotation) key: an optional DNS-1123 subdomain prefix and "/", then a name of at most 63
+    characters (the annotation hostfile-topology's keys; objects.invalid_metadata, the modules' labels options)."""
     prefix, _sep, name = key.rpartition("/")
     if _sep and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
         return False
