@@ -26,6 +26,7 @@ from .leader import LeaderElector, LeaseLock, Timing
 from .metrics import Metrics
 from .queue import WorkQueue
 from .runner import BatchRunner, WarmRuns
+from .store import Store
 from .watch import PLURAL, Watcher, by_group, resources
 
 log = logging.getLogger("mpijob_operator")
@@ -47,6 +48,10 @@ class Operator:
         self.queue = WorkQueue()
         self.api = api_client(cfg.kubeconfig, cfg.kube_api_qps, cfg.kube_api_burst)
         self.heartbeats = health.Heartbeats()
+        self.resources = resources(CHILD_SELECTOR, cfg.gang_scheduling, cfg.apis)
+        # What the watches saw, for the warm runs' batches (store.py): only with warm runs (a cold run's jobs go as
+        # module arguments, which carry no objects).
+        self.store = Store({r.name for r in self.resources}) if cfg.plan_from_watch and cfg.warm_runs else None
         self.controller = Controller(
             self.queue,
             self.metrics,
@@ -55,6 +60,7 @@ class Operator:
             cfg.max_batch,
             heartbeats=self.heartbeats,
             run_allowance=cfg.runner_timeout + RUN_MARGIN,
+            store=self.store,
         )
         self.watchers: list[Watcher] = []
         self.synced: set[str] = set()
@@ -83,6 +89,7 @@ class Operator:
             rotate_artifacts=rotate_artifacts or self.cfg.rotate_artifacts,
             warm=self.warm,
             on_start=lambda kind: self.metrics.runner_starts.labels(kind=kind).inc(),
+            store=self.store,
         )
 
     # -- checks ------------------------------------------------------------------------------
@@ -155,7 +162,7 @@ class Operator:
         if self.warm is not None:
             self.warm.start()
         self.controller.start()
-        for res in resources(CHILD_SELECTOR, self.cfg.gang_scheduling, self.cfg.apis):
+        for res in self.resources:
             w = Watcher(
                 self.api,
                 res,
@@ -165,6 +172,7 @@ class Operator:
                 on_event=self._counted_event,
                 on_restart=self._restarted,
                 watch_timeout=self.cfg.watch_timeout,
+                store=self.store,
             )
             self.watchers.append(w)
             w.start()

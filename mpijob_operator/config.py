@@ -104,6 +104,13 @@ class Config:
         ),
     ] = True
     warm_run_timeout: Annotated[int, Flag("seconds a warm run serves batches before it is replaced")] = 300
+    plan_from_watch: Annotated[
+        bool,
+        Flag(
+            "hand each warm run's batch its jobs' objects as the watches saw them, instead of the module reading "
+            "them again (default: on; --no-plan-from-watch: every batch reads its jobs from the API server)"
+        ),
+    ] = True
     kubectl_delivery_image: Annotated[
         str,
         Flag(

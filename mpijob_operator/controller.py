@@ -21,6 +21,7 @@ from .log import job_fields
 from .metrics import Metrics, counted, has_launcher, waiting
 from .queue import WorkQueue
 from .runner import BatchResult, BatchRunner
+from .store import Store
 from .watch import Change
 
 log = logging.getLogger("mpijob_operator.controller")
@@ -98,8 +99,10 @@ class Controller:
         max_batch: int,
         heartbeats: Heartbeats | None = None,
         run_allowance: float = 0,
+        store: Store | None = None,
     ):
         self.queue = queue
+        self.store = store  # what the watches saw (store.py): told of each run's status write and of its retries
         # A worker in a run promises to be back within run_allowance (the run's timeout plus a margin); waiting for
         # work it promises nothing: /healthz then reports only a run that outlived its own kill.
         self.heartbeats = heartbeats or Heartbeats()
@@ -174,6 +177,7 @@ class Controller:
         done_at = time.monotonic()
         for key, first_queued in batch:
             result = ran.jobs[key]
+            self._keep(key, result)
             again = self._settle_echoes(key, result)
             self.metrics.reconcile_latency.observe(max(0.0, done_at - first_queued))
             self.record(result)
@@ -213,6 +217,19 @@ class Controller:
         self.metrics.queue_depth.set(self.queue.depth())
         self.metrics.queue_waiting.set(self.queue.waiting())
         return ran
+
+    def _keep(self, key: Key, result: JobResult) -> None:
+        """The store takes the job's status write; a job retried, or gone, is read from the API server next time."""
+        if self.store is None:
+            return
+        if result.outcome is Outcome.DELETED:
+            self.store.forget(key)
+        elif result.outcome is Outcome.RETRY:
+            self.store.distrust(key)
+        if result.resource_version and result.read_version:
+            self.store.wrote_status(
+                key, result.read_version, {"resourceVersion": result.resource_version, "status": result.status}
+            )
 
     def _settle_echoes(self, key: Key, result: JobResult) -> list[Change]:
         """Ends the job's run for event bookkeeping; the events during it that need another reconcile."""

@@ -34,6 +34,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol impor
 from ansible_collections.mpi.operator.plugins.module_utils.warm import Handoff
 
 from . import CHECKOUT_COLLECTIONS
+from .store import Store
 
 MODULE = "mpi.operator.mpijob_reconcile"
 RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_on_unreachable")
@@ -89,6 +90,7 @@ class BatchRunner:
         module_args: dict[str, Any] | None = None,
         warm: WarmRuns | None = None,
         on_start: Callable[[str], None] = lambda _kind: None,
+        store: Store | None = None,
     ):
         self.private_data_dir = os.path.join(work_dir, f"runner-{slot}")
         os.makedirs(self.private_data_dir, exist_ok=True)
@@ -108,12 +110,14 @@ class BatchRunner:
             self.envvars["ANSIBLE_CONFIG"] = ansible_cfg(work_dir)
         self.warm = warm  # shared by every slot's runner
         self.on_start = on_start  # told of each ansible-runner run it starts: warm or cold
+        self.store = store  # what the watches saw: a warm run's batch takes each job's world from it (store.py)
 
     def run(self, keys: list[Key]) -> BatchResult:
         """Reconciles `keys`: handed to the warm run when there is one that takes it, else in a run of its own."""
         jobs = [job_entry(k) for k in keys]
         if self.warm is not None and self.module == MODULE:
-            served = self.warm.run(keys, jobs)
+            entries = [self.store.entry(k) for k in keys] if self.store is not None else jobs
+            served = self.warm.run(keys, entries)
             if served is not None:
                 return served
         args = dict(self.base_args)
@@ -217,7 +221,7 @@ class WarmRun:
     def ready(self) -> bool:
         return self.alive() and self.handoff.ready()
 
-    def give(self, keys: list[Key], jobs: list[dict], ready_within: float) -> BatchResult | None:
+    def give(self, keys: list[Key], jobs: list[dict] | list[bytes], ready_within: float) -> BatchResult | None:
         """The batch's result, or None when the run did not take the batch (then it is the caller's to run)."""
         handed = time.monotonic()
         taken, res = self.handoff.give(jobs, ready_within, self.alive, self.result_within)
@@ -337,8 +341,9 @@ class WarmRuns:
                 run = self._current
             return run
 
-    def run(self, keys: list[Key], jobs: list[dict]) -> BatchResult | None:
-        """The batch's result through the warm run, or None (no warm run, or it did not take the batch)."""
+    def run(self, keys: list[Key], jobs: list[dict] | list[bytes]) -> BatchResult | None:
+        """The batch's result through the warm run, or None (no warm run, or it did not take the batch). `jobs`: the
+        batch's entries, or their JSON (with the worlds the store gave)."""
         run = self._serving()
         served = run.give(keys, jobs, self.ready_within) if run is not None else None
         if served is None and run is not None:

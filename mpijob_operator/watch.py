@@ -25,6 +25,8 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import by
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.constants import GROUP, PLURAL
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Key, job_key
 
+from .store import Store, object_bytes
+
 log = logging.getLogger("mpijob_operator.watch")
 
 OPERATOR_LABEL = f"{C.OPERATOR_NAME_LABEL}={C.OPERATOR_NAME}"  # every pod the reconcile module creates has it
@@ -247,6 +249,7 @@ class Watcher(threading.Thread):
         on_restart: Callable[[str, str], None] | None = None,
         watch_timeout: int = 300,
         page_size: int = 500,
+        store: Store | None = None,
     ):
         super().__init__(name=f"watch-{resource.name}", daemon=True)
         self.api = api_client
@@ -258,6 +261,7 @@ class Watcher(threading.Thread):
         self.on_restart = on_restart or (lambda _name, _reason: None)
         self.watch_timeout = watch_timeout
         self.page_size = page_size
+        self.store = store  # keeps what was watched for the batches' worlds (store.py)
         self.state = WatchState()
         self.relevant = Relevance(resource.fingerprint)
         self._stop = threading.Event()
@@ -289,7 +293,8 @@ class Watcher(threading.Thread):
             if not cont:
                 return items, meta.get("resourceVersion", "")
 
-    def stream(self) -> Iterable[dict[str, Any]]:
+    def stream(self) -> Iterable[tuple[dict[str, Any], bytes]]:
+        """Each event of the watch, decoded, with its line."""
         resp = self._get(
             {
                 "watch": "true",
@@ -303,7 +308,7 @@ class Watcher(threading.Thread):
         self._response = resp
         try:
             if resp.status == 410:
-                yield {"type": "ERROR", "object": {"code": 410}}
+                yield {"type": "ERROR", "object": {"code": 410}}, b""
                 return
             if resp.status >= 400:
                 raise WatchError(f"watch {self.resource.name}: HTTP {resp.status}: {resp.data[:200]!r}")
@@ -313,7 +318,7 @@ class Watcher(threading.Thread):
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
                     if line.strip():
-                        yield json.loads(line)
+                        yield json.loads(line), line
                 if self._stop.is_set():
                     return
         finally:
@@ -321,19 +326,26 @@ class Watcher(threading.Thread):
             resp.release_conn()
 
     # -- loop --------------------------------------------------------------------------------
-    def dispatch(self, obj: dict[str, Any], kind: str) -> None:
+    def dispatch(self, obj: dict[str, Any], kind: str, line: bytes = b"") -> None:
         self.on_event(self.resource.name)
+        keys = self.resource.to_keys(obj)
+        if self.store is not None:  # kept before the job is queued: its batch sees at least this
+            self.store.put(self.resource.kind, keys, obj, object_bytes(line, obj), kind)
         if not self.relevant(kind, obj):
             return
         name = (obj.get("metadata") or {}).get("name", "")
-        for key in self.resource.to_keys(obj):
+        for key in keys:
             self.enqueue(key, Change(self.resource.kind, name, kind))
 
     def relist(self) -> None:
         items, rv = self.list_all()
         self.relevant.seen.clear()  # forget objects deleted while we were not watching
+        if self.store is not None:
+            self.store.relisting(self.resource.name, self.resource.kind, self.resource.api_version)
         for obj in items:
             self.dispatch(obj, "LIST")
+        if self.store is not None:
+            self.store.relisted(self.resource.name)
         self.state.listed(rv)
         self.on_synced(self.resource.name)
 
@@ -342,14 +354,14 @@ class Watcher(threading.Thread):
             try:
                 if self.state.resource_version is None:
                     self.relist()
-                for event in self.stream():
+                for event, line in self.stream():
                     what = self.state.event(event)
                     if what == "relist":
                         self.on_restart(self.resource.name, "gone")
                         log.info("watch expired (410 Gone): relisting", extra={"resource": self.resource.name})
                         break
                     if what == "dispatch":
-                        self.dispatch(event.get("object") or {}, event.get("type", ""))
+                        self.dispatch(event.get("object") or {}, event.get("type", ""), line)
                 self.error_backoff = 0.0
             except Exception as exc:
                 if self._stop.is_set():

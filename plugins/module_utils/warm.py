@@ -85,6 +85,14 @@ def _read_to_eof(sock: socket.socket, deadline: float) -> bytes:
         chunks.append(chunk)
 
 
+def batch_json(jobs: list[dict] | list[bytes]) -> bytes:
+    """A batch as the module reads it, `{"jobs": [...]}`: its entries, or their JSON as the operator's store made it
+    (a job's world in it is sent as the watch delivered it, never decoded and encoded again)."""
+    if all(isinstance(j, bytes) for j in jobs):
+        return b'{"jobs":[' + b",".join(jobs) + b"]}"  # type: ignore[arg-type]
+    return json.dumps({"jobs": jobs}, separators=(",", ":")).encode()
+
+
 class Handoff:
     """The operator's end: one listening socket per warm run, shared by every worker."""
 
@@ -111,7 +119,7 @@ class Handoff:
 
     def give(
         self,
-        jobs: list[dict],
+        jobs: list[dict] | list[bytes],
         ready_within: float,
         alive: Callable[[], bool],
         result_within: float,
@@ -145,7 +153,7 @@ class Handoff:
                 if time.monotonic() > deadline or not alive():
                     return None
 
-    def _hand(self, conn: socket.socket, jobs: list[dict], ack_within: float) -> bool:
+    def _hand(self, conn: socket.socket, jobs: list[dict] | list[bytes], ack_within: float) -> bool:
         conn.settimeout(ack_within)
         line = b""
         while not line.endswith(b"\n") and len(line) < MAX_LINE:
@@ -156,7 +164,7 @@ class Handoff:
         if not line.startswith(READY):
             return False
         self.pid = int(line.split()[1])
-        conn.sendall(json.dumps({"jobs": jobs}, separators=(",", ":")).encode())
+        conn.sendall(batch_json(jobs))
         conn.shutdown(socket.SHUT_WR)
         return conn.recv(len(ACK)) == ACK
 

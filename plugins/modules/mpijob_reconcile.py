@@ -47,7 +47,8 @@ options:
     description:
       - For a warm run (the operator's), the path of a unix socket the caller listens on. The module starts and
         serves batches there, O(batch_slots) at a time. Each slot connects, waits for a batch (a JSON object with
-        O(jobs)), acknowledges it, reconciles it and writes the batch's result (the RV(jobs) of that batch, with
+        O(jobs); an entry may hold the job's objects as the caller watched them, C(seen), which are then planned from
+        instead of read), acknowledges it, reconciles it and writes the batch's result (the RV(jobs) of that batch, with
         C(changed) and C(api_calls)) back on the same connection, then connects again. So the start of ansible and of
         the module is paid once for all the batches of O(batch_timeout) seconds, not once for each.
       - It stops taking batches after O(batch_timeout) seconds, or when the caller closes the socket, finishes the
@@ -249,6 +250,14 @@ jobs:
           description: C(world) (every pod and the launcher made again) or C(worker) (one worker of an elastic job
             replaced).
           type: str
+    read_version:
+      description: The MPIJob's C(metadata.resourceVersion) this call planned from.
+      type: str
+      returned: when the status was written
+    resource_version:
+      description: The MPIJob's C(metadata.resourceVersion) after this call wrote its status.
+      type: str
+      returned: when the status was written
 batch:
   description: How the jobs came, C(args) (O(jobs)) or C(served) (a warm run's batches, O(batch_from)).
   returned: always
@@ -318,6 +327,9 @@ def task(module, rest: Rest) -> dict:
         own = Rest(rest.transport, rest.timeout)  # its own api_calls
         try:
             jobs = [{k: str(j[k]) for k in ("namespace", "name", "api_version") if j.get(k)} for j in batch]
+            for job, entry in zip(jobs, batch):
+                if isinstance(entry.get("seen"), dict):  # the job's world as the operator watched it
+                    job["seen"] = entry["seen"]
             result = reconcile_jobs(module, own, jobs)
         except MPIJobError as exc:
             return {**exc.result, "failed": True, "msg": task_message(exc), "api_calls": own.calls}

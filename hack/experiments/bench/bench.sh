@@ -12,7 +12,7 @@
 set -euo pipefail
 source "$(dirname "$0")/../../make/env.sh"
 if [ "${1:-}" = "--scale" ]; then
-  sizes=${BENCH_SCALE_SIZES:-200x1 1000x1 5000x1 200x4} singles=0 peers=${BENCH_SCALE_PEERS-kubeflow-tuned}
+  sizes=${BENCH_SCALE_SIZES:-200x1 1000x1 5000x1 200x4} singles=${BENCH_SCALE_SINGLES:-3} peers=${BENCH_SCALE_PEERS-kubeflow-tuned}
   entry=bench_scale
 else
   sizes=${BENCH_JOBS:-200}x${BENCH_WORKERS:-4} singles=${BENCH_SINGLE_RUNS:-5} peers=${BENCH_PEERS:-}

@@ -3,7 +3,9 @@
 namespace. Prints one table (every size's rows, each peer's ratio to ours), writes the results as JSON and a plot
 (PNG, matplotlib) of latency, operator CPU per job and peak RSS against the number of jobs.
 
-BENCH_SCALE_SIZES ("200x1 1000x1 5000x1 200x4": jobs x workers, in that order); BENCH_SCALE_TIMEOUT_PER_POD (0.15 s)
+BENCH_SCALE_SIZES ("200x1 1000x1 5000x1 200x4": jobs x workers, in that order); BENCH_SCALE_ORDERS (both: each size
+ours then the peers, then the peers then ours, each ratio then with its spread; ours-first; peers-first);
+BENCH_SCALE_SINGLES (3: single jobs on the idle operator before each burst, create -> Running); BENCH_SCALE_TIMEOUT_PER_POD (0.15 s)
 and BENCH_SCALE_TIMEOUT_MIN (300 s) bound each wait of a size (max of the two, its pods times the first); a size
 that does not get there is reported with how many jobs did, and the run goes on. BENCH_SCALE_OUT
 (docs/images/bench-scale.png; the JSON beside it, .json).
@@ -29,7 +31,20 @@ from hack.lib.paths import ROOT
 from .cluster import delete_namespaces, prepare
 from .report import RATIO_NOTE, print_cpu_profile, print_memory, print_requests
 from .results import Result
-from .scale import DEFAULT_SIZES, PANELS, Run, Size, document, parse_sizes, plot_lines, table, timeout_for
+from .scale import (
+    DEFAULT_SIZES,
+    OURS_FIRST,
+    PANELS,
+    Run,
+    Size,
+    document,
+    parse_orders,
+    parse_sizes,
+    plot_lines,
+    spread_table,
+    table,
+    timeout_for,
+)
 from .scenario import Bench, StillRunning
 from .subjects import Kubeflow, Ours, peer_subjects
 
@@ -43,7 +58,9 @@ def peer_names() -> list[str]:
     return os.environ.get("BENCH_SCALE_PEERS", "kubeflow-tuned").replace(",", " ").split()
 
 
-def measure(kubeconfig: str, api: client.ApiClient, subject: Ours | Kubeflow, run: Run, teardown: float) -> Result:
+def measure(
+    kubeconfig: str, api: client.ApiClient, subject: Ours | Kubeflow, run: Run, teardown: float, singles: int
+) -> Result:
     """One operator at one size, once the previous run's namespace is gone (within `teardown` s: that run's wait,
     the larger size's); a failure becomes the row's note (StillRunning stops the whole run: the next operator would
     share the jobs with this one)."""
@@ -56,7 +73,7 @@ def measure(kubeconfig: str, api: client.ApiClient, subject: Ours | Kubeflow, ru
             file=sys.stderr,
         )
     try:
-        return Bench(kubeconfig, api, subject, size.jobs, size.workers, single_runs=0, timeout=run.timeout).run()
+        return Bench(kubeconfig, api, subject, size.jobs, size.workers, single_runs=singles, timeout=run.timeout).run()
     except StillRunning:
         raise
     except Exception as exc:
@@ -154,6 +171,8 @@ def main() -> int:
 
     api = api_client({"kubeconfig": kubeconfig})
     sizes = parse_sizes(setting("BENCH_SCALE_SIZES", DEFAULT_SIZES))
+    orders = parse_orders(setting("BENCH_SCALE_ORDERS", "both"))
+    singles = int(setting("BENCH_SCALE_SINGLES", "3"))
     per_pod = float(setting("BENCH_SCALE_TIMEOUT_PER_POD", "0.15"))
     minimum = float(setting("BENCH_SCALE_TIMEOUT_MIN", "300"))
     peers = peer_subjects(peer_names(), "BENCH_SCALE_PEERS")  # before the long run: a wrong name fails now
@@ -171,25 +190,32 @@ def main() -> int:
     runs: list[Run] = []
     stopped = ""
     for size in sizes:
-        run = Run(size, timeout_for(size, per_pod, minimum))
-        runs.append(run)
-        for subject in [Ours(), *peers]:
-            if isinstance(subject, Result):  # a peer that cannot run here: its note
-                run.results.append(Result(subject.name, note=subject.note, jobs=size.jobs, workers=size.workers))
-                continue
-            print(f"## {size.label}: {subject.name} (each wait at most {run.timeout:.0f} s)", flush=True)
-            try:
-                # 200 x 4 after 5,000 x 1: the 10,000 pods' namespace takes longer to go than 200 x 4's own wait
-                teardown = max(r.timeout for r in runs)
-                run.results.append(measure(kubeconfig, api, subject, run, teardown))
-                print_memory(run.results[-1])
-                print_cpu_profile(run.results[-1])
-                print_requests(run.results[-1])
-            except StillRunning as exc:
-                stopped = f"stopped: {exc}; the sizes after it were not run"
+        for order in orders:
+            run = Run(size, timeout_for(size, per_pod, minimum), order=order)
+            runs.append(run)
+            subjects: list[Any] = [Ours(), *peers]
+            measured: dict[int, Result] = {}
+            for i in range(len(subjects)) if order == OURS_FIRST else reversed(range(len(subjects))):
+                subject = subjects[i]
+                if isinstance(subject, Result):  # a peer that cannot run here: its note
+                    measured[i] = Result(subject.name, note=subject.note, jobs=size.jobs, workers=size.workers)
+                    continue
+                print(f"## {run.label}: {subject.name} (each wait at most {run.timeout:.0f} s)", flush=True)
+                try:
+                    # 200 x 4 after 5,000 x 1: the 10,000 pods' namespace takes longer to go than 200 x 4's own wait
+                    teardown = max(r.timeout for r in runs)
+                    measured[i] = measure(kubeconfig, api, subject, run, teardown, singles)
+                    print_memory(measured[i])
+                    print_cpu_profile(measured[i])
+                    print_requests(measured[i])
+                except StillRunning as exc:
+                    stopped = f"stopped: {exc}; the sizes after it were not run"
+                    break
+                run.results = [measured[j] for j in sorted(measured)]  # ours first, as the table reads them
+                save(runs, info, png)
+            print("\n" + "\n".join(table([run])) + "\n", flush=True)
+            if stopped:
                 break
-            save(runs, info, png)
-        print("\n" + "\n".join(table([run])) + "\n", flush=True)
         if stopped:
             break
     delete_namespaces(client.CoreV1Api(api))
@@ -205,6 +231,12 @@ def main() -> int:
     print()
     print("\n".join(table(runs)))
     print()
+    spread = spread_table(runs)
+    if spread:
+        print("### Each ratio in both orders, and its spread")
+        print()
+        print("\n".join(spread))
+        print()
     print(
         RATIO_NOTE + " (each size's wait: BENCH_SCALE_TIMEOUT_PER_POD x its pods, at least BENCH_SCALE_TIMEOUT_MIN). "
         "CPU and API requests per job are over the jobs created; API requests are every client's."

@@ -20,6 +20,7 @@ SUCCEEDED_P95 = "told -> Succeeded p95"
 CPU_RUNNING = "operator CPU ms/job, -> all Running"
 CPU_CLEANED = "operator CPU ms/job, told -> cleaned up"
 RSS = "peak RSS incl. children"
+SINGLE_P50 = "single job, idle: create -> Running p50"
 OPERATOR_CPU = "operator incl. runner subprocesses"  # accounting.cpu_snapshot's name for the operator's tree
 
 # The plot: a panel per quantity, a line per measure (its line style), operator (its colour) and workers per job.
@@ -68,10 +69,12 @@ def scale_rows(r: Result) -> Rows:
     was not reached is infinite ("> N s"); "jobs Running/Succeeded" say where a run that timed out stopped."""
     bulk, finish, jobs = r.bulk, r.finish, r.jobs
     assert bulk is not None and finish is not None
-    latencies: dict[str, tuple[float, float]] = {
-        "create -> Running p50": (percentile(bulk.to_running, 50), bulk.wall),
-        RUNNING_P95: (percentile(bulk.to_running, 95), bulk.wall),
-    }
+    latencies: dict[str, tuple[float, float]] = {}
+    if r.single is not None:  # BENCH_SCALE_SINGLES jobs one at a time on the idle operator, before the burst
+        latencies[SINGLE_P50] = (r.single.to_running, 120.0)
+        latencies["single job, idle: create -> Running max"] = (r.single.running_max, 120.0)
+    latencies["create -> Running p50"] = (percentile(bulk.to_running, 50), bulk.wall)
+    latencies[RUNNING_P95] = (percentile(bulk.to_running, 95), bulk.wall)
     ran = bool(finish.cpu)  # phase 4: not with BENCH_LAUNCHER_OUTCOME=succeed
     if ran:
         latencies.update(
@@ -111,22 +114,70 @@ def scale_rows(r: Result) -> Rows:
     return out
 
 
+OURS_FIRST, PEERS_FIRST = "ours first", "peers first"
+ORDERS = {"both": (OURS_FIRST, PEERS_FIRST), "ours-first": (OURS_FIRST,), "peers-first": (PEERS_FIRST,)}
+
+
+def parse_orders(text: str) -> tuple[str, ...]:
+    """BENCH_SCALE_ORDERS: both (default: each size ours then the peers, then the peers then ours), ours-first or
+    peers-first."""
+    if text not in ORDERS:
+        raise ValueError(f"BENCH_SCALE_ORDERS: {text!r} is not one of {', '.join(ORDERS)}")
+    return ORDERS[text]
+
+
 @dataclass
 class Run:
-    """One size: every operator's result, ours first, and the wait it had."""
+    """One size in one order: every operator's result, ours first (whatever order they ran in), and the wait it had."""
 
     size: Size
     timeout: float
     results: list[Result] = field(default_factory=list)
+    order: str = OURS_FIRST
+
+    @property
+    def label(self) -> str:
+        return f"{self.size.label} ({self.order})"
 
 
 def table(runs: list[Run]) -> list[str]:
-    """Every size's rows in one markdown table (the label prefixed with the size), each peer's ratio to ours."""
+    """Every size's rows in one markdown table (the label prefixed with the size and order), each peer's ratio to
+    ours."""
     measured = [run for run in runs if run.results]
     if not measured:
         return []
-    lines = [cells for run in measured for cells in side_by_side(run.results, scale_rows, prefix=f"{run.size.label}: ")]
+    lines = [cells for run in measured for cells in side_by_side(run.results, scale_rows, prefix=f"{run.label}: ")]
     return markdown(header(measured[0].results), lines)
+
+
+def spread_table(runs: list[Run]) -> list[str]:
+    """Each size's ratios (peer / ours) in every order it ran and their spread (the largest over the smallest): what
+    the order of the operators and the previous size's teardown do to a ratio."""
+    by_size: dict[Size, list[Run]] = {}
+    for run in runs:
+        if len(run.results) > 1 and all(r.note == "" for r in run.results):
+            by_size.setdefault(run.size, []).append(run)
+    orders = list(dict.fromkeys(run.order for group in by_size.values() for run in group))
+    lines = []
+    for size, group in by_size.items():
+        rows = [(run, scale_rows(run.results[0]), scale_rows(run.results[1])) for run in group]
+        for label in rows[0][1]:
+            ratios = {}
+            for run, mine, theirs in rows:
+                ours_v, peer_v = (mine.get(label) or (math.nan,))[0], (theirs.get(label) or (math.nan,))[0]
+                if math.isfinite(ours_v) and ours_v > 0 and not math.isnan(peer_v):
+                    ratios[run.order] = peer_v / ours_v
+            if not ratios:
+                continue
+            cells = [f"{size.label}: {label}"] + [f"{ratios[o]:.2f}" if o in ratios else "" for o in orders]
+            finite = [v for v in ratios.values() if math.isfinite(v)]
+            spread = max(finite) / min(finite) if len(finite) > 1 and min(finite) > 0 else math.nan
+            cells.append(f"{spread:.2f}" if math.isfinite(spread) else "")
+            lines.append(cells)
+    if not lines:
+        return []
+    peer = by_size[next(iter(by_size))][0].results[1].name
+    return markdown(["measure", *(f"{peer} / ours, {o}" for o in orders), "spread (max / min)"], lines)
 
 
 def _number(value: float) -> float | None:
@@ -166,7 +217,13 @@ def document(runs: list[Run], about: dict[str, Any]) -> dict[str, Any]:
                 }
             )
         sizes.append(
-            {"jobs": run.size.jobs, "workers": run.size.workers, "timeout": run.timeout, "operators": operators}
+            {
+                "jobs": run.size.jobs,
+                "workers": run.size.workers,
+                "order": run.order,
+                "timeout": run.timeout,
+                "operators": operators,
+            }
         )
     return {**about, "sizes": sizes}
 

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from ..mpijob import constants as C
 from ..mpijob import status as S
 from ..mpijob.errors import ApiError
-from ..mpijob.plan import Action, Plan, api_error_outcome, controlled_by
+from ..mpijob.plan import Action, Plan, World, api_error_outcome, controlled_by
 from ..mpijob.planner import rejected
 from ..mpijob.protocol import JobResult, Outcome
 from .paths import collection, item, mpijob_path
@@ -24,8 +24,11 @@ from .rest import Rest
 class Applier:
     """Carries out one job's plan, in order; turns API errors into the job's result."""
 
-    def __init__(self, rest: Rest, obj: dict, result: JobResult):
+    def __init__(self, rest: Rest, obj: dict, result: JobResult, versions: dict[tuple[str, str], str] | None = None):
         self.rest, self.obj, self.result = rest, obj, result
+        # (kind, name) -> the resourceVersion of each child the plan was made from: a patch carries it, so a child
+        # that changed since (the world was stale) is refused with a 409 and the job retried, never overwritten.
+        self.versions = dict(versions or {})
         self.namespace = obj["metadata"]["namespace"]
         self.name = obj["metadata"]["name"]
         self.uid = obj["metadata"].get("uid", "")
@@ -64,7 +67,12 @@ class Applier:
                 return self.exists(a)
         elif a.action == "patch":
             path = item(a.api_version, a.kind, ns, a.name) + (f"/{a.subresource}" if a.subresource else "")
-            self.rest.request("PATCH", path, a.body, content_type="application/merge-patch+json")
+            body, version = a.body or {}, self.versions.get((a.kind, a.name))
+            if version:
+                body = dict(body, metadata=dict(body.get("metadata") or {}, resourceVersion=version))
+            patched = self.rest.request("PATCH", path, body, content_type="application/merge-patch+json")
+            if version and isinstance(patched, dict):  # a second patch of it in this plan goes from this one
+                self.versions[(a.kind, a.name)] = (patched.get("metadata") or {}).get("resourceVersion") or version
         elif a.action == "delete":
             # Background: what the object owns goes with it. Without a policy the API server orphans a batch/v1
             # Job's pods (its legacy default), so a deleted launcher Job would leave its pod running.
@@ -82,6 +90,7 @@ class Applier:
             body = dict(self.obj, status=a.body)
             written = self.rest.request("PUT", self.path + "/status", body)
             self.result.status = written.get("status")
+            self.result.resource_version = (written.get("metadata") or {}).get("resourceVersion")
         elif a.action == "event":
             self.event(a.body or {})
         elif a.action == "record":
@@ -187,6 +196,26 @@ class Applier:
                 {"count": int(current.get("count") or 1) + 1, "lastTimestamp": now},
                 content_type="application/merge-patch+json",
             )
+
+
+def versions(world: World) -> dict[tuple[str, str], str]:
+    """(kind, name) -> resourceVersion of each child of the world (Applier's preconditions)."""
+    out: dict[tuple[str, str], str] = {}
+    named = [
+        ("Service", world.service),
+        ("ConfigMap", world.config_map),
+        ("ConfigMap", world.record),
+        ("Secret", world.secret),
+        ("Job", world.launcher),
+        ("PodGroup", world.pod_group),
+        *(("Pod", p) for p in world.pods),
+        *world.launcher_rbac.items(),
+    ]
+    for kind, obj in named:
+        meta = (obj or {}).get("metadata") or {}
+        if meta.get("name") and meta.get("resourceVersion"):
+            out[(kind, meta["name"])] = meta["resourceVersion"]
+    return out
 
 
 def split_after_status(plan: Plan) -> tuple[list[Action], list[Action]]:

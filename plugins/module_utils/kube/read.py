@@ -97,13 +97,53 @@ def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options)
     for pod in done["pods"]:
         kids.pods_by_job.setdefault(pod["metadata"]["labels"][C.JOB_NAME_LABEL], []).append(pod)
     if any(api_for(obj).launcher_rbac for obj in mpijobs.values()):
+        kids.launcher_rbac = launcher_rbac(rest, namespace, app)
+    return mpijobs, kids
+
+
+def launcher_rbac(rest: Rest, namespace: str, selector: str) -> dict[str, dict[str, dict]]:
+    """The launchers' ServiceAccounts, Roles and RoleBindings of the jobs `selector` selects: kind -> name -> object."""
+    return {
+        kind: _by_name(rest.list(collection(api_version, kind, namespace), selector))
         for api_version, kind in (
             ("v1", "ServiceAccount"),
             (C.RBAC_API_VERSION, "Role"),
             (C.RBAC_API_VERSION, "RoleBinding"),
-        ):
-            kids.launcher_rbac[kind] = _by_name(rest.list(collection(api_version, kind, namespace), app))
-    return mpijobs, kids
+        )
+    }
+
+
+def given(
+    rest: Rest, key: Key, world: dict, opts: K.Options
+) -> tuple[list[Key], dict[Key, dict], Namespaced | Exception]:
+    """A job whose world the operator handed (what its watches saw, mpijob_operator/store.py), as read_namespace
+    returns a namespace's, nothing read. A job of an API whose launcher has RBAC objects of its own (not watched) is
+    read instead."""
+    obj = world["mpijob"]
+    if api_for(obj).launcher_rbac:
+        try:
+            found, read = read_namespace(rest, key.namespace, [key], opts)
+        except ApiError as exc:
+            return [key], {}, exc
+        return [key], found, read
+    name = key.name
+    kids = Namespaced(
+        services=_one(name, world.get("service")),
+        config_maps={
+            **_one(name + C.CONFIG_SUFFIX, world.get("config_map")),
+            **_one(record_name(name), world.get("record")),
+        },
+        secrets=_one(name + C.SSH_SUFFIX, world.get("secret")),
+        jobs=_one(name + C.LAUNCHER_SUFFIX, world.get("launcher")),
+        pod_groups=_one(name, world.get("pod_group")),
+        pods_by_job={name: [p for p in world.get("pods") or [] if isinstance(p, dict)]},
+    )
+    return [key], {key: obj}, kids
+
+
+def _one(name: str, obj: object) -> dict[str, dict]:
+    """{name: obj} for an object the world holds under that name, else nothing."""
+    return {name: obj} if isinstance(obj, dict) and (obj.get("metadata") or {}).get("name") == name else {}
 
 
 def _all_at_once(reads: dict[str, Callable[[], Any]]) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from ..mpijob.errors import ApiError
 from ..mpijob.plan import Action, Plan, World
 from ..mpijob.planner import plan_job
 from ..mpijob.protocol import JobResult, Key, Outcome, job_key
-from .apply import Applier, split_after_status
-from .read import Namespaced, node_names, priority_values, read_namespace, read_nodes, world_of
+from .apply import Applier, split_after_status, versions
+from .read import Namespaced, given, node_names, priority_values, read_namespace, read_nodes, world_of
 from .rest import Rest
 from .sshkeys import _placeholder_keys, generate_ssh_keys
 
@@ -26,37 +26,43 @@ def reconcile_batch(
     """Reconciles every job of the batch (each `{namespace, name, api_version?}`, the apiVersion only for an API other
     than kubeflow.org; one batch may mix them); one job's failure never stops the others."""
     unique: dict[Key, JobResult] = {}
+    handed: dict[Key, dict] = {}  # the worlds the operator handed (what it watched), by job
     for j in jobs:
         result = JobResult(namespace=j["namespace"], name=j["name"], api_version=j.get("api_version") or None)
         unique.setdefault(result.key, result)
+        if isinstance(j.get("seen"), dict) and isinstance(j["seen"].get("mpijob"), dict):
+            handed[result.key] = j["seen"]
     results = list(unique.values())
     by_ns: dict[str, list[Key]] = {}
     for key in unique:
-        by_ns.setdefault(key.namespace, []).append(key)
+        if key not in handed:
+            by_ns.setdefault(key.namespace, []).append(key)
 
-    def read(ns: str) -> tuple[str, dict[Key, dict], Namespaced | Exception]:
+    def read(ns: str) -> tuple[list[Key], dict[Key, dict], Namespaced | Exception]:
         try:
             found, kids = read_namespace(rest, ns, by_ns[ns], opts)
-            return ns, found, kids
+            return by_ns[ns], found, kids
         except ApiError as exc:
-            return ns, {}, exc
+            return by_ns[ns], {}, exc
 
     pool = ThreadPoolExecutor(max_workers=max(1, threads))
     try:
-        reads = list(pool.map(read, sorted(by_ns)))  # Unreachable propagates: the whole call fails
+        # The jobs the operator handed with their world (what it watched) are planned from it; the others are read.
+        reads = [given(rest, key, world, opts) for key, world in handed.items()]
+        reads += list(pool.map(read, sorted(by_ns)))  # Unreachable propagates: the whole call fails
         worlds: dict[Key, tuple[dict, World] | Exception | None] = {}
-        all_jobs = [obj for _ns, found, _kids in reads for obj in found.values()]
+        all_jobs = [obj for _keys, found, _kids in reads for obj in found.values()]
         priorities = priority_values(rest, all_jobs, opts)
         wanted = {
             n
-            for _ns, found, kids in reads
+            for _keys, found, kids in reads
             if not isinstance(kids, Exception)
             for o in found.values()
             for n in node_names(o, kids)
         }
         nodes = read_nodes(rest, wanted)
-        for ns, found, kids in reads:
-            for key in by_ns[ns]:
+        for keys, found, kids in reads:
+            for key in keys:
                 if isinstance(kids, Exception):
                     worlds[key] = kids
                 elif key in found:
@@ -75,6 +81,7 @@ def reconcile_batch(
                 return
             obj, world = seen
             result.uid = obj["metadata"].get("uid")
+            result.read_version = obj["metadata"].get("resourceVersion")
             result.status = obj.get("status")
             try:
                 plan = plan_job(obj, world, opts, now, _placeholder_keys if check_mode else generate_ssh_keys)
@@ -89,7 +96,7 @@ def reconcile_batch(
             # Every job's status (after its transitions' Events) first, then what comes after it (a finished job's
             # clean-up, the other events): in a batch of many, the last job's outcome does not wait for the others'
             # deletions.
-            applier, head, tail = Applier(rest, obj, result), *split_after_status(plan)
+            applier, head, tail = Applier(rest, obj, result, versions(world)), *split_after_status(plan)
             if applier.apply(plan, head):
                 if tail:
                     tails.append((applier, plan, tail))

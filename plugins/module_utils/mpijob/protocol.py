@@ -15,8 +15,9 @@ Who sends what:
 
 The JSON of one job's result (mpijob_reconcile's RETURN documents each field): `{namespace, name, uid, actions:
 [{action, kind, name, reason?}], status, finished, transitions: [{type, status, reason}], error, retry,
-requeue_after, deleted, cleanup_pending, outcome, api_version?, restart?}`; `retry` and `deleted` say two of the outcomes
-again, for playbooks that read them.
+requeue_after, deleted, cleanup_pending, outcome, api_version?, restart?, read_version?, resource_version?}`; `retry`
+and `deleted` say two of the outcomes again, for playbooks that read them; the two versions (the MPIJob's as planned
+from and after the status write, when one was written) let the loop's store keep its copy current.
 
 A warm run receives its batches over a unix socket instead of the `jobs` argument: the same entries in (`{"jobs":
 [...]}`), the same return value out (`{"changed", "jobs", "api_calls"}`, or `{"failed", "msg", "api_calls"}`). The
@@ -100,6 +101,8 @@ class JobResult:
     api_version: str | None = None  # the job's API as the `jobs` entry named it; None: kubeflow.org (the short form)
     cleanup_pending: bool = False  # it finished in this pass; its clean-up wants a pass of its own (cleanup_later)
     restart: dict[str, str] | None = None  # the restart whose status this reconcile wrote: {cause, scope}
+    read_version: str | None = None  # the MPIJob's resourceVersion the reconcile planned from
+    resource_version: str | None = None  # its resourceVersion after the status write (None: no status written)
 
     @property
     def key(self) -> Key:
@@ -135,6 +138,8 @@ class JobResult:
             out["api_version"] = self.api_version
         if self.restart:
             out["restart"] = self.restart
+        if self.resource_version:
+            out["read_version"], out["resource_version"] = self.read_version, self.resource_version
         return out
 
     @classmethod
@@ -159,7 +164,13 @@ class JobResult:
             api_version=entry.get("api_version") or None,
             cleanup_pending=bool(entry.get("cleanup_pending")),
             restart=_restart(entry.get("restart")),
+            read_version=_text(entry.get("read_version")),
+            resource_version=_text(entry.get("resource_version")),
         )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _restart(value: object) -> dict[str, str] | None:

@@ -13,13 +13,17 @@ from hack.experiments.bench.results import Bulk, Finish, Result
 from hack.experiments.bench.scale import (
     CPU_CLEANED,
     CPU_RUNNING,
+    OURS_FIRST,
+    PEERS_FIRST,
     RSS,
     RUNNING_P95,
     Run,
     Size,
     document,
+    parse_orders,
     parse_sizes,
     plot_lines,
+    spread_table,
     table,
     timeout_for,
 )
@@ -112,21 +116,21 @@ def runs():
 
 def test_one_table_every_size_per_job_where_the_work_grows_and_where_a_size_stopped():
     table_rows = rows(table(runs()))
-    assert table_rows[f"10 x 1: {RUNNING_P95}"] == ["2.0 s", "4.0 s", "2.00"]
-    assert table_rows[f"10 x 1: {CPU_RUNNING}"] == ["50.0", "25.0", "0.50"]  # ms per job
-    assert table_rows[f"10 x 1: {CPU_CLEANED}"] == ["25.0", "12.5", "0.50"]
-    assert table_rows["10 x 1: API requests/job (all clients), -> all Running"] == ["5.0", "5.0", "1.00"]
-    assert table_rows["10 x 1: told -> launcher Complete p95 (cluster)"][:2] == ["0.5 s", "0.5 s"]
-    assert table_rows["10 x 1: kube-apiserver CPU s, told -> cleaned up"][:2] == ["10.0", "10.0"]
-    assert table_rows[f"10 x 1: {RSS}"] == ["200 MiB", "100 MiB", "0.50"]
+    assert table_rows[f"10 x 1 (ours first): {RUNNING_P95}"] == ["2.0 s", "4.0 s", "2.00"]
+    assert table_rows[f"10 x 1 (ours first): {CPU_RUNNING}"] == ["50.0", "25.0", "0.50"]  # ms per job
+    assert table_rows[f"10 x 1 (ours first): {CPU_CLEANED}"] == ["25.0", "12.5", "0.50"]
+    assert table_rows["10 x 1 (ours first): API requests/job (all clients), -> all Running"] == ["5.0", "5.0", "1.00"]
+    assert table_rows["10 x 1 (ours first): told -> launcher Complete p95 (cluster)"][:2] == ["0.5 s", "0.5 s"]
+    assert table_rows["10 x 1 (ours first): kube-apiserver CPU s, told -> cleaned up"][:2] == ["10.0", "10.0"]
+    assert table_rows[f"10 x 1 (ours first): {RSS}"] == ["200 MiB", "100 MiB", "0.50"]
     # where the peer stopped at 40 jobs, and its p95 a lower bound
-    assert table_rows["40 x 1: jobs Running"] == ["40/40", "30/40", ""]
-    assert table_rows["40 x 1: jobs Succeeded"] == ["40/40", "0/40", ""]
-    assert table_rows[f"40 x 1: {RUNNING_P95}"] == ["5.0 s", "> 300 s", "> 60.0"]
+    assert table_rows["40 x 1 (ours first): jobs Running"] == ["40/40", "30/40", ""]
+    assert table_rows["40 x 1 (ours first): jobs Succeeded"] == ["40/40", "0/40", ""]
+    assert table_rows[f"40 x 1 (ours first): {RUNNING_P95}"] == ["5.0 s", "> 300 s", "> 60.0"]
     # no job of the peer got both the launcher Complete and Succeeded: no operator's share to show
-    assert table_rows["40 x 1: launcher Complete -> Succeeded p95 (operator)"] == ["1.0 s", "-", ""]
+    assert table_rows["40 x 1 (ours first): launcher Complete -> Succeeded p95 (operator)"] == ["1.0 s", "-", ""]
     # a peer that failed at a size: its note, and the run went on
-    assert table_rows[f"20 x 4: {RUNNING_P95}"] == ["3.0 s", "failed: TimeoutError: ready", ""]
+    assert table_rows[f"20 x 4 (ours first): {RUNNING_P95}"] == ["3.0 s", "failed: TimeoutError: ready", ""]
 
 
 def test_the_document_is_json_and_its_plot_lines_mark_a_timeout_as_a_lower_bound():
@@ -183,3 +187,24 @@ def test_a_cpu_profile_is_summed_by_sampled_process_and_by_function_whichever_li
         "_wait_on_pending_results (__init__.py)": 0.167,
     }
     assert summarise("").samples == 0
+
+
+def test_both_orders_each_ratio_with_its_spread():
+    assert parse_orders("both") == (OURS_FIRST, PEERS_FIRST) and parse_orders("peers-first") == (PEERS_FIRST,)
+    with pytest.raises(ValueError, match="BENCH_SCALE_ORDERS"):
+        parse_orders("random")
+    first = runs()[0]
+    second = Run(
+        Size(10, 1),
+        300,
+        [
+            result("mpi.operator", 10, [2.0] * 10, [1.0] * 10, 0.5, 200),
+            result("Kubeflow tuned", 10, [3.0] * 10, [1.0] * 10, 0.25, 100),
+        ],
+        order=PEERS_FIRST,
+    )
+    spread = rows(spread_table([first, second, runs()[2]]))  # a size whose peer failed has no ratio to spread
+    assert spread[f"10 x 1: {RUNNING_P95}"] == ["2.00", "1.50", "1.33"]
+    assert spread[f"10 x 1: {RSS}"] == ["0.50", "0.50", "1.00"]
+    assert not [label for label in spread if label.startswith("20 x 4")]
+    assert rows(table([second]))[f"10 x 1 (peers first): {RUNNING_P95}"] == ["2.0 s", "3.0 s", "1.50"]

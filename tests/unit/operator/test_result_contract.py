@@ -106,6 +106,7 @@ def module_result(p: P.Plan, name: str) -> JobResult:
 
 def test_core_plan_to_module_output_to_runner_parse_is_lossless() -> None:
     results = [module_result(p, f"job-{i}") for i, p in enumerate(lifecycle().values())]
+    results[0].read_version, results[0].resource_version = "41", "42"  # a status write's versions go through too
     # What the module emits: exit_json(changed=..., jobs=[r.as_dict() ...]) is one JSON document on stdout.
     emitted = json.dumps({"changed": True, "jobs": [r.as_dict() for r in results], "api_calls": 7})
     parsed = parse_module_result([r.key for r in results], json.loads(emitted), "successful")
@@ -137,6 +138,8 @@ def test_every_field_of_the_result_is_documented_in_the_module() -> None:
         transitions=[Transition("Created", "True", "MPIJobCreated")],
         api_version="batch.tensorstack.dev/v1beta1",
         restart={"cause": "program", "scope": "world"},
+        read_version="41",
+        resource_version="42",
     )
     assert set(documented) == set(result.as_dict())
     assert set(documented["restart"]["contains"]) == set(result.as_dict()["restart"])

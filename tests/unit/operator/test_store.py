@@ -1,0 +1,117 @@
+"""The store of what the watches saw (mpijob_operator/store.py): each job's world as the warm run's batch gets it."""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import job_key
+from mpijob_operator.store import Store, encode, object_bytes
+from mpijob_operator.watch import resources
+
+RESOURCES = resources("app")
+NAMES = {r.name for r in RESOURCES}
+KEY = job_key("ns", "pi")
+
+
+def obj(name: str, rv: str = "1", **extra) -> dict:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv, **extra}}
+
+
+def listed_store() -> Store:
+    store = Store(NAMES)
+    for r in RESOURCES:
+        store.relisting(r.name, r.kind, r.api_version)
+        store.relisted(r.name)
+    return store
+
+
+def put(store: Store, kind: str, o: dict, event: str = "ADDED") -> None:
+    store.put(kind, [KEY], o, encode(o), event)
+
+
+def world(store: Store) -> dict | None:
+    return json.loads(store.entry(KEY)).get("seen")
+
+
+def full_store() -> Store:
+    store = listed_store()
+    put(store, "MPIJob", obj("pi", "10"))
+    put(store, "Service", obj("pi"))
+    put(store, "ConfigMap", obj("pi-config"))
+    put(store, "ConfigMap", obj("pi-record"))
+    put(store, "ConfigMap", obj("other-config"))
+    put(store, "Secret", obj("pi-ssh"))
+    put(store, "Job", obj("pi-launcher"))
+    for pod in ("pi-worker-0", "pi-worker-1"):
+        put(store, "Pod", obj(pod, labels={"training.kubeflow.org/job-name": "pi"}))
+    put(store, "Pod", obj("x-worker-0", labels={"training.kubeflow.org/job-name": "x"}))
+    return store
+
+
+def test_a_world_holds_the_job_and_its_children_by_name() -> None:
+    seen = world(full_store())
+    assert seen is not None
+    assert seen["mpijob"]["metadata"]["resourceVersion"] == "10"
+    assert {k: v["metadata"]["name"] for k, v in seen.items() if k not in ("mpijob", "pods")} == {
+        "service": "pi",
+        "config_map": "pi-config",
+        "record": "pi-record",
+        "secret": "pi-ssh",
+        "launcher": "pi-launcher",
+    }
+    assert sorted(p["metadata"]["name"] for p in seen["pods"]) == ["pi-worker-0", "pi-worker-1"]
+    assert json.loads(full_store().entry(KEY))["name"] == "pi"  # the entry is the key's, with the world in it
+
+
+def test_no_world_until_every_watch_has_listed_or_while_one_relists() -> None:
+    store = Store(NAMES)
+    put(store, "MPIJob", obj("pi"))
+    assert world(store) is None  # nothing listed yet: the module reads the job
+    store = full_store()
+    pods = next(r for r in RESOURCES if r.kind == "Pod")
+    store.relisting(pods.name, pods.kind, pods.api_version)
+    assert world(store) is None  # a relist forgets the pods it kept and holds the worlds back
+    store.relisted(pods.name)
+    assert world(store)["pods"] == []
+
+
+def test_a_job_not_seen_yet_is_read_and_a_deleted_object_leaves_the_world() -> None:
+    store = listed_store()
+    assert world(store) is None
+    store = full_store()
+    put(store, "Pod", obj("pi-worker-1", labels={"training.kubeflow.org/job-name": "pi"}), "DELETED")
+    put(store, "Secret", obj("pi-ssh"), "DELETED")
+    seen = world(store)
+    assert [p["metadata"]["name"] for p in seen["pods"]] == ["pi-worker-0"] and "secret" not in seen
+    put(store, "MPIJob", obj("pi"), "DELETED")
+    assert world(store) is None
+
+
+def test_after_a_retry_the_next_run_reads_then_trusts_again() -> None:
+    store = full_store()
+    store.distrust(KEY)
+    assert world(store) is None
+    assert world(store) is not None
+
+
+def test_a_status_write_updates_the_kept_job_unless_the_watch_brought_a_newer_one() -> None:
+    store = full_store()
+    store.wrote_status(KEY, "10", {"resourceVersion": "11", "status": {"conditions": []}})
+    seen = world(store)["mpijob"]
+    assert seen["metadata"]["resourceVersion"] == "11" and seen["status"] == {"conditions": []}
+    put(store, "MPIJob", obj("pi", "13"))
+    store.wrote_status(KEY, "11", {"resourceVersion": "12", "status": {}})  # the watch is ahead: kept as it is
+    assert world(store)["mpijob"]["metadata"]["resourceVersion"] == "13"
+
+
+def test_an_events_object_is_its_slice_of_the_line() -> None:
+    o = {"metadata": {"name": "pi"}, "spec": {"a": [1, 2]}}
+    line = b'{"type":"MODIFIED","object":' + json.dumps(o).encode() + b"}\n"
+    assert json.loads(object_bytes(line, o)) == o
+    assert object_bytes(b"", o) == encode(o)  # a listed object is encoded
+    assert json.loads(object_bytes(b'{"object":{},"type":"ADDED"}', o)) == o  # another shape: encoded
+
+
+def test_sizes_count_what_is_kept() -> None:
+    sizes = full_store().sizes()
+    assert sizes["objects"] == 10 and sizes["bytes"] > 0
