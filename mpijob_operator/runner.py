@@ -394,6 +394,9 @@ def ansible_cfg(work_dir: str) -> str:
 MALLOC_ARENAS = "2"
 
 
+FORK_FREEZE = os.environ.get("MPI_OPERATOR_FORK_FREEZE", "1") != "0"  # an experiment's switch (docs/dev/benchmarks.md)
+
+
 def runner_env(kubeconfig: str | None, extra_env: dict[str, str] | None = None) -> dict[str, str]:
     """Environment of every run: where the collections are, how to reach the API server."""
     env: dict[str, str] = {
@@ -404,6 +407,9 @@ def runner_env(kubeconfig: str | None, extra_env: dict[str, str] | None = None) 
         "ANSIBLE_RETRY_FILES_ENABLED": "False",
         "ANSIBLE_NOCOLOR": "1",
     }
+    if FORK_FREEZE:
+        # the run's `ansible` process freezes its objects before it forks its worker (plugins/callback/fork_freeze.py)
+        env.update({"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_CALLBACKS_ENABLED": "mpi.operator.fork_freeze"})
     venv_bin = os.path.dirname(sys.executable)
     if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
         env["PATH"] = venv_bin + os.pathsep + os.environ.get("PATH", "")

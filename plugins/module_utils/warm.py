@@ -45,6 +45,8 @@ def serve_batches(path: str, slots: int, until: float, handle: Callable[[list[di
                     sock.sendall(json.dumps(result, separators=(",", ":")).encode())
             finally:
                 sock.close()
+            del jobs, result
+            _trim()
             with lock:
                 served[0] += 1
 
@@ -54,6 +56,26 @@ def serve_batches(path: str, slots: int, until: float, handle: Callable[[list[di
     for t in threads:
         t.join()
     return served[0]
+
+
+def _libc_trim() -> Callable[[], Any] | None:
+    try:
+        import ctypes
+
+        trim = ctypes.CDLL(None).malloc_trim  # glibc's; not on musl or macOS
+    except (OSError, AttributeError, ImportError):
+        return None
+    return lambda: trim(0)
+
+
+_MALLOC_TRIM = _libc_trim()
+
+
+def _trim() -> None:
+    """Gives the heap a batch freed back to the system (glibc keeps it otherwise): a warm run lives for minutes and
+    its batches come in bursts, each as large as its worlds."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM()
 
 
 def _take(path: str, until: float) -> tuple[list[dict], socket.socket | None]:

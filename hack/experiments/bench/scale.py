@@ -21,6 +21,7 @@ CPU_RUNNING = "operator CPU ms/job, -> all Running"
 CPU_CLEANED = "operator CPU ms/job, told -> cleaned up"
 RSS = "peak RSS incl. children"
 SINGLE_P50 = "single job, idle: create -> Running p50"
+PSS = "PSS of the tree at peak RSS"
 OPERATOR_CPU = "operator incl. runner subprocesses"  # accounting.cpu_snapshot's name for the operator's tree
 
 # The plot: a panel per quantity, a line per measure (its line style), operator (its colour) and workers per job.
@@ -106,6 +107,9 @@ def scale_rows(r: Result) -> Rows:
     if finish.requests:
         per_job("API requests/job (all clients), told -> cleaned up", sum(finish.requests.values()), 1, 1)
     out[RSS] = (r.rss_peak_tree / 1024, f"{r.rss_peak_tree / 1024:.0f} MiB", 0)
+    if r.rss_at_peak:  # BENCH_PROFILE=1: the tree's proportional share at that moment (shared pages split)
+        pss = sum(float(str(p.get("pss_kib") or 0)) for p in r.rss_at_peak) / 1024
+        out[PSS] = (pss, f"{pss:.0f} MiB", 0)
     # only on the local cluster (its pid files); the Job controller and kwok make the cluster's share of told -> Succeeded
     for component in ("kube-apiserver", "etcd", "kube-controller-manager", "kwok"):
         for label, cpu in (("-> all Running", bulk.cpu), ("told -> cleaned up", finish.cpu)):

@@ -15,6 +15,7 @@ from hack.experiments.bench.scale import (
     CPU_RUNNING,
     OURS_FIRST,
     PEERS_FIRST,
+    PSS,
     RSS,
     RUNNING_P95,
     Run,
@@ -208,3 +209,15 @@ def test_both_orders_each_ratio_with_its_spread():
     assert spread[f"10 x 1: {RSS}"] == ["0.50", "0.50", "1.00"]
     assert not [label for label in spread if label.startswith("20 x 4")]
     assert rows(table([second]))[f"10 x 1 (peers first): {RUNNING_P95}"] == ["2.0 s", "3.0 s", "1.50"]
+
+
+def test_the_trees_pss_is_a_row_when_profiled():
+    ours = result("mpi.operator", 10, [2.0] * 10, [1.0] * 10, 0.5, 200)
+    ours.rss_at_peak = [{"pid": 1, "pss_kib": 10 * 1024}, {"pid": 2, "pss_kib": 5 * 1024}]
+    peer = result("Kubeflow tuned", 10, [4.0] * 10, [1.0] * 10, 0.25, 100)
+    peer.rss_at_peak = [{"pid": 3, "pss_kib": 30 * 1024}]
+    assert rows(table([Run(Size(10, 1), 300, [ours, peer])]))[f"10 x 1 (ours first): {PSS}"] == [
+        "15 MiB",
+        "30 MiB",
+        "2.00",
+    ]
