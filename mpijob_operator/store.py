@@ -4,8 +4,8 @@
 """What the watches saw, kept to hand each batch its jobs' world: a batch plans from it instead of reading the API
 server again (a GET per job and five LISTs per namespace per batch before; docs/operator.md, "What a batch reads").
 
-Each object is kept as the JSON the watch delivered (bytes: a third of the memory of the decoded dict, and the warm
-run's hand-off sends JSON anyway). A job's world goes to the module only when every watch it needs has listed, and
+Each object is kept as JSON without its managedFields (bytes: a fraction of the memory of the decoded dict, and the
+warm run's hand-off sends JSON anyway). A job's world goes to the module only when every watch it needs has listed, and
 not right after a run of the job that ended in a retry (a conflict, an object that was not where the world said):
 that job's next run reads the API server, as every run did before. The world may lag the API server by the watch's
 delay; a write planned from a stale object is refused by the server (the status write carries the MPIJob's
@@ -26,12 +26,13 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob.record import 
 NAMED = ("Service", "ConfigMap", "Secret", "Job", "PodGroup")
 
 
-def object_bytes(line: bytes, obj: dict[str, Any]) -> bytes:
-    """The JSON of a watch event's object: its slice of the event's line when the line is the API server's
-    `{"type":"...","object":{...}}` (no re-encoding), else the object encoded."""
-    at = line.find(b',"object":')
-    if line.startswith(b'{"type":') and at > 0 and line.rstrip().endswith(b"}"):
-        return line[at + 10 : len(line.rstrip()) - 1]
+def kept(obj: dict[str, Any]) -> bytes:
+    """The JSON kept of a watched object: all of it but `metadata.managedFields` (the server's field ownership, which
+    nothing plans from: a third to half of a pod's JSON, which every batch would send and the module decode). The
+    object is the watch's own, decoded for this event: it is changed in place."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
     return encode(obj)
 
 

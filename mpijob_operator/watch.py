@@ -25,7 +25,7 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob.apis import by
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.constants import GROUP, PLURAL
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Key, job_key
 
-from .store import Store, object_bytes
+from .store import Store, kept
 
 log = logging.getLogger("mpijob_operator.watch")
 
@@ -293,8 +293,7 @@ class Watcher(threading.Thread):
             if not cont:
                 return items, meta.get("resourceVersion", "")
 
-    def stream(self) -> Iterable[tuple[dict[str, Any], bytes]]:
-        """Each event of the watch, decoded, with its line."""
+    def stream(self) -> Iterable[dict[str, Any]]:
         resp = self._get(
             {
                 "watch": "true",
@@ -308,7 +307,7 @@ class Watcher(threading.Thread):
         self._response = resp
         try:
             if resp.status == 410:
-                yield {"type": "ERROR", "object": {"code": 410}}, b""
+                yield {"type": "ERROR", "object": {"code": 410}}
                 return
             if resp.status >= 400:
                 raise WatchError(f"watch {self.resource.name}: HTTP {resp.status}: {resp.data[:200]!r}")
@@ -318,7 +317,7 @@ class Watcher(threading.Thread):
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
                     if line.strip():
-                        yield json.loads(line), line
+                        yield json.loads(line)
                 if self._stop.is_set():
                     return
         finally:
@@ -326,11 +325,11 @@ class Watcher(threading.Thread):
             resp.release_conn()
 
     # -- loop --------------------------------------------------------------------------------
-    def dispatch(self, obj: dict[str, Any], kind: str, line: bytes = b"") -> None:
+    def dispatch(self, obj: dict[str, Any], kind: str) -> None:
         self.on_event(self.resource.name)
         keys = self.resource.to_keys(obj)
         if self.store is not None:  # kept before the job is queued: its batch sees at least this
-            self.store.put(self.resource.kind, keys, obj, object_bytes(line, obj), kind)
+            self.store.put(self.resource.kind, keys, obj, kept(obj), kind)
         if not self.relevant(kind, obj):
             return
         name = (obj.get("metadata") or {}).get("name", "")
@@ -354,14 +353,14 @@ class Watcher(threading.Thread):
             try:
                 if self.state.resource_version is None:
                     self.relist()
-                for event, line in self.stream():
+                for event in self.stream():
                     what = self.state.event(event)
                     if what == "relist":
                         self.on_restart(self.resource.name, "gone")
                         log.info("watch expired (410 Gone): relisting", extra={"resource": self.resource.name})
                         break
                     if what == "dispatch":
-                        self.dispatch(event.get("object") or {}, event.get("type", ""), line)
+                        self.dispatch(event.get("object") or {}, event.get("type", ""))
                 self.error_backoff = 0.0
             except Exception as exc:
                 if self._stop.is_set():

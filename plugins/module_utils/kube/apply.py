@@ -60,7 +60,7 @@ class Applier:
         ns = self.namespace
         if a.action == "create":
             try:
-                self.rest.request("POST", collection(a.api_version, a.kind, ns), a.body)
+                self.rest.send("POST", collection(a.api_version, a.kind, ns), a.body)
             except ApiError as exc:
                 if exc.status != 409:
                     raise
@@ -82,7 +82,7 @@ class Applier:
             if a.uid:
                 body["preconditions"] = {"uid": a.uid}
             try:
-                self.rest.request("DELETE", item(a.api_version, a.kind, ns, a.name), body)
+                self.rest.send("DELETE", item(a.api_version, a.kind, ns, a.name), body)
             except ApiError as exc:
                 if exc.status != 404:  # already gone is what we wanted
                     raise
@@ -182,7 +182,7 @@ class Applier:
         }
         path = collection("v1", "Event", self.namespace)
         try:
-            self.rest.request("POST", path, body)
+            self.rest.send("POST", path, body)
         except ApiError as exc:
             if exc.status != 409:
                 raise

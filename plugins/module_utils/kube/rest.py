@@ -79,13 +79,18 @@ class Rest:
         timeout: float | None = None,
     ) -> dict:
         status, reason, data = self.raw(method, path, body, query, content_type, timeout=timeout)
-        try:
-            payload = json.loads(data) if data else {}
-        except ValueError:
-            payload = {"message": data.decode(errors="replace")[:500] if isinstance(data, bytes) else str(data)}
+        payload = _payload(data)
         if status >= 400:
             raise ApiError(status, reason, payload if isinstance(payload, dict) else {})
         return payload
+
+    def send(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> None:
+        """request() for a write whose answer is not read (a creation, a deletion, an Event): the body of a success
+        is not decoded (a created pod's is kilobytes of JSON); an error raises ApiError as request() does."""
+        status, reason, data = self.raw(method, path, body, None, content_type)
+        if status >= 400:
+            payload = _payload(data)
+            raise ApiError(status, reason, payload if isinstance(payload, dict) else {})
 
     def get(self, path: str) -> dict | None:
         try:
@@ -104,6 +109,14 @@ class Rest:
             if exc.status == 404:
                 return []
             raise
+
+
+def _payload(data: Any) -> Any:
+    """An answer's JSON; one that is not JSON as {message: its first 500 characters}."""
+    try:
+        return json.loads(data) if data else {}
+    except ValueError:
+        return {"message": data.decode(errors="replace")[:500] if isinstance(data, bytes) else str(data)}
 
 
 # ---- where each kind lives --------------------------------------------------------------------------------------

@@ -61,6 +61,9 @@ class _Recorder:
         self.requests.append((method, path, body))
         return {"status": {"restartCount": 1}} if path.endswith("/status") else {}
 
+    def send(self, method: str, path: str, body: object = None, **_kw: object) -> None:
+        self.request(method, path, body)
+
 
 def test_a_restart_is_reported_once_its_status_is_written_and_lost_pods_go_at_once() -> None:
     obj = {"apiVersion": C.API_VERSION, "kind": C.KIND, "metadata": {"name": "pi", "namespace": "ns", "uid": "u"}}

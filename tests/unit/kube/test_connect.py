@@ -14,7 +14,7 @@ import yaml
 from ansible_collections.mpi.operator.plugins.module_utils.kube import auth as kube_auth
 from ansible_collections.mpi.operator.plugins.module_utils.kube import rest as kube_rest
 from ansible_collections.mpi.operator.plugins.module_utils.kube import transport as kube_transport
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import BadAuth
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.errors import ApiError, BadAuth
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
@@ -180,6 +180,25 @@ def test_rest_counts_calls_and_passes_query_and_timeout() -> None:
     assert rest.request("GET", "/api/v1/namespaces", query={"limit": "1"}) == {"kind": "Status"}
     assert rest.calls == 1 and rec.sent[0][2] == {"limit": "1"} and rec.sent[0][5] == 7
     assert "Content-Type" not in rec.sent[0][3]
+
+
+def test_a_write_whose_answer_is_not_read_raises_its_error_all_the_same() -> None:
+    class Answers(Recorder):
+        def __init__(self, answers: list[tuple[int, str, bytes]]) -> None:
+            super().__init__()
+            self.answers = answers
+
+        def send(self, *args: object) -> tuple[int, str, bytes]:
+            super().send(*args)  # type: ignore[arg-type]
+            return self.answers.pop(0)
+
+    rest = kube_rest.Rest(
+        Answers([(201, "Created", b"not json, never decoded"), (409, "Conflict", b'{"message": "x"}')])
+    )
+    assert rest.send("POST", "/x", {"a": 1}) is None
+    with pytest.raises(ApiError) as err:
+        rest.send("DELETE", "/x/y")
+    assert err.value.status == 409 and rest.calls == 2
 
 
 # ---- kubernetes.core's connection options and environment variables ----------------------------------------------

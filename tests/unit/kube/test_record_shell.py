@@ -52,6 +52,9 @@ class FakeRest:
             return {}
         raise AssertionError((method, path))
 
+    def send(self, method, path, body=None, content_type="application/json"):
+        self.request(method, path, body)
+
     def get(self, path):
         self.calls.append(("GET", path, None, None))
         return self.existing

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import job_key
-from mpijob_operator.store import Store, encode, object_bytes
+from mpijob_operator.store import Store, encode, kept
 from mpijob_operator.watch import resources
 
 RESOURCES = resources("app")
@@ -104,12 +104,10 @@ def test_a_status_write_updates_the_kept_job_unless_the_watch_brought_a_newer_on
     assert world(store)["mpijob"]["metadata"]["resourceVersion"] == "13"
 
 
-def test_an_events_object_is_its_slice_of_the_line() -> None:
-    o = {"metadata": {"name": "pi"}, "spec": {"a": [1, 2]}}
-    line = b'{"type":"MODIFIED","object":' + json.dumps(o).encode() + b"}\n"
-    assert json.loads(object_bytes(line, o)) == o
-    assert object_bytes(b"", o) == encode(o)  # a listed object is encoded
-    assert json.loads(object_bytes(b'{"object":{},"type":"ADDED"}', o)) == o  # another shape: encoded
+def test_what_is_kept_leaves_the_managed_fields_out() -> None:
+    o = {"metadata": {"name": "pi", "managedFields": [{"manager": "kubectl"}]}, "spec": {"a": [1, 2]}}
+    assert json.loads(kept(o)) == {"metadata": {"name": "pi"}, "spec": {"a": [1, 2]}}
+    assert kept({"kind": "Status"}) == encode({"kind": "Status"})
 
 
 def test_sizes_count_what_is_kept() -> None:
