@@ -63,6 +63,9 @@ def test_the_loop_reads_back_what_the_core_decided(
     got = ran.jobs[key]
     assert got.transitions == [Transition("Created", "True", "MPIJobCreated")] and not got.finished
     assert got.status == get_mpijob(api_client, key.namespace, key.name)["status"]  # the status as written
+    # the versions the store keeps its copy current with: planned from the job as created, after the status write
+    expected.read_version = obj["metadata"]["resourceVersion"]
+    expected.resource_version = get_mpijob(api_client, key.namespace, key.name)["metadata"]["resourceVersion"]
     for result in (got, expected):
         result.status = _timeless(result.status)
     assert got == expected
