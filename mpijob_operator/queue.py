@@ -45,7 +45,7 @@ class WorkQueue:
         self,
         backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
-        later_within: float = 15.0,
+        later_within: float = 60.0,
         later_quiet: float = 3.0,
     ):
         self._backoff = backoff or Backoff()
