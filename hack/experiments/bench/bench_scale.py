@@ -9,7 +9,10 @@ BENCH_SCALE_SINGLES (3: single jobs on the idle operator before each burst, crea
 and BENCH_SCALE_TIMEOUT_MIN (300 s) bound each wait of a size (max of the two, its pods times the first); a size
 that does not get there is reported with how many jobs did, and the run goes on. BENCH_SCALE_OUT
 (docs/images/bench-scale.png; the JSON beside it, .json).
-`bash hack/make/env.sh python -m hack.experiments.bench.bench_scale --plot RESULTS.json [PNG]` draws a saved run again.
+`bash hack/make/env.sh python -m hack.experiments.bench.bench_scale --plot RESULTS.json [PNG]` draws a saved run again;
+`... bench_scale --merge OUT.png A.json B.json ...` makes one curve (JSON beside OUT, tables, plot) of runs that measured
+other sizes or orders of the same code (git: no change under MEASURED between their commits), for a curve longer than
+one sitting (5,000 x 1 in both orders alone is about 2 h 40 min on 2 cores).
 bench.sh --scale (beside this) sizes the local cluster for the largest size and installs matplotlib
 (requirements-plot.txt).
 """
@@ -38,9 +41,11 @@ from .scale import (
     Run,
     Size,
     document,
+    merge,
     parse_orders,
     parse_sizes,
     plot_lines,
+    saved_runs,
     spread_table,
     table,
     timeout_for,
@@ -155,7 +160,99 @@ def save(runs: list[Run], info: dict[str, Any], png: pathlib.Path) -> dict[str, 
     return doc
 
 
+# What a merged curve's parts must share: the operator, the collection, its install and the cluster it ran on (the
+# reporting code and the docs may differ).
+MEASURED = (
+    "plugins",
+    "mpijob_operator",
+    "roles",
+    "playbooks",
+    "meta",
+    "crd",
+    "galaxy.yml",
+    "requirements.txt",
+    "Containerfile",
+    "hack/worlds",
+    "hack/build",
+    "hack/experiments/bench/scenario.py",
+    "hack/experiments/bench/subjects.py",
+    "hack/experiments/bench/tracker.py",
+    "hack/experiments/bench/accounting.py",
+    "hack/experiments/bench/cluster.py",
+)
+
+
+def code_differs(commits: list[str]) -> list[str]:
+    """The commits whose measured code (MEASURED) is not the first one's, each with the files that differ."""
+    problems = []
+    for commit in commits[1:]:
+        diff = subprocess.run(
+            ["git", "-C", str(ROOT), "diff", "--name-only", commits[0], commit, "--", *MEASURED],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if diff.returncode != 0:
+            problems.append(f"{commit}: git cannot compare it with {commits[0]}: {diff.stderr.strip()}")
+        elif diff.stdout.strip():
+            problems.append(f"{commit} differs from {commits[0]} in: {', '.join(diff.stdout.split())}")
+    return problems
+
+
+def print_tables(runs: list[Run], commit: str) -> None:
+    print(f"## make bench-scale, side by side: one operator at a time on the same cluster, commit {commit}")
+    print()
+    print("\n".join(table(runs)))
+    print()
+    spread = spread_table(runs)
+    if spread:
+        print("### Each ratio in both orders, and its spread")
+        print()
+        print("\n".join(spread))
+        print()
+
+
+def merged(argv: list[str]) -> int:
+    """--merge OUT.png A.json B.json ...: one document, tables and plot of runs of the same measured code."""
+    import json
+
+    if len(argv) < 3:
+        print("usage: bench_scale --merge OUT.png A.json B.json [...]", file=sys.stderr)
+        return 2
+    png, paths = pathlib.Path(argv[0]), [pathlib.Path(a) for a in argv[1:]]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        print(f"not merged: no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    docs = [json.loads(p.read_text()) for p in paths]
+    problems = code_differs([str(d.get("commit", "")) for d in docs])
+    if problems:
+        print("not merged: the runs measured different code:\n- " + "\n- ".join(problems), file=sys.stderr)
+        return 1
+    try:
+        doc = merge(docs)
+    except ValueError as exc:
+        print(f"not merged: {exc}", file=sys.stderr)
+        return 1
+    png.parent.mkdir(parents=True, exist_ok=True)
+    png.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
+    for i, part in enumerate(doc["parts"], 1):
+        print(
+            f"- part {i}: {part.get('command')}, commit {part.get('commit')}, {part.get('started')}, "
+            f"{part.get('cores')} cores, {part.get('kwok_nodes')} kwok nodes"
+        )
+    print()
+    print_tables(saved_runs(doc), doc["commit"])
+    print(RATIO_NOTE)
+    print(f"results: {png.with_suffix('.json')}")
+    if draw(doc, png):
+        print(f"plot: {png}")
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--merge"]:
+        return merged(sys.argv[2:])
     if sys.argv[1:2] == ["--plot"]:  # draw a saved run again
         import json
 
@@ -221,22 +318,11 @@ def main() -> int:
     delete_namespaces(client.CoreV1Api(api))
     doc = save(runs, info | ({"stopped": stopped} if stopped else {}), png)
     print()
-    print(
-        f"## make bench-scale, side by side: one operator at a time on the same cluster, {os.cpu_count()} cores, "
-        f"commit {info['commit']}"
-    )
-    print()
     for r in runs[0].results:
-        print(f"- {r.name}: {r.note or ' '.join(r.flags)}")
+        if isinstance(r, Result):
+            print(f"- {r.name}: {r.note or ' '.join(r.flags)}")
     print()
-    print("\n".join(table(runs)))
-    print()
-    spread = spread_table(runs)
-    if spread:
-        print("### Each ratio in both orders, and its spread")
-        print()
-        print("\n".join(spread))
-        print()
+    print_tables(runs, f"{info['commit']}, {os.cpu_count()} cores")
     print(
         RATIO_NOTE + " (each size's wait: BENCH_SCALE_TIMEOUT_PER_POD x its pods, at least BENCH_SCALE_TIMEOUT_MIN). "
         "CPU and API requests per job are over the jobs created; API requests are every client's."

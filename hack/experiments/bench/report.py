@@ -5,7 +5,8 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from hack.experiments.bench.results import Capacity, Finish, Result, percentile, reached
 from hack.experiments.bench.settings import (
@@ -217,7 +218,7 @@ def ratio(peer: tuple[float, str, float], ours: tuple[float, str, float]) -> str
     return f"{peer[0] / ours[0]:.2f}"
 
 
-def side_by_side(results: list[Result], rows: Callable[[Result], Rows], prefix: str = "") -> list[list[str]]:
+def side_by_side(results: Sequence[Any], rows: Callable[[Any], Rows], prefix: str = "") -> list[list[str]]:
     """The cells of `rows` for every operator, ours first, then each peer's ratio to ours (each label after
     `prefix`); an operator that could not run shows its note."""
     ours, peers = results[0], results[1:]
@@ -233,7 +234,7 @@ def side_by_side(results: list[Result], rows: Callable[[Result], Rows], prefix: 
     return lines
 
 
-def header(results: list[Result]) -> list[str]:
+def header(results: Sequence[Any]) -> list[str]:
     return ["measure", results[0].name, *(p.name for p in results[1:]), *(f"{p.name} / ours" for p in results[1:])]
 
 

@@ -6,6 +6,7 @@ drawn again."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,12 +137,17 @@ class Run:
 
     size: Size
     timeout: float
-    results: list[Result] = field(default_factory=list)
+    results: Sequence[Result | Saved] = field(default_factory=list)
     order: str = OURS_FIRST
 
     @property
     def label(self) -> str:
         return f"{self.size.label} ({self.order})"
+
+
+def rows_of(r: Result | Saved) -> Rows:
+    """A measured operator's rows (scale_rows), or a saved one's as its document kept them."""
+    return r.rows if isinstance(r, Saved) else scale_rows(r)
 
 
 def table(runs: list[Run]) -> list[str]:
@@ -150,7 +156,7 @@ def table(runs: list[Run]) -> list[str]:
     measured = [run for run in runs if run.results]
     if not measured:
         return []
-    lines = [cells for run in measured for cells in side_by_side(run.results, scale_rows, prefix=f"{run.label}: ")]
+    lines = [cells for run in measured for cells in side_by_side(run.results, rows_of, prefix=f"{run.label}: ")]
     return markdown(header(measured[0].results), lines)
 
 
@@ -164,7 +170,7 @@ def spread_table(runs: list[Run]) -> list[str]:
     orders = list(dict.fromkeys(run.order for group in by_size.values() for run in group))
     lines = []
     for size, group in by_size.items():
-        rows = [(run, scale_rows(run.results[0]), scale_rows(run.results[1])) for run in group]
+        rows = [(run, rows_of(run.results[0]), rows_of(run.results[1])) for run in group]
         for label in rows[0][1]:
             ratios = {}
             for run, mine, theirs in rows:
@@ -269,3 +275,74 @@ def plot_lines(doc: dict[str, Any]) -> list[Line]:
     for line in lines.values():
         line.points.sort()
     return list(lines.values())
+
+
+@dataclass(frozen=True)
+class Saved:
+    """One operator at one size as a results document kept it: enough for the tables (name, note, rows)."""
+
+    name: str
+    note: str
+    rows: Rows
+
+
+def saved_rows(op: dict[str, Any], timeout: float) -> Rows:
+    """A document's measures back as rows: a null value is infinite where it was not reached within a wait (printed
+    "> N s"), otherwise not a number."""
+    out: Rows = {}
+    for label, m in op["measures"].items():
+        value = m["value"]
+        if value is None:
+            value = math.inf if "not_reached_within" in m else math.nan
+        out[label] = (float(value), m["shown"], float(m.get("not_reached_within") or timeout))
+    return out
+
+
+def saved_runs(doc: dict[str, Any]) -> list[Run]:
+    """A results document's sizes as runs, for the tables of a saved or merged run."""
+    runs = []
+    for size in doc["sizes"]:
+        results = [Saved(op["name"], op["note"], saved_rows(op, size["timeout"])) for op in size["operators"]]
+        runs.append(Run(Size(size["jobs"], size["workers"]), size["timeout"], results, size.get("order", OURS_FIRST)))
+    return runs
+
+
+PART_KEYS = ("command", "commit", "started", "cores", "kwok_nodes", "free_pod_slots", "stopped")
+
+
+def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several runs' documents as one: every size in every order once (a size measured in the same order twice is
+    refused: which one counts?), sorted as the default curve reads (workers, then jobs; ours first before peers
+    first), and each part's command, commit, start, cores and nodes under "parts". Whether the parts measured the
+    same code is the caller's question (git)."""
+    if len(docs) < 2:
+        raise ValueError("merge: give at least two results documents")
+    seen: dict[tuple[int, int, str], int] = {}
+    sizes = []
+    names = [op["name"] for op in docs[0]["sizes"][0]["operators"]] if docs[0]["sizes"] else []
+    for i, doc in enumerate(docs):
+        for size in doc["sizes"]:
+            if [op["name"] for op in size["operators"]] != names:
+                raise ValueError(
+                    f"merge: document {i + 1} measured {', '.join(op['name'] for op in size['operators'])} at "
+                    f"{size['jobs']} x {size['workers']}, document 1 {', '.join(names)}"
+                )
+            key = (size["jobs"], size["workers"], size.get("order", OURS_FIRST))
+            if key in seen:
+                raise ValueError(
+                    f"merge: {key[0]} x {key[1]} ({key[2]}) is in document {seen[key] + 1} and in document {i + 1}"
+                )
+            seen[key] = i
+            sizes.append({**size, "order": key[2], "part": i + 1})
+    orders = (OURS_FIRST, PEERS_FIRST)
+    sizes.sort(key=lambda s: (s["workers"], s["jobs"], orders.index(s["order"]) if s["order"] in orders else 2))
+    commits = list(dict.fromkeys(str(doc.get("commit", "?")) for doc in docs))
+    cores = list(dict.fromkeys(doc.get("cores") for doc in docs))
+    return {
+        "command": "make bench-scale, merged: " + "; ".join(str(doc.get("command", "?")) for doc in docs),
+        "commit": "+".join(commits),
+        "started": " / ".join(str(doc.get("started", "?")) for doc in docs),
+        "cores": cores[0] if len(cores) == 1 else cores,
+        "parts": [{k: doc[k] for k in PART_KEYS if k in doc} for doc in docs],
+        "sizes": sizes,
+    }

@@ -21,9 +21,11 @@ from hack.experiments.bench.scale import (
     Run,
     Size,
     document,
+    merge,
     parse_orders,
     parse_sizes,
     plot_lines,
+    saved_runs,
     spread_table,
     table,
     timeout_for,
@@ -221,3 +223,41 @@ def test_the_trees_pss_is_a_row_when_profiled():
         "30 MiB",
         "2.00",
     ]
+
+
+def test_a_saved_document_gives_the_same_tables_and_parts_merge_into_one_curve():
+    """A curve longer than one sitting: runs of other sizes or orders, each saved as a document, read back into the
+    same tables (a timeout still "> N s", a failed peer still its note) and merged into one document."""
+    first = runs()
+    second = Run(
+        Size(10, 1),
+        300,
+        [
+            result("mpi.operator", 10, [2.0] * 10, [1.0] * 10, 0.5, 200),
+            result("Kubeflow tuned", 10, [3.0] * 10, [1.0] * 10, 0.25, 100),
+        ],
+        order=PEERS_FIRST,
+    )
+    a = json.loads(json.dumps(document(first, {"commit": "aaa1111", "cores": 2, "kwok_nodes": 21})))
+    b = json.loads(json.dumps(document([second], {"commit": "bbb2222", "cores": 2, "kwok_nodes": 101})))
+    assert table(saved_runs(a)) == table(first)
+    doc = merge([b, a])
+    assert [(s["jobs"], s["workers"], s["order"], s["part"]) for s in doc["sizes"]] == [
+        (10, 1, OURS_FIRST, 2),
+        (10, 1, PEERS_FIRST, 1),
+        (40, 1, OURS_FIRST, 2),
+        (20, 4, OURS_FIRST, 2),
+    ]
+    assert doc["commit"] == "bbb2222+aaa1111" and doc["cores"] == 2
+    assert [p["kwok_nodes"] for p in doc["parts"]] == [101, 21]
+    merged = saved_runs(doc)
+    assert rows(spread_table(merged))[f"10 x 1: {RUNNING_P95}"] == ["2.00", "1.50", "1.33"]
+    assert rows(table(merged))[f"40 x 1 (ours first): {RUNNING_P95}"] == ["5.0 s", "> 300 s", "> 60.0"]
+    assert len(plot_lines(doc)) == len(plot_lines(merge([a, b])))
+    with pytest.raises(ValueError, match=r"10 x 1 .ours first. is in document 1 and in document 2"):
+        merge([a, a])
+    with pytest.raises(ValueError, match="at least two"):
+        merge([a])
+    alone = json.loads(json.dumps(document([Run(Size(80, 1), 300, [first[0].results[0]])], {"commit": "c"})))
+    with pytest.raises(ValueError, match=r"document 2 measured mpi.operator at 80 x 1, document 1 mpi.operator, Kub"):
+        merge([a, alone])
