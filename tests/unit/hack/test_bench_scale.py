@@ -192,12 +192,9 @@ def test_a_cpu_profile_is_summed_by_sampled_process_and_by_function_whichever_li
     assert summarise("").samples == 0
 
 
-def test_both_orders_each_ratio_with_its_spread():
-    assert parse_orders("both") == (OURS_FIRST, PEERS_FIRST) and parse_orders("peers-first") == (PEERS_FIRST,)
-    with pytest.raises(ValueError, match="BENCH_SCALE_ORDERS"):
-        parse_orders("random")
-    first = runs()[0]
-    second = Run(
+def peers_first():
+    """The small size again, the peer first and slower to Running."""
+    return Run(
         Size(10, 1),
         300,
         [
@@ -206,6 +203,14 @@ def test_both_orders_each_ratio_with_its_spread():
         ],
         order=PEERS_FIRST,
     )
+
+
+def test_both_orders_each_ratio_with_its_spread():
+    assert parse_orders("both") == (OURS_FIRST, PEERS_FIRST) and parse_orders("peers-first") == (PEERS_FIRST,)
+    with pytest.raises(ValueError, match="BENCH_SCALE_ORDERS"):
+        parse_orders("random")
+    first = runs()[0]
+    second = peers_first()
     spread = rows(spread_table([first, second, runs()[2]]))  # a size whose peer failed has no ratio to spread
     assert spread[f"10 x 1: {RUNNING_P95}"] == ["2.00", "1.50", "1.33"]
     assert spread[f"10 x 1: {RSS}"] == ["0.50", "0.50", "1.00"]
@@ -229,15 +234,7 @@ def test_a_saved_document_gives_the_same_tables_and_parts_merge_into_one_curve()
     """A curve longer than one sitting: runs of other sizes or orders, each saved as a document, read back into the
     same tables (a timeout still "> N s", a failed peer still its note) and merged into one document."""
     first = runs()
-    second = Run(
-        Size(10, 1),
-        300,
-        [
-            result("mpi.operator", 10, [2.0] * 10, [1.0] * 10, 0.5, 200),
-            result("Kubeflow tuned", 10, [3.0] * 10, [1.0] * 10, 0.25, 100),
-        ],
-        order=PEERS_FIRST,
-    )
+    second = peers_first()
     a = json.loads(json.dumps(document(first, {"commit": "aaa1111", "cores": 2, "kwok_nodes": 21})))
     b = json.loads(json.dumps(document([second], {"commit": "bbb2222", "cores": 2, "kwok_nodes": 101})))
     assert table(saved_runs(a)) == table(first)
