@@ -19,6 +19,7 @@ import threading
 from typing import Any
 
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import pod_as_seen, secret_as_seen
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Key, job_entry, job_key
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.record import record_name
 
@@ -26,13 +27,19 @@ from ansible_collections.mpi.operator.plugins.module_utils.mpijob.record import 
 NAMED = ("Service", "ConfigMap", "Secret", "Job", "PodGroup")
 
 
-def kept(obj: dict[str, Any]) -> bytes:
-    """The JSON kept of a watched object: all of it but `metadata.managedFields` (the server's field ownership, which
-    nothing plans from: a third to half of a pod's JSON, which every batch would send and the module decode). The
-    object is the watch's own, decoded for this event: it is changed in place."""
+def kept(kind: str, obj: dict[str, Any]) -> bytes:
+    """The JSON kept of a watched object of `kind`: all of it but `metadata.managedFields` (the server's field
+    ownership, which nothing plans from: a third to half of a pod's JSON, which every batch would send and the module
+    decode), and of a pod or a Secret only what a World holds of it (plan.py: a pod's spec but its node and its
+    containers' names, a Secret's keys but not their values). The object is the watch's own, decoded for this event:
+    its metadata is changed in place, the rest is left as it was (the watch's fingerprint reads it next)."""
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
+    if kind == "Pod":
+        return encode(pod_as_seen(obj))
+    if kind == "Secret":
+        return encode(secret_as_seen(obj))
     return encode(obj)
 
 

@@ -329,7 +329,7 @@ class Watcher(threading.Thread):
         self.on_event(self.resource.name)
         keys = self.resource.to_keys(obj)
         if self.store is not None:  # kept before the job is queued: its batch sees at least this
-            self.store.put(self.resource.kind, keys, obj, kept(obj), kind)
+            self.store.put(self.resource.kind, keys, obj, kept(self.resource.kind, obj), kind)
         if not self.relevant(kind, obj):
             return
         name = (obj.get("metadata") or {}).get("name", "")

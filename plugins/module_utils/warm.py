@@ -46,7 +46,7 @@ def serve_batches(path: str, slots: int, until: float, handle: Callable[[list[di
             finally:
                 sock.close()
             del jobs, result
-            _trim()
+            trim_heap()
             with lock:
                 served[0] += 1
 
@@ -71,9 +71,10 @@ def _libc_trim() -> Callable[[], Any] | None:
 _MALLOC_TRIM = _libc_trim()
 
 
-def _trim() -> None:
-    """Gives the heap a batch freed back to the system (glibc keeps it otherwise): a warm run lives for minutes and
-    its batches come in bursts, each as large as its worlds."""
+def trim_heap() -> None:
+    """Gives what the heap has freed back to the system (glibc keeps it otherwise, in the middle of its heaps and in
+    each thread's arena): a warm run lives for minutes and its batches come in bursts, each as large as its worlds;
+    the operator decodes every watch event and keeps a fraction of it."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM()
 

@@ -18,7 +18,7 @@ from ..mpijob import children as K
 from ..mpijob import constants as C
 from ..mpijob.apis import api_for, has_failure_policy
 from ..mpijob.errors import ApiError
-from ..mpijob.plan import World
+from ..mpijob.plan import World, pod_as_seen, secret_as_seen
 from ..mpijob.protocol import Key
 from ..mpijob.record import record_name
 from .paths import collection, item, mpijob_path
@@ -195,7 +195,7 @@ def world_of(obj: dict, kids: Namespaced, priorities: dict[str, int], nodes: dic
         mpijob=obj,
         service=kids.services.get(name),
         config_map=kids.config_maps.get(name + C.CONFIG_SUFFIX),
-        secret=kids.secrets.get(name + C.SSH_SUFFIX),
+        secret=secret_as_seen(secret) if (secret := kids.secrets.get(name + C.SSH_SUFFIX)) else None,
         launcher=kids.jobs.get(name + C.LAUNCHER_SUFFIX),
         pod_group=kids.pod_groups.get(name),
         launcher_rbac={
@@ -203,7 +203,7 @@ def world_of(obj: dict, kids: Namespaced, priorities: dict[str, int], nodes: dic
             for kind, found in kids.launcher_rbac.items()
             if name + C.LAUNCHER_SUFFIX in found
         },
-        pods=kids.pods_by_job.get(name, []),
+        pods=[pod_as_seen(p) for p in kids.pods_by_job.get(name, [])],
         priorities=priorities,
         nodes={n: nodes[n] for n in node_names(obj, kids) if n in nodes},
         record=kids.config_maps.get(record_name(name)),

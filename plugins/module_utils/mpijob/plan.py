@@ -53,6 +53,34 @@ class World:
     record: dict | None = None  # ConfigMap <job>-record: what was kept of the job's pods (record.py)
 
 
+# What a World holds of a pod's spec: all the planner reads of it (the node it runs on; its containers' names, which
+# the record names). The rest is what the operator wrote there (volumes, env, tolerations...: half of a pod's JSON):
+# neither the loop's store keeps it nor a batch sends it, and a world read from the API server is cut the same way,
+# so both ways plan from the same view.
+POD_SPEC_SEEN = ("nodeName",)
+
+
+def pod_as_seen(pod: dict) -> dict:
+    """The pod as a World holds it (POD_SPEC_SEEN and its containers' names of its spec; the rest whole)."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return pod
+    seen = {k: spec[k] for k in POD_SPEC_SEEN if k in spec}
+    containers = spec.get("containers")
+    if isinstance(containers, list):
+        seen["containers"] = [{"name": c.get("name")} for c in containers if isinstance(c, dict)]
+    return {**pod, "spec": seen}
+
+
+def secret_as_seen(secret: dict) -> dict:
+    """The SSH Secret as a World holds it: which keys it has (all the planner checks), not their values, so that no
+    private key is kept by the loop or sent in a batch."""
+    data = secret.get("data")
+    if not isinstance(data, dict):
+        return secret
+    return {**secret, "data": dict.fromkeys(data, "")}
+
+
 @dataclass
 class Plan:
     actions: list[Action]

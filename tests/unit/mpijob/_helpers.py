@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import os
 import pathlib
@@ -149,10 +150,21 @@ def _merge(target, patch):
     return out
 
 
+def as_seen(world: P.World) -> P.World:
+    """The world as the operator's store and the module's reads hand it to the planner (plan.py, pod_as_seen)."""
+    secret = P.secret_as_seen(world.secret) if world.secret else None
+    return dataclasses.replace(world, pods=[P.pod_as_seen(p) for p in world.pods], secret=secret)
+
+
 def plan(obj: dict, world: P.World | None = None, opts: K.Options | None = None, now: datetime = T0) -> P.Plan:
+    """The plan of `obj` in `world`; every test that plans checks on the way that the world as the planner is handed
+    it (pods and the SSH Secret cut to what it reads, as_seen) plans the same."""
     world = world or P.World(mpijob=obj)
     world.mpijob = obj
-    return plan_job(obj, world, opts or K.Options(), now, keys)
+    whole = plan_job(obj, copy.deepcopy(world), opts or K.Options(), now, keys)
+    seen = plan_job(obj, as_seen(copy.deepcopy(world)), opts or K.Options(), now, keys)
+    assert seen == whole, "the planner reads a field of a pod or Secret that a World does not hold (plan.pod_as_seen)"
+    return whole
 
 
 def kinds(p: P.Plan) -> list[tuple[str, str, str]]:

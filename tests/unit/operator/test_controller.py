@@ -319,3 +319,18 @@ def test_a_job_whose_world_restarts_waits_from_the_restart_not_from_its_creation
     status = {"conditions": [cond("Initialized", "2030-01-01T00:00:00Z"), stopped], "phase": "Pending"}
     c.record(result("b", status=status, api_version=t9k))
     assert value(m, waiting, namespace="ns", mpijob="b") == 1893456000 + 2 * 86400
+
+
+def test_the_heap_is_trimmed_after_a_batch_at_most_once_per_trim_every(monkeypatch):
+    import mpijob_operator.controller as controller_module
+
+    trims, clock = [], [100.0]
+    monkeypatch.setattr(controller_module, "trim_heap", lambda: trims.append(clock[0]))
+    monkeypatch.setattr(controller_module.time, "monotonic", lambda: clock[0])
+    c, q, _m = controller({})
+    runner = FakeRunner({A: result("a")})
+    for step in (0.0, 0.5, 1.0, controller_module.TRIM_EVERY):
+        clock[0] += step
+        q.add(A)
+        c.run_batch(runner, q.take_ready(10))
+    assert trims == [100.0, 101.5 + controller_module.TRIM_EVERY]

@@ -106,8 +106,22 @@ def test_a_status_write_updates_the_kept_job_unless_the_watch_brought_a_newer_on
 
 def test_what_is_kept_leaves_the_managed_fields_out() -> None:
     o = {"metadata": {"name": "pi", "managedFields": [{"manager": "kubectl"}]}, "spec": {"a": [1, 2]}}
-    assert json.loads(kept(o)) == {"metadata": {"name": "pi"}, "spec": {"a": [1, 2]}}
-    assert kept({"kind": "Status"}) == encode({"kind": "Status"})
+    assert json.loads(kept("Job", o)) == {"metadata": {"name": "pi"}, "spec": {"a": [1, 2]}}
+    assert kept("Job", {"kind": "Status"}) == encode({"kind": "Status"})
+
+
+def test_of_a_pod_only_its_node_and_containers_names_are_kept_of_its_spec_and_of_a_secret_no_value() -> None:
+    spec = {"nodeName": "n1", "containers": [{"name": "main", "env": [{"name": "X", "value": "1"}]}], "volumes": [{}]}
+    pod = {"metadata": {"name": "pi-worker-0", "managedFields": [{}]}, "spec": spec, "status": {"phase": "Running"}}
+    assert json.loads(kept("Pod", pod)) == {
+        "metadata": {"name": "pi-worker-0"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "main"}]},
+        "status": {"phase": "Running"},
+    }
+    assert pod["spec"] is spec and "volumes" in spec  # the watch's fingerprint still reads the object it decoded
+    secret = {"metadata": {"name": "pi-ssh"}, "data": {"ssh-privatekey": "c2VjcmV0", "ssh-publickey": "cHVi"}}
+    assert json.loads(kept("Secret", secret))["data"] == {"ssh-privatekey": "", "ssh-publickey": ""}
+    assert b"c2VjcmV0" not in kept("Secret", secret) and secret["data"]["ssh-privatekey"] == "c2VjcmV0"
 
 
 def test_sizes_count_what_is_kept() -> None:
