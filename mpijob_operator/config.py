@@ -142,6 +142,13 @@ class Config:
             "slots are checked against"
         ),
     ] = ()
+    progress_every: Annotated[
+        float,
+        Flag(
+            "seconds a warm run may hold back a status write that only counts pods coming up (and the workers' "
+            "discover_hosts.sh with it), so that workers coming up one by one cost one write; 0 = at once"
+        ),
+    ] = 1.0
     identity: str = ""
     temporary_work_dir: bool = False  # made for this process: removed at exit
 
@@ -154,6 +161,7 @@ def reconcile_args(cfg: Config) -> dict[str, Any]:
         "record_pod_bytes": cfg.record_pod_bytes,
         "record_total_bytes": cfg.record_total_bytes,
         "accelerators": list(cfg.accelerators),
+        "progress_every": cfg.progress_every,
     }
 
 
@@ -257,6 +265,8 @@ def parse(argv: list[str] | None = None) -> Config:
         errors.append("--kube-api-burst must be at least 1")
     if not 0 <= a.monitoring_port <= 65535:
         errors.append("--monitoring-port must be 0..65535")
+    if not 0 <= a.progress_every <= 60:
+        errors.append(f"--progress-every {a.progress_every:g}: must be 0..60 seconds")
     if a.health_port is not None and not 0 <= a.health_port <= 65535:
         errors.append("--health-port must be 0..65535")
     if a.warm_run_timeout < 1:

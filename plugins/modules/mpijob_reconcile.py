@@ -71,6 +71,15 @@ options:
       - Off, a job's clean-up is done in the same call, right after its status is written.
     type: bool
     default: false
+  progress_every:
+    description:
+      - For a warm run (O(batch_from)), the seconds it may hold back a status write that only counts pods coming up (a
+        replica's C(active) count grew, nothing else changed), and the workers' C(discover_hosts.sh) with it. The
+        job's RV(jobs[].requeue_after) then says when it is written, and workers coming up one by one cost one write
+        instead of one each. Conditions, and every other change, are written at once.
+      - V(0) writes it at once; so does a call without O(batch_from), which keeps nothing between calls.
+    type: float
+    default: 0
   gang_scheduling:
     description:
       - Gang scheduling backend, like the Kubeflow operator's C(--gang-scheduling) flag.
@@ -276,7 +285,7 @@ import time  # noqa: E402
 
 from ..module_utils.kube.auth import AUTH_ARG_SPEC  # noqa: E402
 from ..module_utils.kube.module import run_module, task_message  # noqa: E402
-from ..module_utils.kube.reconcile import reconcile_batch  # noqa: E402
+from ..module_utils.kube.reconcile import Held, reconcile_batch  # noqa: E402
 from ..module_utils.kube.rest import Rest  # noqa: E402
 from ..module_utils.mpijob import constants as C  # noqa: E402
 from ..module_utils.mpijob.accelerators import names  # noqa: E402
@@ -310,6 +319,7 @@ def argspec() -> dict:
         batch_timeout=dict(type="float", default=300.0),
         batch_slots=dict(type="int", default=1),
         cleanup_later=dict(type="bool", default=False),
+        progress_every=dict(type="float", default=0.0),
     )
     spec.update({k: dict(v) for k, v in AUTH_ARG_SPEC.items()})
     return spec
@@ -321,6 +331,7 @@ def task(module, rest: Rest) -> dict:
     started = time.monotonic()
     warm_up()
     changed = []
+    held = Held()  # the progress writes this run holds back, across its batches (O(progress_every))
 
     def handle(batch: list[dict]) -> dict:
         """One served batch's result: what a run of its own would return (its failure too); never raises."""
@@ -330,7 +341,7 @@ def task(module, rest: Rest) -> dict:
             for job, entry in zip(jobs, batch):
                 if isinstance(entry.get("seen"), dict):  # the job's world as the operator watched it
                     job["seen"] = entry["seen"]
-            result = reconcile_jobs(module, own, jobs)
+            result = reconcile_jobs(module, own, jobs, held)
         except MPIJobError as exc:
             return {**exc.result, "failed": True, "msg": task_message(exc), "api_calls": own.calls}
         except Exception as exc:  # a bug costs this batch (retried), not the run's other batches
@@ -344,7 +355,7 @@ def task(module, rest: Rest) -> dict:
     return {"changed": any(changed), "jobs": [], "batch": "served", "batches": served}
 
 
-def reconcile_jobs(module, rest: Rest, batch: list[dict]) -> dict:
+def reconcile_jobs(module, rest: Rest, batch: list[dict], held: Held | None = None) -> dict:
     for i, job in enumerate(batch):
         if job.get("api_version"):
             try:
@@ -372,8 +383,9 @@ def reconcile_jobs(module, rest: Rest, batch: list[dict]) -> dict:
         record_total_bytes=limits.total_bytes,
         accelerators=accelerators,
         cleanup_later=module.params["cleanup_later"],
+        progress_every=max(0.0, module.params["progress_every"]),
     )
-    results = reconcile_batch(rest, batch, opts, check_mode=module.check_mode)
+    results = reconcile_batch(rest, batch, opts, check_mode=module.check_mode, held=held)
     jobs = [r.as_dict() for r in results]
     changed = any(a["action"] != "event" for j in jobs for a in j["actions"])
     return {"changed": changed, "jobs": jobs}

@@ -6,6 +6,9 @@ the core for each job's plan, carry each plan out (apply.py), and return each jo
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
@@ -20,11 +23,40 @@ from .rest import Rest
 from .sshkeys import _placeholder_keys, generate_ssh_keys
 
 
+class Held:
+    """Since when each job's progress write is held back (Plan.held, Options.progress_every): a warm run's memory
+    across its batches. A job not held has been held 0 s; a new run holds none (its first such write may come
+    sooner, never later)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._since: dict[Key, float] = {}
+        self._lock = threading.Lock()
+
+    def held_for(self, key: Key) -> float:
+        with self._lock:
+            since = self._since.get(key)
+            return 0.0 if since is None else max(0.0, self._clock() - since)
+
+    def update(self, key: Key, held: bool) -> None:
+        with self._lock:
+            if held:
+                self._since.setdefault(key, self._clock())
+            else:
+                self._since.pop(key, None)
+
+
 def reconcile_batch(
-    rest: Rest, jobs: list[dict], opts: K.Options, check_mode: bool = False, threads: int = 8
+    rest: Rest,
+    jobs: list[dict],
+    opts: K.Options,
+    check_mode: bool = False,
+    threads: int = 8,
+    held: Held | None = None,
 ) -> list[JobResult]:
     """Reconciles every job of the batch (each `{namespace, name, api_version?}`, the apiVersion only for an API other
-    than kubeflow.org; one batch may mix them); one job's failure never stops the others."""
+    than kubeflow.org; one batch may mix them); one job's failure never stops the others. `held`: what the caller
+    keeps of the progress writes held back (a warm run's); without it none is."""
     unique: dict[Key, JobResult] = {}
     handed: dict[Key, dict] = {}  # the worlds the operator handed (what it watched), by job
     for j in jobs:
@@ -83,11 +115,15 @@ def reconcile_batch(
             result.uid = obj["metadata"].get("uid")
             result.read_version = obj["metadata"].get("resourceVersion")
             result.status = obj.get("status")
+            keys = _placeholder_keys if check_mode else generate_ssh_keys
+            held_for = held.held_for(result.key) if held is not None and not check_mode else None
             try:
-                plan = plan_job(obj, world, opts, now, _placeholder_keys if check_mode else generate_ssh_keys)
+                plan = plan_job(obj, world, opts, now, keys, held_for=held_for)
             except Exception as exc:  # a bug must cost one job, not the batch
                 result.error, result.outcome = f"internal error planning the job: {exc!r}", Outcome.RETRY
                 return
+            if held_for is not None and held is not None:
+                held.update(result.key, plan.held)
             plan.fill(result)
             if check_mode:
                 result.actions = [a.summary() for a in plan.actions]

@@ -44,6 +44,10 @@ class Options:
     record_total_bytes: int = C.RECORD_TOTAL_BYTES
     # The extended resources a worker's slots are checked against (accelerators.py).
     accelerators: tuple[str, ...] = C.ACCELERATORS
+    # Seconds a status write that only counts pods coming up (Api.progress_only) may be held back, and with it the
+    # discover_hosts.sh of the workers up so far, when the shell remembers what it held (a warm run): workers coming
+    # up one by one then cost one write, not one each. 0: written at once.
+    progress_every: float = 0.0
 
     @property
     def volcano(self) -> bool:

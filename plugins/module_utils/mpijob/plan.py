@@ -92,6 +92,9 @@ class Plan:
     done: bool | None = None  # the API's own word on the status (apis.Api.finished); None: kubeflow.org's
     cleanup_pending: bool = False  # the job finished in this pass and its clean-up is left to the next (cleanup_later)
     restart: dict[str, str] | None = None  # the recovery this plan's status records: {cause, scope} (restart.py)
+    # a status write that only counts pods coming up, and the discover_hosts.sh patch with it, held back: written
+    # after requeue_after, or with the next change (Options.progress_every)
+    held: bool = False
 
     @property
     def finished(self) -> bool:

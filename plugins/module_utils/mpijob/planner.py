@@ -84,9 +84,17 @@ def _create(obj: dict, reason: str = "") -> Action:
     return Action("create", obj["kind"], _name(obj), reason=reason, body=obj, api_version=obj["apiVersion"])
 
 
-def plan_job(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys) -> Plan:
+def _hosts_patch(a: Action) -> bool:
+    """The patch of the hostfile ConfigMap that only changes discover_hosts.sh (sync_config_map's reason "hosts")."""
+    return a.action == "patch" and a.kind == "ConfigMap" and a.reason == "hosts" and not a.subresource
+
+
+def plan_job(
+    obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: SSHKeys, held_for: float | None = None
+) -> Plan:
     """The plan for one MPIJob. `obj` is the MPIJob as read; `ssh_keys` makes a key pair (called only when the
-    Secret must be created or repaired)."""
+    Secret must be created or repaired). `held_for`: how long the shell has held back the job's progress write
+    (Plan.held); None when it keeps no such memory, and then none is held."""
     meta = mapping(obj.get("metadata"))
     old_status = mapping(obj.get("status"))
     api = api_for(obj)  # the API's own parse and status stages; children and plan are shared
@@ -104,6 +112,7 @@ def plan_job(obj: dict, world: World, opts: K.Options, now: datetime, ssh_keys: 
     except InvalidMPIJob as exc:
         return _invalid(api, obj, old_status, exc, now_s)
     planner = _Planner(api, job, obj, world, opts, now, ssh_keys)
+    planner.held_for = held_for
     planner.slots_notice = A.notice(parsed, opts.accelerators)
     return planner.run()
 
@@ -189,6 +198,7 @@ class _Planner:
         if self.policy is not None:
             self.job = job = replace(job, attempt=R.restart_count(self.old_status))
         self.restart_requeue: float | None = None  # when a node that is down counts as lost (restart.py)
+        self.held_for: float | None = None  # how long the shell has held back a progress write (plan_job)
         self.actions: list[Action] = []
         self.events: list[S.Event] = []
         uid = job.uid
@@ -245,6 +255,11 @@ class _Planner:
         if ref and status.get("record") != ref:
             status = {**status, "record": ref}  # every API's status stage keeps it
         if status != self.old_status:
+            wait = self.hold(status)
+            if wait is not None:
+                requeue = wait if requeue is None else min(requeue, wait)
+                actions = [a for a in self.actions if not _hosts_patch(a)]
+                return Plan(actions, self.old_status, requeue_after=requeue, held=True, done=self.api.finished(status))
             at = len(self.actions) if status_at is None else status_at
             self.actions.insert(at, Action("status", C.KIND, self.job.name, body=status))
         self.actions.extend(_event(e) for e in self.events)
@@ -255,6 +270,17 @@ class _Planner:
             transitions=S.transitions(self.old_status, status),
             done=self.api.finished(status),
         )
+
+    def hold(self, status: dict) -> float | None:
+        """Seconds the write of `status` may still wait (Options.progress_every), or None: write it now. Only a status
+        that counts pods coming up and nothing else (Api.progress_only), in a pass that does nothing else but tell
+        the launcher of those workers (discover_hosts.sh), and only until it has waited progress_every."""
+        every, held_for = self.opts.progress_every, self.held_for
+        if every <= 0 or held_for is None or held_for >= every or self.events:
+            return None
+        if not all(_hosts_patch(a) for a in self.actions) or not self.api.progress_only(self.old_status, status):
+            return None
+        return every - held_for
 
     def tell_at_creation(self, status: dict) -> dict:
         """The pass that gives the job its first condition (Created, T9k's Initialized) adds the slots notice to that

@@ -156,13 +156,19 @@ def as_seen(world: P.World) -> P.World:
     return dataclasses.replace(world, pods=[P.pod_as_seen(p) for p in world.pods], secret=secret)
 
 
-def plan(obj: dict, world: P.World | None = None, opts: K.Options | None = None, now: datetime = T0) -> P.Plan:
+def plan(
+    obj: dict,
+    world: P.World | None = None,
+    opts: K.Options | None = None,
+    now: datetime = T0,
+    held_for: float | None = None,
+) -> P.Plan:
     """The plan of `obj` in `world`; every test that plans checks on the way that the world as the planner is handed
     it (pods and the SSH Secret cut to what it reads, as_seen) plans the same."""
     world = world or P.World(mpijob=obj)
     world.mpijob = obj
-    whole = plan_job(obj, copy.deepcopy(world), opts or K.Options(), now, keys)
-    seen = plan_job(obj, as_seen(copy.deepcopy(world)), opts or K.Options(), now, keys)
+    whole = plan_job(obj, copy.deepcopy(world), opts or K.Options(), now, keys, held_for)
+    seen = plan_job(obj, as_seen(copy.deepcopy(world)), opts or K.Options(), now, keys, held_for)
     assert seen == whole, "the planner reads a field of a pod or Secret that a World does not hold (plan.pod_as_seen)"
     return whole
 

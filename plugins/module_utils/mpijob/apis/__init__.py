@@ -43,6 +43,9 @@ stage from t9k_status.py): it defines `API = Api(...)` with
   status.restartCount and status.restarts are the same fields on every API (restart.py);
 - `launcher_rbac`: its jobs' launchers run with a ServiceAccount of their own (`launch_agent` kubexec), which the
   shell then reads with the other children.
+- `progress_only(old_status, status) -> bool`: the new status only counts pods coming up (nothing a user or a
+  controller acts on changed): a warm run may hold such a write back for a moment (Options.progress_every) so that
+  workers coming up one by one cost one status write, not one each. Never, unless the API says so.
 
 What the model offers an API beyond Kubeflow's fields (defaults are kubeflow.org's, so it never sets them):
 `owner_api_version` (the children's controller reference), `pause_deletes_launcher` (suspended means no launcher
@@ -93,6 +96,7 @@ class Api:
     failure_policy_path: tuple[str, ...] = ("spec", "runPolicy", C.FAILURE_POLICY)
     # The shell reads the launcher's ServiceAccount/Role/RoleBinding of this API's jobs (model launch_agent kubexec)
     launcher_rbac: bool = False
+    progress_only: Callable[[dict, dict], bool] = lambda _old, _new: False
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ("all",)
     # Where the launcher's and the workers' pod templates are in a job: a child the API server refuses is named there.

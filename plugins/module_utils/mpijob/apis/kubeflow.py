@@ -27,6 +27,7 @@ from ..spec import (
     RunPolicy,
     SchedulingPolicy,
     check_hostnames,
+    mapping,
     pod_template,
     read_metadata,
 )
@@ -365,6 +366,28 @@ def counts(status: dict) -> dict:
     }
 
 
+def progress_only(old: dict, new: dict) -> bool:
+    """Only pods coming up changed: a replica's `active` count grew, and nothing else (no condition, no other count,
+    no replica type new or gone) of a status written before."""
+    if not old.get("conditions") or {k: v for k, v in old.items() if k != "replicaStatuses"} != {
+        k: v for k, v in new.items() if k != "replicaStatuses"
+    }:
+        return False
+    before, after = old.get("replicaStatuses") or {}, new.get("replicaStatuses") or {}
+    if not isinstance(before, dict) or not isinstance(after, dict) or set(before) != set(after):
+        return False
+    for role, replica in after.items():
+        was, now = dict(mapping(before[role])), dict(mapping(replica))
+        counts = (now.pop("active", 0), was.pop("active", 0))
+        if (
+            not all(isinstance(n, int) and not isinstance(n, bool) for n in counts)
+            or counts[0] < counts[1]
+            or was != now
+        ):
+            return False
+    return True
+
+
 API = Api(
     name="kubeflow",
     group=C.GROUP,
@@ -394,4 +417,5 @@ API = Api(
     counts=counts,
     restarting=restarting,
     given_up=given_up,
+    progress_only=progress_only,
 )
