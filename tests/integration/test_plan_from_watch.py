@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from hack.lib.wait import wait_until
 from tests.integration._fixtures.reconcile import NOWHERE, _core, _on_kwok, load
 from tests.support.mpijob import create_mpijob, get_mpijob
 
@@ -90,3 +91,40 @@ def test_a_stale_world_is_refused_by_the_server_and_read_next_time(
     old_job.setdefault("status", {})["conditions"] = []  # a status that differs from the one written
     result = reconcile(counted.rest, namespace, {"mpijob": old_job, "pods": seen["pods"]})
     assert result.outcome.value == "retry" and "409" in (result.error or "")
+
+
+def test_a_worker_coming_up_waits_in_a_warm_run_then_is_written_with_its_hosts(
+    api_client, namespace, operator_crd, kubeconfig
+) -> None:
+    """Progress writes (docs/operator.md): the status that only counts a worker coming up, and its discover_hosts.sh,
+    wait for progress_every while the shell remembers since when (a warm run's Held); then both are written."""
+    from ansible_collections.mpi.operator.plugins.module_utils.kube.reconcile import Held, reconcile_batch
+    from ansible_collections.mpi.operator.plugins.module_utils.mpijob.children import Options
+
+    create_mpijob(api_client, namespace, _on_kwok(load("openmpi-helloworld.v2beta1.yaml"), NOWHERE))
+    clock, core = [0.0], _core(api_client)[0]
+    held = Held(clock=lambda: clock[0])
+
+    def run():
+        entry = {"namespace": namespace, "name": NAME}
+        return reconcile_batch(Counted(kubeconfig).rest, [entry], Options(progress_every=30.0), held=held)[0]
+
+    def versions() -> tuple[str, str]:
+        cm = core.read_namespaced_config_map(f"{NAME}-config", namespace)
+        return get_mpijob(api_client, namespace, NAME)["metadata"]["resourceVersion"], cm.metadata.resource_version
+
+    assert run().outcome.value == "ok"  # children made, Created written: never held
+    launcher = f"training.kubeflow.org/job-name={NAME},training.kubeflow.org/job-role=launcher"
+    wait_until(lambda: core.list_namespaced_pod(namespace, label_selector=launcher).items, 30, "the launcher pod")
+    run()  # whatever the launcher pod's coming changed
+    core.patch_namespaced_pod_status(f"{NAME}-worker-0", namespace, {"status": {"phase": "Running"}})
+    before = versions()
+    waiting = run()
+    assert waiting.outcome.value == "ok" and waiting.actions == [] and waiting.requeue_after == 30.0
+    assert versions() == before  # neither the status nor discover_hosts.sh written yet
+    clock[0] = 30.0
+    due = run()
+    assert {("status", "MPIJob"), ("patch", "ConfigMap")} <= {(a["action"], a["kind"]) for a in due.actions}
+    assert get_mpijob(api_client, namespace, NAME)["status"]["replicaStatuses"]["Worker"]["active"] == 1
+    hosts = core.read_namespaced_config_map(f"{NAME}-config", namespace).data["discover_hosts.sh"]
+    assert f"{NAME}-worker-0." in hosts and f"{NAME}-worker-1." not in hosts
