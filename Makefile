@@ -7,7 +7,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: docsite ee image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue lint crd sanity-all run cluster-up cluster-down kubeconfig bench bench-scale chaos restarts e2e peer-e2e migrate-scale kind-up kind-down
+.PHONY: docsite ee image image-archive images cluster-status venv demo test test-unit test-runner test-integration test-e2e test-kueue test-gang lint crd sanity-all run cluster-up cluster-down kubeconfig bench bench-scale chaos restarts e2e peer-e2e migrate-scale kind-up kind-down
 
 venv:
 	@bash hack/build/venv.sh
@@ -45,7 +45,8 @@ cluster-status:
 # The test tiers, each alone (hack/make/test.sh), each named as its folder under tests/ and its pytest marker: unit
 # (seconds), runner (real ansible-runner/-playbook/-test processes, no cluster), integration (the API server), e2e
 # (the real kubelet + containerd node), kueue (a real Kueue in front of the operator: alone, never beside the
-# others; not part of `make test`).
+# others; not part of `make test`), gang (the gang-scheduling tests on every gang scheduler: `make test` runs them on
+# scheduler-plugins only, this one on Volcano's too).
 test-unit: venv
 	$(PY) -m pytest tests/unit -q
 
@@ -60,6 +61,9 @@ test-e2e: venv
 
 test-kueue: venv
 	bash hack/make/test.sh kueue
+
+test-gang: venv
+	bash hack/make/test.sh gang
 
 test: venv
 	bash hack/make/test.sh

@@ -44,7 +44,7 @@ LONGEST_FIRST = ("installs", "e2e", "e2e-elastic", "kubeflow-peer")
 # start; in a group where only some tests wait, those go to the group's end and the group keeps its place (the `e2e`
 # group: only the batch.test.bdap.com Horovod test runs Horovod, and deferring the whole group left it running alone
 # at the end of a cold run, the machine mostly idle in its last ten minutes).
-NEEDS_BUILD = {"e2e-elastic": "horovod", "kubeflow-peer": "kubeflow-peer", "gang": "gang-schedulers"}
+NEEDS_BUILD = {"e2e-elastic": "horovod", "kubeflow-peer": "kubeflow-peer", "gang": "scheduler-plugins"}
 
 
 def _group(item: pytest.Item) -> str | None:

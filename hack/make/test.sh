@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test suite, or one tier of it: `hack/make/test.sh [unit|runner|integration|e2e|kueue] [pytest args]`. Without a
-# tier, every tier but kueue (`make test`, CI). Each tier is named as its folder, and tests/conftest.py marks each
+# The test suite, or one tier of it: `hack/make/test.sh [unit|runner|integration|e2e|kueue|gang] [pytest args]`.
+# Without a tier, every tier but kueue and gang's Volcano runs (`make test`, CI). Each tier is named as its folder, and tests/conftest.py marks each
 # test with its folder's name (pytest -m TIER):
 #   unit         tests/unit         no processes, seconds                                       make test-unit
 #   runner       tests/runner       ansible-runner/-playbook/-test, bash processes; no cluster   make test-runner
@@ -8,6 +8,9 @@
 #   e2e          tests/e2e + the integration tests marked e2e: the real kubelet + containerd node  make test-e2e
 #   kueue        tests/kueue        a real Kueue (hack/worlds/kueue/up.sh) in front of the operator; one process, and
 #                                   only when asked: Kueue's webhooks see every MPIJob and Job created  make test-kueue
+#   gang         the integration tests marked gang (tests/integration/test_gang.py) on every gang scheduler, Volcano's
+#                included; `make test` runs them on scheduler-plugins only (the tests marked volcano are left out: its
+#                build is 400 CPU-seconds of Go beside the tests on a fresh machine)                   make test-gang
 #
 # How a full run spends its time (docs/dev/testing.md has the measured numbers):
 #   1. the Debian packages the node and the image builds need (seconds when installed);
@@ -26,8 +29,9 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
 tier=all
-case "${1:-}" in unit | runner | integration | e2e | kueue) tier=$1; shift ;; esac
-declare -A select=([unit]="unit" [runner]="runner" [integration]="integration and not e2e" [e2e]="e2e" [kueue]="kueue")
+case "${1:-}" in unit | runner | integration | e2e | kueue | gang) tier=$1; shift ;; esac
+declare -A select=([unit]="unit" [runner]="runner" [integration]="integration and not e2e and not volcano" [e2e]="e2e"
+  [kueue]="kueue" [gang]="gang")
 # 3 by default: enough to keep this project's 2-core machines busy while tests wait on pods and timers, and more were
 # slower (docs/dev/testing.md has the numbers). MPI_TEST_WORKERS=1: one process.
 workers=${MPI_TEST_WORKERS:-3}
@@ -94,11 +98,15 @@ build() {
   if [ "$tier" = all ] || [ "$tier" = integration ]; then
     (step "Kubeflow peer" nice bash hack/build/kubeflow.sh 2>"$results/kubeflow.log" || true) &
     echo $! >"$results/building.kubeflow-peer"
+  fi
+  if [ "$tier" = all ] || [ "$tier" = integration ] || [ "$tier" = gang ]; then
     # The gang scheduler (scheduler-plugins, Go): niced likewise; tests/integration/test_gang.py waits for it (its lock).
-    # Volcano's scheduler after it, not beside it: two Go builds at once would take both cores from the tests.
-    ( (step "scheduler-plugins" nice bash hack/worlds/gang/build.sh 2>"$results/scheduler-plugins.log" || true)
-      (step "volcano" nice bash hack/worlds/volcano/build.sh 2>"$results/volcano.log" || true) ) &
-    echo $! >"$results/building.gang-schedulers"
+    (step "scheduler-plugins" nice bash hack/worlds/gang/build.sh 2>"$results/scheduler-plugins.log" || true) &
+    echo $! >"$results/building.scheduler-plugins"
+  fi
+  if [ "$tier" = gang ]; then
+    # Volcano's scheduler only here: in `make test` its build was 413 CPU-seconds of Go beside the tests of a cold run.
+    (step "volcano" nice bash hack/worlds/volcano/build.sh 2>"$results/volcano.log" || true) &
   fi
   step "cluster (Kubernetes, the real node, its images)" bash hack/worlds/cluster/up.sh || return 1
   if KUBECONFIG=$local_kubeconfig "$(dirname "$local_kubeconfig")/../bin/kubectl" get node mpi-real-node >/dev/null 2>&1
@@ -119,7 +127,7 @@ renice_tree() {
 }
 
 cluster_tiers=0
-case $tier in all | integration | e2e | kueue) cluster_tiers=1 ;; esac
+case $tier in all | integration | e2e | kueue | gang) cluster_tiers=1 ;; esac
 build_pid=
 if [ "$cluster_tiers" = 1 ]; then
   # A reachable $KUBECONFIG of the user's own is used as it is (the fixtures decide the same).
@@ -198,10 +206,10 @@ fi
 
 # Phases 3 and 4: the tiers that need the cluster, in parallel, then the serial tests alone.
 if [ "$cluster_tiers" = 1 ]; then
-  tiers="integration or e2e"
+  tiers="(integration or e2e) and not volcano"
   [ "$tier" = all ] || tiers=${select[$tier]}
-  if [ "$tier" = kueue ]; then
-    run_pytest kueue "$tiers" -p no:xdist "$@"
+  if [ "$tier" = kueue ] || [ "$tier" = gang ]; then
+    run_pytest "$tier" "$tiers" -p no:xdist "$@"
   else
     if [ "$workers" -gt 1 ]; then
       run_pytest parallel "($tiers) and not serial" -n "$workers" --dist loadgroup --no-loadscope-reorder "$@"

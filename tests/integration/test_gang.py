@@ -23,7 +23,7 @@ from hack.lib.wait import wait_until
 from tests.support.mpijob import create_mpijob, get_mpijob, has_condition, new_mpijob, patch_mpijob
 from tests.support.paths import ROOT
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("gang")]
+pytestmark = [pytest.mark.integration, pytest.mark.gang, pytest.mark.slow, pytest.mark.xdist_group("gang")]
 
 NODE = "gang-node"
 TAINT = {"key": "mpi.operator/gang-test", "value": "yes", "effect": "NoSchedule"}
@@ -71,7 +71,8 @@ class Gang:
         return _pod_group(api_client, namespace, job, self.scheduler.group, self.scheduler.version)
 
 
-@pytest.fixture(params=sorted(SCHEDULERS))
+# Volcano's runs are marked `volcano`: `make test-gang` runs them, `make test` leaves them out (hack/make/test.sh).
+@pytest.fixture(params=[pytest.param(k, marks=pytest.mark.volcano) if k == "volcano" else k for k in sorted(SCHEDULERS)])
 def gang(request: pytest.FixtureRequest, operator_factory: Any, namespace: str, kubeconfig: str) -> Gang:
     name = start_scheduler(request.param)
     operator_factory("--namespace", namespace, "--no-leader-elect", "--gang-scheduling", name)
