@@ -72,7 +72,9 @@ class Gang:
 
 
 # Volcano's runs are marked `volcano`: `make test-gang` runs them, `make test` leaves them out (hack/make/test.sh).
-@pytest.fixture(params=[pytest.param(k, marks=pytest.mark.volcano) if k == "volcano" else k for k in sorted(SCHEDULERS)])
+@pytest.fixture(
+    params=[pytest.param(k, marks=pytest.mark.volcano) if k == "volcano" else k for k in sorted(SCHEDULERS)]
+)
 def gang(request: pytest.FixtureRequest, operator_factory: Any, namespace: str, kubeconfig: str) -> Gang:
     name = start_scheduler(request.param)
     operator_factory("--namespace", namespace, "--no-leader-elect", "--gang-scheduling", name)
