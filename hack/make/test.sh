@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite, or one tier of it: `hack/make/test.sh [unit|runner|integration|e2e|kueue|gang] [pytest args]`.
-# Without a tier, every tier but kueue and gang's Volcano runs (`make test`, CI). Each tier is named as its folder, and tests/conftest.py marks each
-# test with its folder's name (pytest -m TIER):
+# Without a tier, every tier but kueue and gang's Volcano runs (`make test`, CI). Each tier is named as its folder,
+# and tests/conftest.py marks each test with its folder's name (pytest -m TIER):
 #   unit         tests/unit         no processes, seconds                                       make test-unit
 #   runner       tests/runner       ansible-runner/-playbook/-test, bash processes; no cluster   make test-runner
 #   integration  tests/integration  an API server (the local kwok cluster, or $KUBECONFIG)      make test-integration
@@ -30,8 +30,9 @@ source "$(dirname "$0")/env.sh"
 
 tier=all
 case "${1:-}" in unit | runner | integration | e2e | kueue | gang) tier=$1; shift ;; esac
+# all: the cluster tiers of `make test` (the unit and runner tiers run beside them, phase 2).
 declare -A select=([unit]="unit" [runner]="runner" [integration]="integration and not e2e and not volcano" [e2e]="e2e"
-  [kueue]="kueue" [gang]="gang")
+  [kueue]="kueue" [gang]="gang" [all]="(integration or e2e) and not volcano")
 # 3 by default: enough to keep this project's 2-core machines busy while tests wait on pods and timers, and more were
 # slower (docs/dev/testing.md has the numbers). MPI_TEST_WORKERS=1: one process.
 workers=${MPI_TEST_WORKERS:-3}
@@ -206,8 +207,7 @@ fi
 
 # Phases 3 and 4: the tiers that need the cluster, in parallel, then the serial tests alone.
 if [ "$cluster_tiers" = 1 ]; then
-  tiers="(integration or e2e) and not volcano"
-  [ "$tier" = all ] || tiers=${select[$tier]}
+  tiers=${select[$tier]}
   if [ "$tier" = kueue ] || [ "$tier" = gang ]; then
     run_pytest "$tier" "$tiers" -p no:xdist "$@"
   else
