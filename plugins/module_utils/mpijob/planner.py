@@ -876,11 +876,11 @@ class _Planner:
             )
             if later:
                 del self.actions[cleanup_from:]  # planned again, from what is then left, by the next pass
+            # A clean-up left to the next pass records what it deletes then. What a failed job leaves (its launcher's
+            # pod and log, its failed workers) is kept now, with the status that says it failed: the Job controller
+            # may delete the launcher's pod before that next pass, and a reader of Failed finds the record.
             plan = self.result(
-                status,
-                requeue=None if expiry is None else (expiry - self.now).total_seconds(),
-                status_at=cleanup_from,
-                record=not later,  # a clean-up left to the next pass is recorded by that pass
+                status, requeue=None if expiry is None else (expiry - self.now).total_seconds(), status_at=cleanup_from
             )
             plan.cleanup_pending = later
             return plan

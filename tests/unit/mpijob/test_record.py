@@ -109,6 +109,26 @@ def test_a_failed_job_is_recorded_whatever_its_clean_up_policy() -> None:
     assert [a[0] for a in kinds(p) if a[0] != "event"] == ["status", "record"]
 
 
+def test_a_failed_job_whose_clean_up_waits_for_the_next_pass_is_recorded_in_the_pass_that_fails_it() -> None:
+    """The operator's cleanup_later: the pass that writes Failed leaves the deletions to the next one, but not the
+    record. The Job controller deletes a launcher pod it restarted in place (restartPolicy OnFailure) as it fails the
+    Job, so the next pass may find no launcher pod (the race seen in test_mpirun_as_root)."""
+    later = K.Options(cleanup_later=True)
+    world = failed_world(cleanPodPolicy="Running")
+    first = plan(world.mpijob, world, later, now=at(60))
+    assert first.cleanup_pending
+    assert [a[0] for a in kinds(first) if a[0] != "event"] == ["status", "record"]
+    assert [e["name"] for e in record_of(first).body["pods"]] == ["pi-launcher-abcde", "pi-worker-1", "pi-worker-2"]
+    assert first.status["record"]["configMap"] == "pi-record" and S.is_true(first.status, "Failed")
+    world = world_after(world, first)
+    world.pods = [p for p in world.pods if p["metadata"]["name"] != "pi-launcher-abcde"]  # the Job controller's
+    second = plan(world.mpijob, world, later, now=at(61))
+    assert [a.name for a in second.actions if a.action == "delete"] == ["pi-worker-0"]  # cleanPodPolicy Running
+    # a healthy worker's deletion keeps nothing; what was kept stays kept, and the status still points at it
+    assert not [a for a in second.actions if a.action == "record"]
+    assert second.status["record"] == first.status["record"]
+
+
 def test_a_succeeded_job_is_recorded_only_when_its_launcher_pod_goes() -> None:
     for policy, recorded in (("None", False), ("Running", False), ("All", True)):
         world = finish_launcher(run_all(settle(manifest(runPolicy={"cleanPodPolicy": policy}))))
