@@ -21,10 +21,12 @@ from typing import Any
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob import constants as C
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.plan import pod_as_seen, secret_as_seen
 from ansible_collections.mpi.operator.plugins.module_utils.mpijob.protocol import Key, job_entry, job_key
-from ansible_collections.mpi.operator.plugins.module_utils.mpijob.record import record_name
+from ansible_collections.mpi.operator.plugins.module_utils.mpijob.record import launcher_failed, record_name, recorded
 
 # The kinds whose objects a world holds, by name (the MPIJobs by Key, the pods by their job-name label).
 NAMED = ("Service", "ConfigMap", "Secret", "Job", "PodGroup")
+RECORD_SUFFIX = record_name("")
+GONE_PER_JOB = 3  # a job's failed launcher pods kept after their deletion, until its record has them (newest kept)
 
 
 def kept(kind: str, obj: dict[str, Any]) -> bytes:
@@ -51,6 +53,11 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
+def _recorded_uids(record: dict[str, Any]) -> set[str]:
+    """The uids of the pods a record ConfigMap (as watched) describes."""
+    return {str(p.get("uid")) for p in recorded(record).get("pods") or [] if isinstance(p, dict) and p.get("uid")}
+
+
 class Store:
     """The watched objects, kept as JSON, and each job's world built from them. Thread-safe: the watches write, the
     workers read."""
@@ -62,6 +69,13 @@ class Store:
         self._mpijobs: dict[Key, bytes] = {}
         self._named: dict[str, dict[tuple[str, str], bytes]] = {kind: {} for kind in NAMED}
         self._pods: dict[tuple[str, str], dict[str, bytes]] = {}  # (namespace, job) -> pod name -> JSON
+        # (namespace, job) -> pod name -> JSON of a launcher pod that failed and was deleted (World.gone_pods), kept
+        # until the job's record names it, the job goes, or newer ones push it out (GONE_PER_JOB)
+        self._gone: dict[tuple[str, str], dict[str, bytes]] = {}
+        # (namespace, job) -> pod name -> JSON of a launcher pod as last seen failed before its deletion: what _gone
+        # keeps of it. Its final state says less: the kubelet drops the container's lastState (the failure that
+        # restarted it) from the status of a deleted pod, whose container then ends by the deletion's kill.
+        self._failing: dict[tuple[str, str], dict[str, bytes]] = {}
         self._distrusted: set[Key] = set()
 
     # -- the watches' side ------------------------------------------------------------------------------------------
@@ -75,24 +89,69 @@ class Store:
                 for key in keys:
                     if gone:
                         self._mpijobs.pop(key, None)
+                        self._gone.pop((key.namespace, key.name), None)
+                        self._failing.pop((key.namespace, key.name), None)
                     else:
                         self._mpijobs[key] = raw
             elif kind == "Pod":
-                job = (meta.get("labels") or {}).get(C.JOB_NAME_LABEL)
+                labels = meta.get("labels") or {}
+                job = labels.get(C.JOB_NAME_LABEL)
                 if not job:
                     return
                 pods = self._pods.setdefault((ns, job), {})
+                launcher = labels.get(C.JOB_ROLE_LABEL) == C.ROLE_LAUNCHER
                 if gone:
                     pods.pop(name, None)
                     if not pods:
                         del self._pods[(ns, job)]
+                    if launcher:
+                        self._launcher_gone((ns, job), name, obj, raw)
                 else:
                     pods[name] = raw
+                    if launcher and not meta.get("deletionTimestamp") and launcher_failed(obj):
+                        self._failing.setdefault((ns, job), {})[name] = raw
             elif kind in self._named:
                 if gone:
                     self._named[kind].pop((ns, name), None)
                 else:
                     self._named[kind][(ns, name)] = raw
+                    if kind == "ConfigMap" and self._gone and name.endswith(RECORD_SUFFIX):
+                        self._forget_recorded((ns, name[: -len(RECORD_SUFFIX)]), obj)
+
+    def _launcher_gone(self, job: tuple[str, str], name: str, obj: dict[str, Any], raw: bytes) -> None:
+        """A launcher pod was deleted: kept as it was last seen failing (else as it ended, when that was a failure),
+        unless the job's record has it already."""
+        failing = self._failing.get(job) or {}
+        seen = failing.pop(name, None)
+        if not failing:
+            self._failing.pop(job, None)
+        if seen is None and not launcher_failed(obj):
+            return
+        if not any(k.namespace == job[0] and k.name == job[1] for k in self._mpijobs):
+            return  # the job's own deletion took it
+        record = self._named["ConfigMap"].get((job[0], record_name(job[1])))
+        if record is not None and _meta(obj).get("uid") in _recorded_uids(json.loads(record)):
+            return
+        self._keep_gone(job, name, raw if seen is None else seen)
+
+    def _keep_gone(self, job: tuple[str, str], name: str, raw: bytes) -> None:
+        kept_ = self._gone.setdefault(job, {})
+        kept_.pop(name, None)
+        kept_[name] = raw  # newest last
+        while len(kept_) > GONE_PER_JOB:
+            del kept_[next(iter(kept_))]
+
+    def _forget_recorded(self, job: tuple[str, str], record: dict[str, Any]) -> None:
+        """The gone pods of `job` that its record (a ConfigMap as watched) names are needed no more."""
+        kept_ = self._gone.get(job)
+        if not kept_:
+            return
+        have = _recorded_uids(record)
+        for name, raw in list(kept_.items()):
+            if _meta(json.loads(raw)).get("uid") in have:
+                del kept_[name]
+        if not kept_:
+            del self._gone[job]
 
     def relisting(self, resource: str, kind: str, api_version: str) -> None:
         """A relist of the watch `resource` begins: what was kept of it is forgotten (objects deleted while the watch
@@ -104,6 +163,8 @@ class Store:
                 self._mpijobs = {k: v for k, v in self._mpijobs.items() if k.api_version != storage}
             elif kind == "Pod":
                 self._pods.clear()
+                self._gone.clear()
+                self._failing.clear()
             elif kind in self._named:
                 self._named[kind].clear()
 
@@ -148,7 +209,10 @@ class Store:
                 "pod_group": self._named["PodGroup"].get((ns, name)),
             }
             pods = list((self._pods.get((ns, name)) or {}).values())
+            gone_pods = list((self._gone.get((ns, name)) or {}).values())
         parts = [b'"mpijob":' + job, b'"pods":[' + b",".join(pods) + b"]"]
+        if gone_pods:
+            parts.append(b'"gone_pods":[' + b",".join(gone_pods) + b"]")
         parts += [b'"%s":%s' % (field.encode(), raw) for field, raw in named.items() if raw is not None]
         return b"{" + b",".join(parts) + b"}"
 
@@ -171,7 +235,9 @@ class Store:
         """Objects and bytes kept (the operator's metrics)."""
         with self._lock:
             count = len(self._mpijobs) + sum(len(v) for v in self._named.values())
-            count += sum(len(v) for v in self._pods.values())
+            count += sum(len(v) for v in (*self._pods.values(), *self._gone.values(), *self._failing.values()))
             size = sum(map(len, self._mpijobs.values())) + sum(sum(map(len, v.values())) for v in self._named.values())
-            size += sum(sum(map(len, v.values())) for v in self._pods.values())
+            size += sum(
+                sum(map(len, v.values())) for v in (*self._pods.values(), *self._gone.values(), *self._failing.values())
+            )
         return {"objects": count, "bytes": size}

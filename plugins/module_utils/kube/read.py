@@ -52,6 +52,7 @@ class Namespaced:
     pod_groups: dict[str, dict] = field(default_factory=dict)
     launcher_rbac: dict[str, dict[str, dict]] = field(default_factory=dict)  # kind -> name -> object
     pods_by_job: dict[str, list[dict]] = field(default_factory=dict)
+    gone_pods_by_job: dict[str, list[dict]] = field(default_factory=dict)  # World.gone_pods: the operator's only
 
 
 def read_namespace(rest: Rest, namespace: str, keys: list[Key], opts: K.Options) -> tuple[dict[Key, dict], Namespaced]:
@@ -137,6 +138,7 @@ def given(
         jobs=_one(name + C.LAUNCHER_SUFFIX, world.get("launcher")),
         pod_groups=_one(name, world.get("pod_group")),
         pods_by_job={name: [p for p in world.get("pods") or [] if isinstance(p, dict)]},
+        gone_pods_by_job={name: [p for p in world.get("gone_pods") or [] if isinstance(p, dict)]},
     )
     return [key], {key: obj}, kids
 
@@ -207,6 +209,7 @@ def world_of(obj: dict, kids: Namespaced, priorities: dict[str, int], nodes: dic
         priorities=priorities,
         nodes={n: nodes[n] for n in node_names(obj, kids) if n in nodes},
         record=kids.config_maps.get(record_name(name)),
+        gone_pods=kids.gone_pods_by_job.get(name, []),
     )
 
 

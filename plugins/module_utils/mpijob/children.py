@@ -414,6 +414,10 @@ def launcher_pod_template(job: MPIJob, opts: Options) -> dict:
     if job.run_launcher_as_worker:
         meta["labels"][C.REPLICA_INDEX_LABEL] = "0"
     container = _main_container(job, spec)
+    # The last lines of its log in its status when it fails (unless the template says otherwise): the record keeps them
+    # even when the pod is gone before its log is read (the Job controller deletes a failed launcher's pod, restarted
+    # in place, once the backoffLimit is spent)
+    container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
     _append(container, "env", launcher_env(job))
     items = [
         {"key": C.HOSTFILE, "path": C.HOSTFILE, "mode": 0o444},

@@ -51,6 +51,10 @@ class World:
     # not here: not read).
     nodes: dict[str, dict | None] = field(default_factory=dict)
     record: dict | None = None  # ConfigMap <job>-record: what was kept of the job's pods (record.py)
+    # Launcher pods that failed and were deleted before a pass saw them, each as the watch's DELETED event last showed
+    # it (the Job controller deletes the pod about a second after it spends the backoffLimit): only the record reads
+    # them. The operator's store keeps them (mpijob_operator/store.py); a world read from the API server has none.
+    gone_pods: list[dict] = field(default_factory=list)
 
 
 # What a World holds of a pod's spec: all the planner reads of it (the node it runs on; its containers' names, which

@@ -214,6 +214,11 @@ class _Planner:
         self.awaiting_placement = False  # a job with a hostfile topology whose workers are not all bound yet
         launcher_uid = ((world.launcher or {}).get("metadata") or {}).get("uid")
         self.launcher_pods = [p for p in world.pods if launcher_uid and controlled_by(p, launcher_uid)]
+        here = {_name(p) for p in world.pods}
+        # launcher pods the Job controller deleted before a pass saw them fail: the record keeps them (keep_record)
+        self.gone_launchers = [
+            p for p in world.gone_pods if launcher_uid and controlled_by(p, launcher_uid) and _name(p) not in here
+        ]
         if job.launcher_pod:
             # The launcher is the pod <job>-launcher itself: the plan reads it as the launcher Job it stands for.
             pod = next((p for p in world.pods if _name(p) == K.launcher_name(job)), None)
@@ -313,7 +318,8 @@ class _Planner:
             if pods and first is None:
                 first, why = i, a.reason
         job_failed = self.api.finished(status) and self.api.phase(status) == C.FAILED
-        launcher_failed = [p for p in self.launcher_pods if Rec.launcher_failed(p)]
+        launchers = self.launcher_pods + self.gone_launchers
+        launcher_failed = [p for p in launchers if Rec.launcher_failed(p)]
         if not going and not job_failed and not launcher_failed:
             return None
         name = Rec.record_name(self.job.name)
@@ -330,7 +336,7 @@ class _Planner:
             self.job.name,
             meta,
             self.world.record,
-            self.launcher_pods,
+            launchers,
             self.worker_pods,
             going,
             job_failed,

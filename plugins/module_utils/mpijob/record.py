@@ -30,6 +30,7 @@ ROLE_LABEL_VALUE = "record"  # its training.kubeflow.org/job-role: not a pod's r
 MOST_PODS = 100  # pods described in one record; more are counted, not described
 SUMMARY_ROOM = 16 * 1024  # of the total kept for record.json and the events
 EVENTS = 20  # the newest Warning events kept
+MESSAGE_LOG = "terminationMessage"  # of a record action's pod entry only: never written into record.json
 
 
 @dataclass(frozen=True)
@@ -124,13 +125,21 @@ def _restarted_after_failure(pod: dict) -> bool:
     return False
 
 
+def _restarted(pod: dict) -> bool:
+    """A container of the pod was started again in place. A launcher's pod is a Job's, so its restartPolicy is OnFailure
+    or Never: a restart follows a failure (or the loss of the pod's sandbox, a node's reboot)."""
+    return any(int(cs.get("restartCount") or 0) > 0 for cs in (pod.get("status") or {}).get("containerStatuses") or [])
+
+
 def launcher_failed(pod: dict) -> bool:
-    """A launcher pod to keep as soon as its container failed and was started again in place: with the launcher's
-    default restartPolicy OnFailure the Job controller deletes the pod once the Job's backoffLimit is spent, and its
-    log with it, before the job is Failed. It counts even while the pod is being deleted (that exit was not the
-    deletion's). A launcher pod that failed for good (restartPolicy Never) stays until the job's clean-up, which keeps
-    it first."""
-    return _restarted_after_failure(pod)
+    """A launcher pod to keep as soon as its container failed. With the launcher's default restartPolicy OnFailure the
+    Job controller deletes the pod once the Job's backoffLimit is spent, and its log with it, about a second after the
+    kubelet reports the restart: before the job is Failed, often before the restart itself is seen (a container that
+    fails at once is reported exited again, `restartCount` 1, in the same update), and under load before any pass sees
+    the pod (the operator then plans from its last state: World.gone_pods). A restarted pod counts even while it is
+    being deleted (its restart was not the deletion's). A pod that failed for good (phase Failed: restartPolicy Never,
+    an eviction) counts unless a deletion without a disruption ended it; the Job controller leaves such a pod be."""
+    return _restarted(pod) or (S.pod_phase(pod) == "Failed" and failed(pod))
 
 
 def facts(pod: dict, role: str, main: str | None) -> dict:
@@ -155,6 +164,9 @@ def facts(pod: dict, role: str, main: str | None) -> dict:
         "restarts": sum(int(cs.get("restartCount") or 0) for cs in st.get("containerStatuses") or []),
         # the log to read is the failed container's, the one before the restart (pods/log?previous=true)
         "previous": _restarted_after_failure(pod) or None,
+        # the whole termination message (the log's last lines when terminationMessagePolicy is FallbackToLogsOnError,
+        # the launcher's default here): the log kept when the pod is gone before its log is read (record_config_map)
+        MESSAGE_LOG: term.get("message") or None,
     }
     return {k: v for k, v in out.items() if v not in ("", None) or k in ("name", "uid", "exitCode")}
 
@@ -300,7 +312,13 @@ def record_config_map(body: dict, logs: dict[str, tuple[str | None, str]], event
         added.append(entry["name"])
         entry = dict(entry)
         wants_log = entry.pop("log", False)
+        message = entry.pop(MESSAGE_LOG, None)
         text, note = logs.get(entry.get("uid") or entry.get("name", ""), (None, "not read"))
+        if wants_log and not text and message:
+            # the pod went before its log was read (the Job controller deletes a launcher's pod once the backoffLimit is
+            # spent): its container's termination message holds the log's last lines (FallbackToLogsOnError)
+            entry["logNote"] = f"{note or 'log unavailable'}; kept instead: the container's termination message"
+            text = message
         if wants_log and text:
             key = log_key(entry["name"], set(data))
             data[key] = tail(text, int(limits.get("lines") or 0), int(limits.get("podBytes") or 0))
@@ -395,6 +413,14 @@ def summary_of(record: dict | None) -> dict | None:
     return out
 
 
+def _in_log(message: str, log: list[str]) -> bool:
+    """The message is lines of the log (a termination message made of the log's last lines, FallbackToLogsOnError):
+    printing it again says nothing. Its last line may be cut (truncate)."""
+    lines = [line for line in message.splitlines() if line.strip()]
+    whole = lines[:-1] if len(lines) > 1 else lines
+    return bool(log) and all(line in log for line in whole)
+
+
 def readable(summary: dict) -> list[str]:
     """A record as lines to print (submit.yml): why it was kept, each pod and how it ended with its log's last lines
     below it, the Warning events."""
@@ -411,8 +437,9 @@ def readable(summary: dict) -> list[str]:
         )
         where = f" on {pod['node']}" if pod.get("node") else ""
         out.append(f"{pod.get('role')} {pod.get('name')}{where}: {how or 'no status'}")
-        if pod.get("message"):
-            out.append(f"  {pod['message']}")
+        message = pod.get("message")
+        if message and not _in_log(message, pod.get("log") or []):
+            out += [f"  {line}" for line in message.splitlines() if line.strip()]
         out += [f"  | {line}" for line in pod.get("log") or []]
         if pod.get("logNote"):
             out.append(f"  ({pod['logNote']})")

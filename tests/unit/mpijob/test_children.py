@@ -161,6 +161,19 @@ def test_user_dns_searches_are_kept() -> None:
     assert pod["spec"]["dnsConfig"]["searches"] == ["corp.example", "pi.ns.svc.cluster.local"]
 
 
+def test_the_launchers_log_tail_goes_into_its_termination_message_unless_the_template_says_otherwise() -> None:
+    def policy(obj: dict) -> str | None:
+        spec = K.launcher_job(kubeflow.parse(obj), K.Options())["spec"]["template"]["spec"]
+        return spec["containers"][0].get("terminationMessagePolicy")
+
+    assert policy(manifest()) == "FallbackToLogsOnError"  # the record's log when the pod is gone before it is read
+    obj = manifest()
+    obj["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["terminationMessagePolicy"] = "File"
+    assert policy(obj) == "File"
+    worker = K.worker_pod(kubeflow.parse(manifest()), 0, K.Options())
+    assert "terminationMessagePolicy" not in worker["spec"]["containers"][0]  # the workers' pods are never deleted so
+
+
 def test_builders_do_not_mutate_the_model() -> None:
     job = kubeflow.parse(manifest())
     before = repr(job.worker.template)

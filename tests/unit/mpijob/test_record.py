@@ -157,6 +157,61 @@ def test_a_launcher_restarted_in_place_after_a_failure_is_kept_at_once() -> None
     assert R.launcher_failed(pod) and not R.failed(pod)  # the deletion's own exit would not count; the restart's does
 
 
+def test_a_launcher_that_failed_again_before_its_restart_was_reported_is_kept_at_once() -> None:
+    # A container that fails at once: the kubelet reports it restarted and exited again in one update, so no state
+    # shows it running again; the Job controller deletes the pod about a second later (backoffLimit 0 spent).
+    world = run_all(settle(manifest("pi", 2)))
+    pod = world.pods[-1]
+    pod["metadata"]["uid"] = "uid-launcher"
+    term = {"reason": "Error", "exitCode": 1, "message": "mpirun: use --allow-run-as-root\n"}
+    pod["status"]["containerStatuses"] = [
+        {"name": "launcher", "restartCount": 1, "state": {"terminated": term}, "lastState": {"terminated": term}}
+    ]
+    p = plan(world.mpijob, world, now=at(60))
+    (entry,) = record_of(p).body["pods"]
+    assert record_of(p).body["why"] == "launcher failed" and (entry["exitCode"], entry["log"]) == (1, True)
+    # a pod that failed for good counts too (restartPolicy Never); not before its phase says so (a restart may come)
+    pod["status"]["containerStatuses"] = [{"name": "launcher", "restartCount": 0, "state": {"terminated": term}}]
+    assert not R.launcher_failed(pod)
+    pod["status"]["phase"] = "Failed"
+    assert R.launcher_failed(pod) and [e["name"] for e in record_of(plan(world.mpijob, world, now=at(60))).body["pods"]]
+    # not one that the deletion itself ended (a suspend's, a user's): a pod recorded before its removal, if at all
+    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:59Z"
+    assert not R.launcher_failed(pod)
+
+
+def test_a_launcher_pod_deleted_before_any_pass_saw_it_is_kept_from_its_last_state() -> None:
+    world = failed_world()
+    pod = world.pods.pop()  # the Job controller deleted it; the operator's store kept its last state (gone_pods)
+    term = {"reason": "Error", "exitCode": 1, "message": "line 1\nmpirun: use --allow-run-as-root\n"}
+    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:56Z"
+    pod["status"]["containerStatuses"] = [{"name": "launcher", "restartCount": 1, "state": {"terminated": term}}]
+    world.gone_pods = [pod]
+    p = plan(world.mpijob, world, now=at(60))
+    body = record_of(p).body
+    launcher = body["pods"][0]
+    assert (launcher["name"], launcher["exitCode"], launcher["log"]) == ("pi-launcher-abcde", 1, True)
+    assert launcher[R.MESSAGE_LOG] == term["message"]  # the whole message, for the shell
+    # the shell finds no pod to read the log of: the termination message is the log kept, and says so
+    cm = R.record_config_map(body, {"uid-pi-launcher-abcde": (None, "log unavailable: 404 Not Found")}, [], "now")
+    assert cm["data"]["pi-launcher-abcde.log"] == term["message"]
+    kept = json.loads(cm["data"]["record.json"])["pods"][0]
+    assert kept["logNote"] == "log unavailable: 404 Not Found; kept instead: the container's termination message"
+    assert R.MESSAGE_LOG not in cm["data"]["record.json"]
+    shown = R.summary_of(cm)["lines"]  # as submit.yml prints it: the message is the log, shown once
+    assert shown[1:5] == [
+        "launcher pi-launcher-abcde on node-1: Error, exit code 1",
+        "  | line 1",
+        "  | mpirun: use --allow-run-as-root",
+        "  (log unavailable: 404 Not Found; kept instead: the container's termination message)",
+    ]
+    # a log that was read wins; a gone pod of another launcher Job (a job made again under that name) is not the job's
+    cm = R.record_config_map(body, {"uid-pi-launcher-abcde": ("the log\n", "")}, [], "now")
+    assert cm["data"]["pi-launcher-abcde.log"] == "the log\n"
+    pod["metadata"]["ownerReferences"] = [{**pod["metadata"]["ownerReferences"][0], "uid": "uid-other"}]
+    assert "pi-launcher-abcde" not in [e["name"] for e in record_of(plan(world.mpijob, world, now=at(60))).body["pods"]]
+
+
 def test_a_suspend_records_the_launcher_before_the_job_controller_stops_it() -> None:
     world = run_all(settle(manifest()))
     world = world_after(world, plan(world.mpijob, world, now=at(20)))

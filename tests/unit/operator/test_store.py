@@ -127,3 +127,92 @@ def test_of_a_pod_only_its_node_and_containers_names_are_kept_of_its_spec_and_of
 def test_sizes_count_what_is_kept() -> None:
     sizes = full_store().sizes()
     assert sizes["objects"] == 10 and sizes["bytes"] > 0
+
+
+def launcher_pod(name: str, uid: str, restarts: int) -> dict:
+    """A launcher pod as the watch shows it: its container failed `restarts` times (restartPolicy OnFailure)."""
+    term = {"exitCode": 1, "reason": "Error", "message": "mpirun: --allow-run-as-root\n"}
+    labels = {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/job-role": "launcher"}
+    pod = obj(name, uid=uid, labels=labels, deletionTimestamp="2026-01-01T00:00:09Z")
+    pod["status"] = {
+        "containerStatuses": [{"name": "launcher", "restartCount": restarts, "state": {"terminated": term}}]
+    }
+    return pod
+
+
+def test_a_failed_launcher_pod_deleted_before_a_pass_saw_it_stays_in_the_world_until_its_record_has_it() -> None:
+    store = full_store()
+    failed, clean = launcher_pod("pi-launcher-a", "uid-a", 1), launcher_pod("pi-launcher-b", "uid-b", 0)
+    for pod in (failed, clean):
+        put(store, "Pod", pod)
+        put(store, "Pod", pod, "DELETED")
+    seen = world(store)
+    # the failed one, as its DELETED event last showed it; the one that ended by the deletion itself is not kept
+    assert [p["metadata"]["name"] for p in seen["gone_pods"]] == ["pi-launcher-a"]
+    assert seen["gone_pods"][0]["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 1
+    assert "pi-launcher-a" not in [p["metadata"]["name"] for p in seen["pods"]]
+    # a record that names another pod changes nothing; one that names it ends it
+    other = {"pods": [{"uid": "uid-other"}]}
+    put(store, "ConfigMap", {**obj("pi-record", "2"), "data": {"record.json": json.dumps(other)}})
+    assert len(world(store)["gone_pods"]) == 1
+    put(
+        store, "ConfigMap", {**obj("pi-record", "3"), "data": {"record.json": json.dumps({"pods": [{"uid": "uid-a"}]})}}
+    )
+    assert "gone_pods" not in world(store)
+
+
+def test_a_launcher_pod_is_kept_as_it_was_last_seen_failing_not_as_its_deletion_ended_it() -> None:
+    # The kubelet drops the container's lastState (the failure that restarted it) once the pod is deleted, and the
+    # container running again then ends by the deletion's kill.
+    store = full_store()
+    failing = launcher_pod("pi-launcher-a", "uid-a", 1)
+    del failing["metadata"]["deletionTimestamp"]
+    status = failing["status"]["containerStatuses"][0]
+    status["lastState"], status["state"] = status.pop("state"), {"running": {}}
+    put(store, "Pod", failing, "MODIFIED")
+    killed = launcher_pod("pi-launcher-a", "uid-a", 1)
+    killed["status"]["containerStatuses"][0]["state"]["terminated"] = {"exitCode": 137, "reason": "Error"}
+    put(store, "Pod", killed, "MODIFIED")  # being deleted: not what is kept
+    put(store, "Pod", killed, "DELETED")
+    (kept_pod,) = world(store)["gone_pods"]
+    assert kept_pod["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 1
+    # nothing is kept of a job's launcher pods once the job itself is gone (its deletion takes them), nor of one its
+    # record has already
+    put(store, "Pod", failing, "MODIFIED")
+    put(store, "MPIJob", obj("pi", "11"), "DELETED")
+    put(store, "Pod", killed, "DELETED")
+    put(store, "MPIJob", obj("pi", "12"))
+    assert "gone_pods" not in world(store)
+    put(
+        store, "ConfigMap", {**obj("pi-record", "4"), "data": {"record.json": json.dumps({"pods": [{"uid": "uid-a"}]})}}
+    )
+    put(store, "Pod", failing, "MODIFIED")
+    put(store, "Pod", killed, "DELETED")
+    assert "gone_pods" not in world(store) and store.sizes() == full_size(store)
+
+
+def full_size(store: Store) -> dict:
+    """What `store` would hold without gone or failing pods."""
+    return {
+        "objects": len(store._mpijobs) + sum(map(len, store._named.values())) + sum(map(len, store._pods.values())),
+        "bytes": sum(map(len, store._mpijobs.values()))
+        + sum(sum(map(len, v.values())) for v in store._named.values())
+        + sum(sum(map(len, v.values())) for v in store._pods.values()),
+    }
+
+
+def test_the_gone_pods_are_bounded_per_job_and_go_with_the_job_or_a_relist() -> None:
+    store = full_store()
+    for i in range(5):
+        pod = launcher_pod(f"pi-launcher-{i}", f"uid-{i}", 1)
+        put(store, "Pod", pod, "DELETED")
+    assert [p["metadata"]["name"] for p in world(store)["gone_pods"]] == [f"pi-launcher-{i}" for i in (2, 3, 4)]
+    before = store.sizes()["objects"]
+    put(store, "MPIJob", obj("pi", "11"), "DELETED")
+    assert store.sizes()["objects"] == before - 1 - 3  # the job and its gone pods
+    put(store, "MPIJob", obj("pi", "12"))
+    put(store, "Pod", launcher_pod("pi-launcher-9", "uid-9", 2), "DELETED")
+    pods = next(r for r in RESOURCES if r.kind == "Pod")
+    store.relisting(pods.name, pods.kind, pods.api_version)
+    store.relisted(pods.name)
+    assert "gone_pods" not in world(store)
