@@ -214,11 +214,9 @@ class _Planner:
         self.awaiting_placement = False  # a job with a hostfile topology whose workers are not all bound yet
         launcher_uid = ((world.launcher or {}).get("metadata") or {}).get("uid")
         self.launcher_pods = [p for p in world.pods if launcher_uid and controlled_by(p, launcher_uid)]
-        here = {_name(p) for p in world.pods}
-        # launcher pods the Job controller deleted before a pass saw them fail: the record keeps them (keep_record)
-        self.gone_launchers = [
-            p for p in world.gone_pods if launcher_uid and controlled_by(p, launcher_uid) and _name(p) not in here
-        ]
+        # launcher pods the Job controller deleted before a pass saw them fail: the record keeps them (keep_record). The
+        # store moved each out of the pods when it was deleted, so none is in world.pods too.
+        self.gone_launchers = [p for p in world.gone_pods if launcher_uid and controlled_by(p, launcher_uid)]
         if job.launcher_pod:
             # The launcher is the pod <job>-launcher itself: the plan reads it as the launcher Job it stands for.
             pod = next((p for p in world.pods if _name(p) == K.launcher_name(job)), None)

@@ -137,9 +137,10 @@ def launcher_failed(pod: dict) -> bool:
     kubelet reports the restart: before the job is Failed, often before the restart itself is seen (a container that
     fails at once is reported exited again, `restartCount` 1, in the same update), and under load before any pass sees
     the pod (the operator then plans from its last state: World.gone_pods). A restarted pod counts even while it is
-    being deleted (its restart was not the deletion's). A pod that failed for good (phase Failed: restartPolicy Never,
-    an eviction) counts unless a deletion without a disruption ended it; the Job controller leaves such a pod be."""
-    return _restarted(pod) or (S.pod_phase(pod) == "Failed" and failed(pod))
+    being deleted (its restart was not the deletion's). A launcher pod that failed for good (restartPolicy Never, an
+    eviction) is not active, so the Job controller leaves it be: it stays until the job's clean-up, which keeps it
+    first."""
+    return _restarted(pod)
 
 
 def facts(pod: dict, role: str, main: str | None) -> dict:
